@@ -1,0 +1,570 @@
+/* nc_net.c — the network IR: construction, shape inference, costs, report. */
+#include "nc_net.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+nc_net *nc_net_new(void)
+{
+    nc_net *net = calloc(1, sizeof *net);
+    if (net) {
+        net->input = -1;
+        net->output = -1;
+    }
+    return net;
+}
+
+static void node_clear(nc_node *node)
+{
+    free(node->inputs);
+    nc_tensor_free(node->weight);
+    nc_tensor_free(node->bias);
+    free(node->neuron.threshold);
+    memset(node, 0, sizeof *node);
+}
+
+void nc_report_clear(nc_report *report)
+{
+    if (!report)
+        return;
+    free(report->entries);
+    memset(report, 0, sizeof *report);
+}
+
+void nc_net_free(nc_net *net)
+{
+    if (!net)
+        return;
+    for (int i = 0; i < net->n_nodes; i++)
+        node_clear(&net->nodes[i]);
+    free(net->nodes);
+    nc_report_clear(&net->report);
+    free(net);
+}
+
+static int node_copy(nc_node *dst, const nc_node *src)
+{
+    *dst = *src;
+    dst->inputs = NULL;
+    dst->weight = dst->bias = NULL;
+    dst->neuron.threshold = NULL;
+    if (src->n_inputs) {
+        dst->inputs = malloc((size_t)src->n_inputs * sizeof(int));
+        if (!dst->inputs)
+            return -1;
+        memcpy(dst->inputs, src->inputs, (size_t)src->n_inputs * sizeof(int));
+    }
+    if (src->weight && !(dst->weight = nc_tensor_copy(src->weight)))
+        return -1;
+    if (src->bias && !(dst->bias = nc_tensor_copy(src->bias)))
+        return -1;
+    if (src->neuron.n_threshold) {
+        size_t bytes = (size_t)src->neuron.n_threshold * sizeof(float);
+        dst->neuron.threshold = malloc(bytes);
+        if (!dst->neuron.threshold)
+            return -1;
+        memcpy(dst->neuron.threshold, src->neuron.threshold, bytes);
+    }
+    return 0;
+}
+
+nc_net *nc_net_clone(const nc_net *net)
+{
+    nc_net *c = nc_net_new();
+    if (!c)
+        return NULL;
+    *c = *net;
+    c->nodes = calloc((size_t)(net->n_nodes ? net->n_nodes : 1), sizeof(nc_node));
+    c->capacity = net->n_nodes;
+    c->report.entries = NULL;
+    c->report.count = c->report.capacity = 0;
+    if (!c->nodes) {
+        free(c);
+        return NULL;
+    }
+    for (int i = 0; i < net->n_nodes; i++) {
+        if (node_copy(&c->nodes[i], &net->nodes[i]) != 0) {
+            c->n_nodes = i + 1;
+            nc_net_free(c);
+            return NULL;
+        }
+    }
+    if (net->report.count) {
+        c->report.entries = malloc((size_t)net->report.count * sizeof(nc_report_entry));
+        if (!c->report.entries) {
+            nc_net_free(c);
+            return NULL;
+        }
+        memcpy(c->report.entries, net->report.entries, (size_t)net->report.count * sizeof(nc_report_entry));
+        c->report.count = c->report.capacity = net->report.count;
+    }
+    return c;
+}
+
+int nc_net_add_node(nc_net *net, nc_node_kind kind, const char *name, int n_inputs, const int *inputs)
+{
+    if (net->n_nodes == net->capacity) {
+        int cap = net->capacity ? net->capacity * 2 : 16;
+        nc_node *nodes = realloc(net->nodes, (size_t)cap * sizeof *nodes);
+        if (!nodes)
+            return -1;
+        net->nodes = nodes;
+        net->capacity = cap;
+    }
+    nc_node *node = &net->nodes[net->n_nodes];
+    memset(node, 0, sizeof *node);
+    if (n_inputs > 0) {
+        node->inputs = malloc((size_t)n_inputs * sizeof(int));
+        if (!node->inputs)
+            return -1;
+        memcpy(node->inputs, inputs, (size_t)n_inputs * sizeof(int));
+    }
+    node->n_inputs = n_inputs;
+    node->kind = kind;
+    snprintf(node->name, sizeof node->name, "%s", name ? name : "");
+    node->stride[0] = node->stride[1] = 1;
+    node->dilation[0] = node->dilation[1] = 1;
+    node->groups = 1;
+    node->maxpool_strategy = NC_MAXPOOL_PRE_SPIKE;
+    node->neuron.levels = 8;
+    node->neuron.shift = 0.5f;
+    node->neuron.v0_fraction = 0.5f;
+    node->neuron.clip_min = -INFINITY;
+    node->neuron.clip_max = INFINITY;
+    if (kind == NC_NODE_INPUT && net->input < 0)
+        net->input = net->n_nodes;
+    if (kind == NC_NODE_OUTPUT)
+        net->output = net->n_nodes;
+    return net->n_nodes++;
+}
+
+int nc_net_find(const nc_net *net, const char *name)
+{
+    for (int i = 0; i < net->n_nodes; i++)
+        if (strcmp(net->nodes[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+nc_status nc_neuron_set_threshold(nc_neuron *neuron, int n, const float *values, nc_error *err)
+{
+    if (n < 1)
+        return nc_fail(err, NC_ERR_ARGUMENT, "a neuron needs at least one threshold value");
+    float *copy = malloc((size_t)n * sizeof(float));
+    if (!copy)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for %d thresholds", n);
+    memcpy(copy, values, (size_t)n * sizeof(float));
+    free(neuron->threshold);
+    neuron->threshold = copy;
+    neuron->n_threshold = n;
+    return NC_OK;
+}
+
+int64_t nc_node_numel(const nc_node *node) { return nc_shape_numel(node->ndim, node->shape); }
+
+int nc_node_channels(const nc_node *node) { return node->ndim > 0 ? (int)node->shape[0] : 1; }
+
+/* ---- shape inference ---------------------------------------------------- */
+
+static void set_shape(nc_node *node, int ndim, const int64_t *shape)
+{
+    node->ndim = ndim;
+    for (int i = 0; i < 4; i++)
+        node->shape[i] = i < ndim ? shape[i] : 0;
+}
+
+static nc_status node_fail(nc_error *err, nc_status code, const nc_node *node, const char *what)
+{
+    return nc_fail(err, code, "node '%s' (%s): %s", node->name, nc_node_kind_name(node->kind), what);
+}
+
+/* Output length of a sliding window along one axis (ONNX/PyTorch rule: with
+ * ceil_mode, a last window that would start inside the right padding is dropped). */
+static int64_t window_out(int64_t in, int k, int s, int pad_begin, int pad_end, int d, int ceil_mode)
+{
+    int64_t span = in + pad_begin + pad_end - ((int64_t)(k - 1) * d + 1);
+    if (span < 0)
+        return 0;
+    int64_t out = ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
+    if (ceil_mode && (out - 1) * s >= in + pad_begin)
+        out--;
+    return out;
+}
+
+static nc_status infer_window(nc_node *node, const nc_node *in, int64_t out_channels, nc_error *err)
+{
+    char buf[96], msg[256];
+    if (in->ndim != 3) {
+        snprintf(msg, sizeof msg, "needs a [C, H, W] input, got %s", nc_shape_str(in->ndim, in->shape, buf, sizeof buf));
+        return node_fail(err, NC_ERR_SHAPE, node, msg);
+    }
+    if (node->kernel[0] < 1 || node->kernel[1] < 1 || node->stride[0] < 1 || node->stride[1] < 1 ||
+        node->dilation[0] < 1 || node->dilation[1] < 1)
+        return node_fail(err, NC_ERR_SHAPE, node, "kernel, stride and dilation must be at least 1");
+    for (int i = 0; i < 4; i++)
+        if (node->pad[i] < 0)
+            return node_fail(err, NC_ERR_SHAPE, node, "negative padding");
+    int64_t oh = window_out(in->shape[1], node->kernel[0], node->stride[0], node->pad[0], node->pad[2],
+                            node->dilation[0], node->ceil_mode);
+    int64_t ow = window_out(in->shape[2], node->kernel[1], node->stride[1], node->pad[1], node->pad[3],
+                            node->dilation[1], node->ceil_mode);
+    if (oh < 1 || ow < 1) {
+        snprintf(msg, sizeof msg, "a %dx%d window does not fit the input %s", node->kernel[0], node->kernel[1],
+                 nc_shape_str(in->ndim, in->shape, buf, sizeof buf));
+        return node_fail(err, NC_ERR_SHAPE, node, msg);
+    }
+    int64_t shape[3] = {out_channels, oh, ow};
+    set_shape(node, 3, shape);
+    return NC_OK;
+}
+
+static nc_status infer_conv(nc_node *node, const nc_node *in, nc_error *err)
+{
+    char msg[256];
+    const nc_tensor *w = node->weight;
+    if (!w || w->ndim != 4)
+        return node_fail(err, NC_ERR_SHAPE, node, "needs a 4-d weight [Cout, Cin/groups, KH, KW]");
+    if (node->groups < 1 || w->shape[0] % node->groups != 0)
+        return node_fail(err, NC_ERR_SHAPE, node, "output channels are not divisible by groups");
+    if (in->ndim == 3 && w->shape[1] * node->groups != in->shape[0]) {
+        snprintf(msg, sizeof msg, "weight expects %lld input channels (groups %d), input has %lld",
+                 (long long)(w->shape[1] * node->groups), node->groups, (long long)in->shape[0]);
+        return node_fail(err, NC_ERR_SHAPE, node, msg);
+    }
+    if (node->bias && nc_tensor_numel(node->bias) != w->shape[0])
+        return node_fail(err, NC_ERR_SHAPE, node, "bias length differs from the output channels");
+    node->kernel[0] = (int)w->shape[2];
+    node->kernel[1] = (int)w->shape[3];
+    return infer_window(node, in, w->shape[0], err);
+}
+
+static nc_status infer_dense(nc_node *node, const nc_node *in, nc_error *err)
+{
+    char msg[256];
+    const nc_tensor *w = node->weight;
+    if (!w || w->ndim != 2)
+        return node_fail(err, NC_ERR_SHAPE, node, "needs a 2-d weight [Fout, Fin]");
+    if (nc_node_numel(in) != w->shape[1]) {
+        snprintf(msg, sizeof msg, "weight expects %lld inputs, '%s' gives %lld", (long long)w->shape[1], in->name,
+                 (long long)nc_node_numel(in));
+        return node_fail(err, NC_ERR_SHAPE, node, msg);
+    }
+    if (node->bias && nc_tensor_numel(node->bias) != w->shape[0])
+        return node_fail(err, NC_ERR_SHAPE, node, "bias length differs from the outputs");
+    set_shape(node, 1, &w->shape[0]);
+    return NC_OK;
+}
+
+static int same_shape(const nc_node *a, const nc_node *b)
+{
+    if (a->ndim != b->ndim)
+        return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    return 1;
+}
+
+static nc_status infer_add(nc_node *node, const nc_net *net, nc_error *err)
+{
+    const nc_node *first = &net->nodes[node->inputs[0]];
+    for (int i = 1; i < node->n_inputs; i++) {
+        const nc_node *other = &net->nodes[node->inputs[i]];
+        if (!same_shape(first, other)) {
+            char a[96], b[96], msg[300];
+            snprintf(msg, sizeof msg, "inputs '%s' %s and '%s' %s differ in shape", first->name,
+                     nc_shape_str(first->ndim, first->shape, a, sizeof a), other->name,
+                     nc_shape_str(other->ndim, other->shape, b, sizeof b));
+            return node_fail(err, NC_ERR_SHAPE, node, msg);
+        }
+    }
+    set_shape(node, first->ndim, first->shape);
+    return NC_OK;
+}
+
+static nc_status infer_concat(nc_node *node, const nc_net *net, nc_error *err)
+{
+    const nc_node *first = &net->nodes[node->inputs[0]];
+    int64_t shape[4];
+    memcpy(shape, first->shape, sizeof shape);
+    for (int i = 1; i < node->n_inputs; i++) {
+        const nc_node *other = &net->nodes[node->inputs[i]];
+        int fits = other->ndim == first->ndim;
+        for (int d = 1; fits && d < first->ndim; d++)
+            fits = other->shape[d] == first->shape[d];
+        if (!fits)
+            return node_fail(err, NC_ERR_SHAPE, node, "inputs differ in a dimension other than channels");
+        shape[0] += other->shape[0];
+    }
+    set_shape(node, first->ndim, shape);
+    return NC_OK;
+}
+
+static nc_status infer_per_channel(nc_node *node, const nc_node *in, int count, const char *what, nc_error *err)
+{
+    if (count != 1 && count != nc_node_channels(in)) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%d %s values for %d channels", count, what, nc_node_channels(in));
+        return node_fail(err, NC_ERR_SHAPE, node, msg);
+    }
+    set_shape(node, in->ndim, in->shape);
+    return NC_OK;
+}
+
+static nc_status infer_node(nc_net *net, int index, nc_error *err)
+{
+    nc_node *node = &net->nodes[index];
+    int needs_inputs = node->kind != NC_NODE_INPUT;
+    if (needs_inputs && node->n_inputs < 1)
+        return node_fail(err, NC_ERR_FORMAT, node, "has no input");
+    for (int i = 0; i < node->n_inputs; i++)
+        if (node->inputs[i] < 0 || node->inputs[i] >= index)
+            return node_fail(err, NC_ERR_FORMAT, node, "reads a node that does not come before it");
+    const nc_node *in = needs_inputs ? &net->nodes[node->inputs[0]] : NULL;
+    switch (node->kind) {
+    case NC_NODE_INPUT:
+        if (node->ndim < 1 || nc_node_numel(node) < 1)
+            return node_fail(err, NC_ERR_SHAPE, node, "input shape is empty");
+        return NC_OK;
+    case NC_NODE_CONV2D: return infer_conv(node, in, err);
+    case NC_NODE_DENSE: return infer_dense(node, in, err);
+    case NC_NODE_AVGPOOL:
+    case NC_NODE_MAXPOOL: return infer_window(node, in, in->ndim == 3 ? in->shape[0] : 0, err);
+    case NC_NODE_GLOBAL_AVGPOOL: {
+        if (in->ndim != 3)
+            return node_fail(err, NC_ERR_SHAPE, node, "needs a [C, H, W] input");
+        int64_t shape[3] = {in->shape[0], 1, 1};
+        set_shape(node, 3, shape);
+        return NC_OK;
+    }
+    case NC_NODE_FLATTEN: {
+        int64_t n = nc_node_numel(in);
+        set_shape(node, 1, &n);
+        return NC_OK;
+    }
+    case NC_NODE_ADD: return infer_add(node, net, err);
+    case NC_NODE_CONCAT: return infer_concat(node, net, err);
+    case NC_NODE_AFFINE:
+        if (!node->weight || !node->bias || nc_tensor_numel(node->weight) != nc_tensor_numel(node->bias))
+            return node_fail(err, NC_ERR_SHAPE, node, "needs scale and shift of equal length");
+        return infer_per_channel(node, in, (int)nc_tensor_numel(node->weight), "scale", err);
+    case NC_NODE_NEURON:
+        if (node->neuron.model == NC_NEURON_QCFS || node->neuron.model == NC_NEURON_IF) {
+            if (node->neuron.n_threshold < 1)
+                return node_fail(err, NC_ERR_SHAPE, node, "has no threshold");
+            for (int i = 0; i < node->neuron.n_threshold; i++)
+                if (!(node->neuron.threshold[i] > 0) || !isfinite(node->neuron.threshold[i]))
+                    return node_fail(err, NC_ERR_ARGUMENT, node, "thresholds must be positive and finite");
+            if (node->neuron.model == NC_NEURON_QCFS && node->neuron.levels < 1)
+                return node_fail(err, NC_ERR_ARGUMENT, node, "QCFS needs L ≥ 1");
+            return infer_per_channel(node, in, node->neuron.n_threshold, "threshold", err);
+        }
+        set_shape(node, in->ndim, in->shape);
+        return NC_OK;
+    case NC_NODE_OUTPUT:
+        set_shape(node, in->ndim, in->shape);
+        return NC_OK;
+    case NC_NODE_KIND_COUNT: break;
+    }
+    return node_fail(err, NC_ERR_INTERNAL, node, "unknown node kind");
+}
+
+nc_status nc_net_infer_shapes(nc_net *net, nc_error *err)
+{
+    if (net->n_nodes < 2 || net->input != 0 || net->nodes[0].kind != NC_NODE_INPUT)
+        return nc_fail(err, NC_ERR_FORMAT, "the network must start with an input node");
+    if (net->output != net->n_nodes - 1)
+        return nc_fail(err, NC_ERR_FORMAT, "the network must end with an output node");
+    for (int i = 0; i < net->n_nodes; i++) {
+        nc_status st = infer_node(net, i, err);
+        if (st != NC_OK)
+            return st;
+    }
+    return NC_OK;
+}
+
+/* ---- costs ---------------------------------------------------------------- */
+
+int64_t nc_node_macs(const nc_net *net, int index)
+{
+    const nc_node *node = &net->nodes[index];
+    switch (node->kind) {
+    case NC_NODE_CONV2D:
+        return nc_node_numel(node) * node->weight->shape[1] * node->kernel[0] * node->kernel[1];
+    case NC_NODE_DENSE:
+        return node->weight->shape[0] * node->weight->shape[1];
+    case NC_NODE_AVGPOOL:
+        return nc_node_numel(node) * node->kernel[0] * node->kernel[1];
+    case NC_NODE_GLOBAL_AVGPOOL:
+        return nc_node_numel(&net->nodes[node->inputs[0]]);
+    case NC_NODE_AFFINE:
+        return nc_node_numel(node);
+    default:
+        return 0;
+    }
+}
+
+int64_t nc_node_params(const nc_net *net, int index)
+{
+    const nc_node *node = &net->nodes[index];
+    int64_t n = node->neuron.n_threshold;
+    if (node->weight)
+        n += nc_tensor_numel(node->weight);
+    if (node->bias)
+        n += nc_tensor_numel(node->bias);
+    return n;
+}
+
+int64_t nc_net_macs(const nc_net *net)
+{
+    int64_t total = 0;
+    for (int i = 0; i < net->n_nodes; i++)
+        total += nc_node_macs(net, i);
+    return total;
+}
+
+int64_t nc_net_params(const nc_net *net)
+{
+    int64_t total = 0;
+    for (int i = 0; i < net->n_nodes; i++)
+        total += nc_node_params(net, i);
+    return total;
+}
+
+int nc_net_consumers(const nc_net *net, int index)
+{
+    int count = 0;
+    for (int i = index + 1; i < net->n_nodes; i++)
+        for (int k = 0; k < net->nodes[i].n_inputs; k++)
+            count += net->nodes[i].inputs[k] == index;
+    return count;
+}
+
+/* Synapses driven by one value of `index`, averaged over its values: a conv or
+ * dense consumer has MACs / input-values synapses per input value; layers that
+ * only move or pool values pass the question on to their own consumers. */
+double nc_node_fanout(const nc_net *net, int index)
+{
+    const nc_node *node = &net->nodes[index];
+    double numel = (double)nc_node_numel(node);
+    double total = 0;
+    for (int i = index + 1; i < net->n_nodes; i++) {
+        const nc_node *c = &net->nodes[i];
+        for (int k = 0; k < c->n_inputs; k++) {
+            if (c->inputs[k] != index)
+                continue;
+            switch (c->kind) {
+            case NC_NODE_CONV2D:
+            case NC_NODE_DENSE:
+                total += (double)nc_node_macs(net, i) / numel;
+                break;
+            case NC_NODE_OUTPUT:
+                break;
+            case NC_NODE_AVGPOOL:
+            case NC_NODE_MAXPOOL: /* each value reaches k²/s² windows */
+                total += nc_node_fanout(net, i) * (double)(c->kernel[0] * c->kernel[1]) /
+                         (double)(c->stride[0] * c->stride[1]);
+                break;
+            default: /* flatten, add, concat, affine, neurons: one value each */
+                total += nc_node_fanout(net, i);
+                break;
+            }
+        }
+    }
+    return total;
+}
+
+/* ---- names ---------------------------------------------------------------- */
+
+const char *nc_node_kind_name(nc_node_kind kind)
+{
+    static const char *names[NC_NODE_KIND_COUNT] = {
+        "input", "conv2d", "dense", "avgpool", "maxpool", "global-avgpool",
+        "flatten", "add", "concat", "affine", "neuron", "output"};
+    return (unsigned)kind < NC_NODE_KIND_COUNT ? names[kind] : "unknown";
+}
+
+const char *nc_neuron_model_name(nc_neuron_model m)
+{
+    switch (m) {
+    case NC_NEURON_RELU: return "relu";
+    case NC_NEURON_CLIP: return "clip";
+    case NC_NEURON_QCFS: return "qcfs";
+    case NC_NEURON_IF: return "if";
+    }
+    return "unknown";
+}
+
+const char *nc_support_name(nc_support s)
+{
+    switch (s) {
+    case NC_SUPPORT_CONVERTED: return "converted";
+    case NC_SUPPORT_FOLDED: return "folded";
+    case NC_SUPPORT_REMOVED: return "removed";
+    case NC_SUPPORT_APPROXIMATED: return "approximated";
+    case NC_SUPPORT_UNSUPPORTED: return "unsupported";
+    }
+    return "unknown";
+}
+
+const char *nc_maxpool_strategy_name(nc_maxpool_strategy s)
+{
+    switch (s) {
+    case NC_MAXPOOL_AVG: return "avg";
+    case NC_MAXPOOL_PRE_SPIKE: return "pre-spike";
+    case NC_MAXPOOL_GATED: return "gated";
+    }
+    return "unknown";
+}
+
+int nc_maxpool_strategy_parse(const char *text, nc_maxpool_strategy *out)
+{
+    static const nc_maxpool_strategy all[] = {NC_MAXPOOL_AVG, NC_MAXPOOL_PRE_SPIKE, NC_MAXPOOL_GATED};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (strcmp(text, nc_maxpool_strategy_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* ---- report ---------------------------------------------------------------- */
+
+nc_report_entry *nc_report_add(nc_report *report, const char *source_name, const char *op_type, int opset,
+                               nc_support support, const char *target, const char *reason_fmt, ...)
+{
+    if (report->count == report->capacity) {
+        int cap = report->capacity ? report->capacity * 2 : 32;
+        nc_report_entry *entries = realloc(report->entries, (size_t)cap * sizeof *entries);
+        if (!entries)
+            return NULL;
+        report->entries = entries;
+        report->capacity = cap;
+    }
+    nc_report_entry *e = &report->entries[report->count++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->source_name, sizeof e->source_name, "%s", source_name ? source_name : "");
+    snprintf(e->op_type, sizeof e->op_type, "%s", op_type ? op_type : "");
+    e->opset = opset;
+    e->support = support;
+    snprintf(e->target, sizeof e->target, "%s", target ? target : "");
+    if (reason_fmt) {
+        va_list ap;
+        va_start(ap, reason_fmt);
+        vsnprintf(e->reason, sizeof e->reason, reason_fmt, ap);
+        va_end(ap);
+    }
+    return e;
+}
+
+int nc_report_count(const nc_report *report, nc_support support)
+{
+    int n = 0;
+    for (int i = 0; i < report->count; i++)
+        n += report->entries[i].support == support;
+    return n;
+}

@@ -1,0 +1,61 @@
+/* nc_status.h — status codes and error messages for every fallible call.
+ *
+ * Convention: a fallible function returns nc_status and takes a last
+ * parameter `nc_error *err` (may be NULL).  On failure it fills err->message
+ * with one line that says what went wrong, where (file, node, op) and what the
+ * user can do.  Library code never prints, never exits, never aborts on bad
+ * input. */
+#ifndef NC_STATUS_H
+#define NC_STATUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum nc_status {
+    NC_OK = 0,
+    NC_ERR_IO,          /* a file could not be opened, read or written        */
+    NC_ERR_FORMAT,      /* a file is not what it claims to be (corrupt, truncated) */
+    NC_ERR_UNSUPPORTED, /* valid input that this program cannot handle (yet)   */
+    NC_ERR_SHAPE,       /* shapes that do not fit together                     */
+    NC_ERR_MEMORY,      /* allocation failed or a size exceeds the budget      */
+    NC_ERR_ARGUMENT,    /* a bad parameter from the caller or the user         */
+    NC_ERR_CANCELLED,   /* the progress callback asked to stop                 */
+    NC_ERR_DEVICE,      /* the GPU or another engine failed                    */
+    NC_ERR_INTERNAL     /* a bug: a broken invariant                           */
+} nc_status;
+
+#define NC_ERROR_MESSAGE_MAX 1024
+
+typedef struct nc_error {
+    nc_status code;
+    char message[NC_ERROR_MESSAGE_MAX];
+} nc_error;
+
+/* Fills err (when not NULL) with code and a printf-style message; returns code
+ * so that callers can write `return nc_fail(err, NC_ERR_IO, "...")`. */
+nc_status nc_fail(nc_error *err, nc_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prepends "context: " to an existing message (e.g. the file name). */
+void nc_error_prefix(nc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A short stable name of a status ("io", "format", ...), for JSON output. */
+const char *nc_status_name(nc_status code);
+
+/* Overflow-checked size arithmetic: return 0 and set *out on success, -1 on
+ * overflow.  Every size computed from file contents goes through these. */
+int nc_mul_size(size_t a, size_t b, size_t *out);
+int nc_add_size(size_t a, size_t b, size_t *out);
+
+/* Progress reporting, shared by every long job.  The callback returns 0 to go
+ * on, non-zero to stop the work cleanly (the job then returns NC_ERR_CANCELLED). */
+typedef struct nc_progress {
+    const char *stage;  /* "calibrate", "evaluate", "simulate", "train", ... */
+    int64_t done;       /* units done so far (images, batches, steps)          */
+    int64_t total;      /* units in all, or 0 when unknown                     */
+    double value;       /* a stage-specific number (accuracy so far, loss)     */
+} nc_progress;
+
+typedef int (*nc_progress_fn)(void *user, const nc_progress *progress);
+
+#endif

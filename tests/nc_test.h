@@ -1,0 +1,84 @@
+/* nc_test.h — a minimal TAP test harness (no GLib, so core/ tests run where
+ * only core/ builds).  Usage:
+ *
+ *   static void test_something(void) { NC_CHECK(1 + 1 == 2, "arithmetic"); }
+ *   int main(void) { NC_RUN(test_something); return nc_test_done(); }
+ *
+ * Each NC_RUN prints "ok N - name" or "not ok N - name"; NC_SKIP prints
+ * "ok N - name # SKIP reason".  Failed checks print a diagnostic line with the
+ * file and line.  nc_test_done() prints the plan and returns the exit code. */
+#ifndef NC_TEST_H
+#define NC_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+__attribute__((unused)) static int nc_test_number;
+__attribute__((unused)) static int nc_test_failures;     /* failed tests */
+__attribute__((unused)) static int nc_test_current_failed;
+
+#define NC_CHECK(cond, ...)                                                                       \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            nc_test_current_failed = 1;                                                           \
+            printf("# FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);                            \
+            printf(__VA_ARGS__);                                                                  \
+            printf("\n");                                                                         \
+        }                                                                                         \
+    } while (0)
+
+/* Checks |a − b| ≤ atol + rtol·|b|. */
+#define NC_CHECK_CLOSE(a, b, atol, rtol, ...)                                                     \
+    do {                                                                                          \
+        double nc_a_ = (a), nc_b_ = (b);                                                          \
+        if (!(fabs(nc_a_ - nc_b_) <= (atol) + (rtol)*fabs(nc_b_))) {                              \
+            nc_test_current_failed = 1;                                                           \
+            printf("# FAILED %s:%d: %s = %.9g, expected %.9g: ", __FILE__, __LINE__, #a, nc_a_,   \
+                   nc_b_);                                                                        \
+            printf(__VA_ARGS__);                                                                  \
+            printf("\n");                                                                         \
+        }                                                                                         \
+    } while (0)
+
+#define NC_RUN(fn)                                                                                \
+    do {                                                                                          \
+        nc_test_current_failed = 0;                                                               \
+        fn();                                                                                     \
+        nc_test_number++;                                                                         \
+        if (nc_test_current_failed)                                                               \
+            nc_test_failures++;                                                                   \
+        printf("%s %d - %s\n", nc_test_current_failed ? "not ok" : "ok", nc_test_number, #fn);   \
+        fflush(stdout);                                                                           \
+    } while (0)
+
+/* Reports a named result computed by the caller (for data-driven tests). */
+static inline void nc_test_report(const char *name, int failed, const char *skip_reason)
+{
+    nc_test_number++;
+    if (skip_reason)
+        printf("ok %d - %s # SKIP %s\n", nc_test_number, name, skip_reason);
+    else {
+        if (failed)
+            nc_test_failures++;
+        printf("%s %d - %s\n", failed ? "not ok" : "ok", nc_test_number, name);
+    }
+    fflush(stdout);
+}
+
+static inline int nc_test_done(void)
+{
+    printf("1..%d\n", nc_test_number);
+    return nc_test_failures ? 1 : 0;
+}
+
+/* Path of a file under the source tree (tests/fixtures/..., assets/...). */
+static inline const char *nc_test_path(const char *relative, char *buf, size_t size)
+{
+    const char *root = getenv("NC_SOURCE_DIR");
+    snprintf(buf, size, "%s/%s", root ? root : ".", relative);
+    return buf;
+}
+
+#endif
