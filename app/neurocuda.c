@@ -1,1 +1,53 @@
-int main(void) { return 0; }
+/* neurocuda.c — the command-line tool: one sub-command per pipeline step.
+ * The commands live in nc_cmd_*.c; this file only dispatches. */
+#include <stdio.h>
+#include <string.h>
+
+#include "nc_cli.h"
+#include "nc_config.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"info", nc_cmd_info, "show a model's nodes, shapes, MACs and conversion report"},
+    {"eval", nc_cmd_eval, "test-set accuracy of the ANN"},
+    {"engines", nc_cmd_engines, "list the engines compiled in and whether they can run here"},
+};
+
+static void usage(FILE *out)
+{
+    fputs("Usage: neurocuda COMMAND [OPTIONS]\n\n"
+          "Converts trained networks (ONNX) into spiking neural networks of integrate-and-fire\n"
+          "neurons, simulates them and reports what the spikes do.\n\nCommands:\n",
+          out);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fputs("\n`neurocuda COMMAND --help` describes a command's options.\n"
+          "  --version  print the version\n",
+          out);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("neurocuda %s\n", NC_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "neurocuda: unknown command '%s'; run `neurocuda --help` for the list\n", argv[1]);
+    return 2;
+}

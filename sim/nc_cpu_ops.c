@@ -1,1 +1,566 @@
-/* being written */
+/* nc_cpu_ops.c — plain-C float32 kernels (see nc_cpu_ops.h for the contract).
+ * Fast kernels first, each followed by its naive reference. */
+#include "nc_cpu_ops.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+/* Bytes of im2col columns per chunk: about half the 1 MiB L2 of the target
+ * machines, so that the GEMM reads its B panel from cache. */
+#define NC_CONV_CHUNK_BYTES (512 * 1024)
+
+/* Neurons per IF block: their membranes and thresholds stay in L1 while the
+ * block walks over all T steps. */
+#define NC_IF_BLOCK 256
+
+static int ceil_div(int a, int b) { return (a + b - 1) / b; } /* a ≥ 0, b > 0 */
+
+int nc_window_out_size(int in, int k, int stride, int pad0, int pad1, int dil, int ceil_mode)
+{
+    int span = in + pad0 + pad1 - dil * (k - 1) - 1; /* last valid window start */
+    if (span < 0)
+        return 0;
+    int out = (ceil_mode ? ceil_div(span, stride) : span / stride) + 1;
+    /* ONNX / PyTorch: a ceil-mode window starting in the end padding is dropped */
+    if (ceil_mode && (out - 1) * stride >= in + pad0)
+        out--;
+    return out;
+}
+
+int nc_window_init(nc_window *g, int c, int h, int w, const int kernel[2], const int stride[2],
+                   const int pad[4], const int dilation[2], int ceil_mode)
+{
+    memset(g, 0, sizeof *g);
+    if (c < 1 || h < 1 || w < 1)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (kernel[i] < 1 || stride[i] < 1 || dilation[i] < 1)
+            return -1;
+    for (int i = 0; i < 4; i++)
+        if (pad[i] < 0)
+            return -1;
+    g->c = c;
+    g->h = h;
+    g->w = w;
+    memcpy(g->kernel, kernel, sizeof g->kernel);
+    memcpy(g->stride, stride, sizeof g->stride);
+    memcpy(g->pad, pad, sizeof g->pad);
+    memcpy(g->dilation, dilation, sizeof g->dilation);
+    g->oh = nc_window_out_size(h, kernel[0], stride[0], pad[0], pad[2], dilation[0], ceil_mode);
+    g->ow = nc_window_out_size(w, kernel[1], stride[1], pad[1], pad[3], dilation[1], ceil_mode);
+    return g->oh > 0 && g->ow > 0 ? 0 : -1;
+}
+
+/* The kernel taps k in [lo, hi) of output position o that land on real input
+ * along one axis, and in *n_padded how many land inside the padded input.
+ * The input positions start + k·dil grow with k, so both sets are ranges. */
+typedef struct axis_taps {
+    int start, lo, hi, n_padded;
+} axis_taps;
+
+static axis_taps taps_of(int o, int k, int stride, int pad0, int pad1, int dil, int in)
+{
+    axis_taps a;
+    a.start = o * stride - pad0;
+    a.lo = a.start >= 0 ? 0 : ceil_div(-a.start, dil);
+    a.hi = in - a.start > 0 ? ceil_div(in - a.start, dil) : 0;
+    a.n_padded = in + pad1 - a.start > 0 ? ceil_div(in + pad1 - a.start, dil) : 0;
+    if (a.hi > k)
+        a.hi = k;
+    if (a.lo > a.hi)
+        a.lo = a.hi;
+    if (a.n_padded > k)
+        a.n_padded = k;
+    return a;
+}
+
+/* ---- conv2d ------------------------------------------------------------- */
+
+static int64_t conv_k_group(const nc_window *g, int groups)
+{
+    return (int64_t)(g->c / groups) * g->kernel[0] * g->kernel[1];
+}
+
+static int64_t conv_samples_per_chunk(const nc_window *g, int groups, int64_t rows)
+{
+    int64_t col_bytes = conv_k_group(g, groups) * g->oh * g->ow * (int64_t)sizeof(float);
+    int64_t nb = NC_CONV_CHUNK_BYTES / (col_bytes > 0 ? col_bytes : 1);
+    if (nb < 1)
+        nb = 1;
+    return nb < rows ? nb : rows;
+}
+
+size_t nc_conv2d_work_floats(const nc_window *g, int cout, int groups, int64_t rows)
+{
+    if (rows < 1)
+        return 0;
+    int64_t nb = conv_samples_per_chunk(g, groups, rows);
+    int64_t p = (int64_t)g->oh * g->ow;
+    return (size_t)(nb * (conv_k_group(g, groups) + cout / groups) * p);
+}
+
+/* One row of im2col: tap (ki, kj) of channel plane `src` (H×W) for every
+ * output position, written to dst (OH×OW), zeros where the tap is in padding. */
+static void im2col_tap(const nc_window *g, const float *src, int ki, int kj, float *dst)
+{
+    int sh = g->stride[0], sw = g->stride[1];
+    int off_x = kj * g->dilation[1] - g->pad[1];
+    /* ox range whose input column ix = ox·sw + off_x lies in [0, W) */
+    int ox_lo = off_x >= 0 ? 0 : ceil_div(-off_x, sw);
+    int ox_hi = g->w - off_x > 0 ? ceil_div(g->w - off_x, sw) : 0;
+    if (ox_hi > g->ow)
+        ox_hi = g->ow;
+    if (ox_lo > ox_hi)
+        ox_lo = ox_hi;
+    for (int oy = 0; oy < g->oh; oy++, dst += g->ow) {
+        int iy = oy * sh + ki * g->dilation[0] - g->pad[0];
+        if (iy < 0 || iy >= g->h) {
+            memset(dst, 0, (size_t)g->ow * sizeof(float));
+            continue;
+        }
+        const float *row = src + (int64_t)iy * g->w + off_x;
+        for (int ox = 0; ox < ox_lo; ox++)
+            dst[ox] = 0.0f;
+        if (sw == 1)
+            memcpy(dst + ox_lo, row + ox_lo, (size_t)(ox_hi - ox_lo) * sizeof(float));
+        else
+            for (int ox = ox_lo; ox < ox_hi; ox++)
+                dst[ox] = row[ox * sw];
+        for (int ox = ox_hi; ox < g->ow; ox++)
+            dst[ox] = 0.0f;
+    }
+}
+
+/* Columns of group `grp` for samples [0, nb) of `in` into col[Kg, nb·P]. */
+static void im2col_chunk(const nc_window *g, int groups, int grp, int64_t nb, const float *in,
+                         float *col)
+{
+    int cg = g->c / groups;
+    int64_t p = (int64_t)g->oh * g->ow, ld = nb * p;
+    int64_t hw = (int64_t)g->h * g->w, in_row = g->c * hw;
+    for (int64_t s = 0; s < nb; s++) {
+        const float *x = in + s * in_row + (int64_t)grp * cg * hw;
+        float *dst = col + s * p;
+        for (int ci = 0; ci < cg; ci++)
+            for (int ki = 0; ki < g->kernel[0]; ki++)
+                for (int kj = 0; kj < g->kernel[1]; kj++, dst += ld)
+                    im2col_tap(g, x + ci * hw, ki, kj, dst);
+    }
+}
+
+/* A 1×1, stride-1, unpadded conv needs no im2col: the input plane of one
+ * sample already is the [Cin_g, P] matrix, and its output block is [Cout_g, P]. */
+static int conv_is_pointwise(const nc_window *g)
+{
+    return g->kernel[0] == 1 && g->kernel[1] == 1 && g->stride[0] == 1 && g->stride[1] == 1 &&
+           !g->pad[0] && !g->pad[1] && !g->pad[2] && !g->pad[3];
+}
+
+static void add_bias_planes(int64_t rows, int cout, int64_t p, const float *bias, float *out)
+{
+    if (!bias)
+        return;
+    for (int64_t r = 0; r < rows; r++)
+        for (int m = 0; m < cout; m++) {
+            float b = bias[m], *o = out + (r * cout + m) * p;
+            for (int64_t i = 0; i < p; i++)
+                o[i] += b;
+        }
+}
+
+static void conv_pointwise(const nc_window *g, int cout, int groups, int64_t rows,
+                           const float *in, const float *weight, const float *bias, float *out)
+{
+    int cg = g->c / groups, mg = cout / groups;
+    int64_t p = (int64_t)g->h * g->w;
+    for (int64_t r = 0; r < rows; r++)
+        for (int grp = 0; grp < groups; grp++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mg, (int)p, cg, 1.0f,
+                        weight + (int64_t)grp * mg * cg, cg, in + (r * g->c + grp * cg) * p,
+                        (int)p, 0.0f, out + (r * cout + grp * mg) * p, (int)p);
+    add_bias_planes(rows, cout, p, bias, out);
+}
+
+void nc_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const float *in,
+               const float *weight, const float *bias, float *out, float *work, size_t work_floats)
+{
+    if (conv_is_pointwise(g)) {
+        conv_pointwise(g, cout, groups, rows, in, weight, bias, out);
+        return;
+    }
+    int mg = cout / groups;
+    int64_t kg = conv_k_group(g, groups), p = (int64_t)g->oh * g->ow;
+    int64_t in_row = (int64_t)g->c * g->h * g->w, out_row = (int64_t)cout * p;
+    int64_t nb_max = (int64_t)work_floats / ((kg + mg) * p);
+    if (nb_max < 1)
+        return; /* the caller sized work with nc_conv2d_work_floats */
+    float *col = work;
+    for (int64_t r0 = 0; r0 < rows; r0 += nb_max) {
+        int64_t nb = rows - r0 < nb_max ? rows - r0 : nb_max, ld = nb * p;
+        float *tmp = col + kg * ld;
+        for (int grp = 0; grp < groups; grp++) {
+            im2col_chunk(g, groups, grp, nb, in + r0 * in_row, col);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mg, (int)ld, (int)kg, 1.0f,
+                        weight + grp * mg * kg, (int)kg, col, (int)ld, 0.0f, tmp, (int)ld);
+            /* tmp is [mg, nb·P]; the output wants [nb, cout, P]: scatter planes */
+            for (int64_t s = 0; s < nb; s++)
+                for (int m = 0; m < mg; m++) {
+                    float *o = out + (r0 + s) * out_row + (int64_t)(grp * mg + m) * p;
+                    const float *t = tmp + m * ld + s * p;
+                    float b = bias ? bias[grp * mg + m] : 0.0f;
+                    for (int64_t i = 0; i < p; i++)
+                        o[i] = t[i] + b;
+                }
+        }
+    }
+}
+
+void nc_ref_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const float *in,
+                   const float *weight, const float *bias, float *out)
+{
+    int cg = g->c / groups, mg = cout / groups, kh = g->kernel[0], kw = g->kernel[1];
+    for (int64_t r = 0; r < rows; r++)
+        for (int m = 0; m < cout; m++)
+            for (int oy = 0; oy < g->oh; oy++)
+                for (int ox = 0; ox < g->ow; ox++) {
+                    double acc = bias ? bias[m] : 0.0;
+                    int grp = m / mg;
+                    for (int ci = 0; ci < cg; ci++)
+                        for (int ki = 0; ki < kh; ki++)
+                            for (int kj = 0; kj < kw; kj++) {
+                                int iy = oy * g->stride[0] - g->pad[0] + ki * g->dilation[0];
+                                int ix = ox * g->stride[1] - g->pad[1] + kj * g->dilation[1];
+                                if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
+                                    continue;
+                                double x = in[((r * g->c + grp * cg + ci) * g->h + iy) * g->w + ix];
+                                double wv = weight[(((int64_t)m * cg + ci) * kh + ki) * kw + kj];
+                                acc += x * wv;
+                            }
+                    out[((r * cout + m) * g->oh + oy) * g->ow + ox] = (float)acc;
+                }
+}
+
+/* ---- dense -------------------------------------------------------------- */
+
+void nc_dense(int64_t rows, int fin, int fout, const float *in, const float *weight,
+              const float *bias, float *out)
+{
+    float beta = 0.0f;
+    if (bias) {
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(out + r * fout, bias, (size_t)fout * sizeof(float));
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, fout, fin, 1.0f, in, fin,
+                weight, fin, beta, out, fout);
+}
+
+void nc_ref_dense(int64_t rows, int fin, int fout, const float *in, const float *weight,
+                  const float *bias, float *out)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int o = 0; o < fout; o++) {
+            double acc = bias ? bias[o] : 0.0;
+            for (int i = 0; i < fin; i++)
+                acc += (double)in[r * fin + i] * weight[(int64_t)o * fin + i];
+            out[r * fout + o] = (float)acc;
+        }
+}
+
+/* ---- pools -------------------------------------------------------------- */
+
+void nc_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const float *in, float *out)
+{
+    int64_t planes = rows * g->c, hw = (int64_t)g->h * g->w;
+    int dh = g->dilation[0], dw = g->dilation[1];
+    for (int oy = 0; oy < g->oh; oy++) {
+        axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
+        for (int ox = 0; ox < g->ow; ox++) {
+            axis_taps tx = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], dw, g->w);
+            int count = count_include_pad ? ty.n_padded * tx.n_padded
+                                          : (ty.hi - ty.lo) * (tx.hi - tx.lo);
+            float inv = count > 0 ? 1.0f / (float)count : 0.0f;
+            for (int64_t pl = 0; pl < planes; pl++) {
+                const float *x = in + pl * hw;
+                float sum = 0.0f;
+                for (int ki = ty.lo; ki < ty.hi; ki++) {
+                    const float *row = x + (int64_t)(ty.start + ki * dh) * g->w + tx.start;
+                    for (int kj = tx.lo; kj < tx.hi; kj++)
+                        sum += row[kj * dw];
+                }
+                out[(pl * g->oh + oy) * g->ow + ox] = sum * inv;
+            }
+        }
+    }
+}
+
+void nc_ref_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const float *in,
+                    float *out)
+{
+    for (int64_t pl = 0; pl < rows * g->c; pl++)
+        for (int oy = 0; oy < g->oh; oy++)
+            for (int ox = 0; ox < g->ow; ox++) {
+                double sum = 0.0;
+                int count = 0;
+                for (int ki = 0; ki < g->kernel[0]; ki++)
+                    for (int kj = 0; kj < g->kernel[1]; kj++) {
+                        int iy = oy * g->stride[0] - g->pad[0] + ki * g->dilation[0];
+                        int ix = ox * g->stride[1] - g->pad[1] + kj * g->dilation[1];
+                        int real = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w;
+                        int padded = iy < g->h + g->pad[2] && ix < g->w + g->pad[3];
+                        if (real)
+                            sum += in[(pl * g->h + iy) * g->w + ix];
+                        count += count_include_pad ? padded : real;
+                    }
+                out[(pl * g->oh + oy) * g->ow + ox] = count ? (float)(sum / count) : 0.0f;
+            }
+}
+
+void nc_maxpool(const nc_window *g, int64_t rows, const float *in, float *out)
+{
+    int64_t planes = rows * g->c, hw = (int64_t)g->h * g->w;
+    int dh = g->dilation[0], dw = g->dilation[1];
+    for (int oy = 0; oy < g->oh; oy++) {
+        axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
+        for (int ox = 0; ox < g->ow; ox++) {
+            axis_taps tx = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], dw, g->w);
+            int empty = ty.lo == ty.hi || tx.lo == tx.hi;
+            for (int64_t pl = 0; pl < planes; pl++) {
+                const float *x = in + pl * hw;
+                float best = -INFINITY;
+                for (int ki = ty.lo; ki < ty.hi; ki++) {
+                    const float *row = x + (int64_t)(ty.start + ki * dh) * g->w + tx.start;
+                    for (int kj = tx.lo; kj < tx.hi; kj++)
+                        best = row[kj * dw] > best ? row[kj * dw] : best;
+                }
+                /* a window made only of padding (pad ≥ kernel) gives 0, not −inf */
+                out[(pl * g->oh + oy) * g->ow + ox] = empty ? 0.0f : best;
+            }
+        }
+    }
+}
+
+void nc_ref_maxpool(const nc_window *g, int64_t rows, const float *in, float *out)
+{
+    for (int64_t pl = 0; pl < rows * g->c; pl++)
+        for (int oy = 0; oy < g->oh; oy++)
+            for (int ox = 0; ox < g->ow; ox++) {
+                float best = -INFINITY;
+                int any = 0;
+                for (int ki = 0; ki < g->kernel[0]; ki++)
+                    for (int kj = 0; kj < g->kernel[1]; kj++) {
+                        int iy = oy * g->stride[0] - g->pad[0] + ki * g->dilation[0];
+                        int ix = ox * g->stride[1] - g->pad[1] + kj * g->dilation[1];
+                        if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
+                            continue;
+                        float v = in[(pl * g->h + iy) * g->w + ix];
+                        if (!any || v > best)
+                            best = v;
+                        any = 1;
+                    }
+                out[(pl * g->oh + oy) * g->ow + ox] = any ? best : 0.0f;
+            }
+}
+
+/* Index (in the plane) of the first real tap with the largest count. */
+static int64_t gated_pick(const nc_window *g, const int *counts, axis_taps ty, axis_taps tx)
+{
+    int64_t best = -1;
+    int best_count = -1;
+    for (int ki = ty.lo; ki < ty.hi; ki++)
+        for (int kj = tx.lo; kj < tx.hi; kj++) {
+            int64_t idx = (int64_t)(ty.start + ki * g->dilation[0]) * g->w + tx.start +
+                          kj * g->dilation[1];
+            if (counts[idx] > best_count) {
+                best_count = counts[idx];
+                best = idx;
+            }
+        }
+    return best;
+}
+
+void nc_maxpool_gated(const nc_window *g, int T, int64_t n, const float *in, int64_t in_step,
+                      float *out, int64_t out_step, int *counts)
+{
+    int64_t planes = n * g->c, hw = (int64_t)g->h * g->w, ohw = (int64_t)g->oh * g->ow;
+    memset(counts, 0, (size_t)(planes * hw) * sizeof(int));
+    for (int t = 0; t < T; t++) {
+        const float *x = in + t * in_step;
+        float *y = out + t * out_step;
+        for (int64_t i = 0; i < planes * hw; i++)
+            counts[i] += x[i] > 0.0f;
+        for (int oy = 0; oy < g->oh; oy++) {
+            axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2],
+                                   g->dilation[0], g->h);
+            for (int ox = 0; ox < g->ow; ox++) {
+                axis_taps tx = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3],
+                                       g->dilation[1], g->w);
+                for (int64_t pl = 0; pl < planes; pl++) {
+                    int64_t idx = gated_pick(g, counts + pl * hw, ty, tx);
+                    y[pl * ohw + oy * g->ow + ox] = idx >= 0 ? x[pl * hw + idx] : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+void nc_global_avgpool(int64_t rows, int c, int64_t hw, const float *in, float *out)
+{
+    float inv = 1.0f / (float)hw;
+    for (int64_t pl = 0; pl < rows * c; pl++) {
+        const float *x = in + pl * hw;
+        float sum = 0.0f;
+        for (int64_t i = 0; i < hw; i++)
+            sum += x[i];
+        out[pl] = sum * inv;
+    }
+}
+
+/* ---- element-wise ------------------------------------------------------- */
+
+void nc_affine(int64_t rows, int c, int64_t inner, const float *scale, const float *shift,
+               const float *in, float *out)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int ch = 0; ch < c; ch++) {
+            float a = scale ? scale[ch] : 1.0f, b = shift ? shift[ch] : 0.0f;
+            int64_t base = (r * c + ch) * inner;
+            for (int64_t i = 0; i < inner; i++)
+                out[base + i] = a * in[base + i] + b;
+        }
+}
+
+void nc_add(int64_t n, const float *a, const float *b, float *out)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = a[i] + b[i];
+}
+
+void nc_concat(int64_t rows, int n_inputs, const float *const *in, const int64_t *per_row,
+               float *out)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int k = 0; k < n_inputs; k++) {
+            memcpy(out, in[k] + r * per_row[k], (size_t)per_row[k] * sizeof(float));
+            out += per_row[k];
+        }
+}
+
+/* ---- neuron functions --------------------------------------------------- */
+
+void nc_relu(int64_t n, const float *in, float *out)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+
+void nc_clip(int64_t n, float lo, float hi, const float *in, float *out)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float v = in[i] < lo ? lo : in[i];
+        out[i] = v > hi ? hi : v;
+    }
+}
+
+/* The operation order of the QCFS reference code (x/λ, ·L, +φ, floor, /L,
+ * ·λ), so that results match a PyTorch export bit for bit where possible. */
+float nc_qcfs1(float x, float lambda, int levels, float shift)
+{
+    float q = floorf(x / lambda * (float)levels + shift);
+    q = q < 0.0f ? 0.0f : (q > (float)levels ? (float)levels : q);
+    return q / (float)levels * lambda;
+}
+
+void nc_qcfs(int64_t rows, int c, int64_t inner, const float *lambda, int n_lambda, int levels,
+             float shift, const float *in, float *out)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int ch = 0; ch < c; ch++) {
+            float lam = lambda[n_lambda == c ? ch : 0];
+            int64_t base = (r * c + ch) * inner;
+            for (int64_t i = 0; i < inner; i++)
+                out[base + i] = nc_qcfs1(in[base + i], lam, levels, shift);
+        }
+}
+
+/* ---- integrate-and-fire ------------------------------------------------- */
+
+/* Runs neurons [e0, e0 + len) of the flat n·C·inner range over all steps. */
+static void if_block(const nc_if_params *p, int T, int c, int64_t inner, const float *in,
+                     int64_t in_step, float *out, int64_t out_step, int64_t e0, int len,
+                     float *v_final)
+{
+    float v[NC_IF_BLOCK], th[NC_IF_BLOCK];
+    for (int j = 0; j < len; j++) {
+        th[j] = p->threshold[p->n_threshold == c ? ((e0 + j) / inner) % c : 0];
+        v[j] = p->v0_fraction * th[j];
+    }
+    int ge = p->compare == NC_FIRE_GE, sub = p->reset == NC_RESET_SUBTRACT;
+    for (int t = 0; t < T; t++) {
+        const float *x = in + t * in_step + e0;
+        float *o = out + t * out_step + e0;
+        for (int j = 0; j < len; j++) {
+            float m = v[j] + x[j];
+            int s = ge ? m >= th[j] : m > th[j];
+            o[j] = s ? th[j] : 0.0f;
+            v[j] = s ? (sub ? m - th[j] : 0.0f) : m;
+        }
+    }
+    if (v_final)
+        memcpy(v_final + e0, v, (size_t)len * sizeof(float));
+}
+
+void nc_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
+               int64_t in_step, float *out, int64_t out_step, float *v_final)
+{
+    int64_t total = n * c * inner;
+    for (int64_t e0 = 0; e0 < total; e0 += NC_IF_BLOCK) {
+        int len = (int)(total - e0 < NC_IF_BLOCK ? total - e0 : NC_IF_BLOCK);
+        if_block(p, T, c, inner, in, in_step, out, out_step, e0, len, v_final);
+    }
+}
+
+void nc_ref_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
+                   int64_t in_step, float *out, int64_t out_step, float *v)
+{
+    int64_t total = n * c * inner;
+    for (int64_t e = 0; e < total; e++)
+        v[e] = p->v0_fraction * p->threshold[p->n_threshold == c ? (e / inner) % c : 0];
+    for (int t = 0; t < T; t++)
+        for (int64_t e = 0; e < total; e++) {
+            float th = p->threshold[p->n_threshold == c ? (e / inner) % c : 0];
+            float m = v[e] + in[t * in_step + e];
+            int fire = p->compare == NC_FIRE_GE ? m >= th : m > th;
+            out[t * out_step + e] = fire ? th : 0.0f;
+            if (fire)
+                v[e] = p->reset == NC_RESET_SUBTRACT ? m - th : 0.0f;
+            else
+                v[e] = m;
+        }
+}
+
+/* ---- input encoding ----------------------------------------------------- */
+
+/* splitmix64 at position `counter` of the stream `seed`: a counter-based
+ * generator, so any element can be drawn without the ones before it. */
+static uint64_t splitmix_at(uint64_t seed, uint64_t counter)
+{
+    uint64_t z = seed + (counter + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void nc_poisson_encode(uint64_t seed, int first_step, int T, int64_t n, const float *in, float *out)
+{
+    for (int t = 0; t < T; t++) {
+        uint64_t base = (uint64_t)(first_step + t) * (uint64_t)n;
+        float *o = out + (int64_t)t * n;
+        for (int64_t i = 0; i < n; i++) {
+            float rate = in[i] < 0.0f ? 0.0f : (in[i] > 1.0f ? 1.0f : in[i]);
+            float u = (float)(splitmix_at(seed, base + (uint64_t)i) >> 40) * (1.0f / 16777216.0f);
+            o[i] = u < rate ? 1.0f : 0.0f;
+        }
+    }
+}

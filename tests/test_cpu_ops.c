@@ -1,2 +1,332 @@
+/* test_cpu_ops.c — every fast CPU kernel against its naive reference on random
+ * shapes, plus hand-checked values for the window rules and QCFS. */
 #include "nc_test.h"
-int main(void) { return nc_test_done(); }
+
+#include "../sim/nc_cpu_ops.h"
+
+#include <stdint.h>
+
+static uint64_t rng_state = 0x1234567ull;
+
+static uint32_t rnd(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33);
+}
+
+static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); } /* [lo, hi] */
+static float rnd_float(void) { return (float)rnd() / 2147483648.0f * 2.0f - 1.0f; }          /* [-1, 1) */
+
+static float *rnd_array(int64_t n)
+{
+    float *a = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        a[i] = rnd_float();
+    return a;
+}
+
+/* Compares got with ref (|got − ref| ≤ atol + rtol·|ref|); prints the first
+ * mismatches and the max error; returns 1 when all are close. */
+static int compare(const char *what, const float *got, const float *ref, int64_t n, double atol,
+                   double rtol)
+{
+    int shown = 0;
+    double max_err = 0.0;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double err = fabs((double)got[i] - ref[i]);
+        if (err > max_err || isnan(err))
+            max_err = isnan(err) ? INFINITY : err;
+        if (!(err <= atol + rtol * fabs(ref[i]))) {
+            bad++;
+            if (shown++ < 5)
+                printf("# %s: [%lld] got %.9g, expected %.9g\n", what, (long long)i, got[i], ref[i]);
+        }
+    }
+    if (bad)
+        printf("# %s: %lld of %lld mismatch, max error %.3g\n", what, (long long)bad, (long long)n, max_err);
+    return bad == 0;
+}
+
+/* A random window that fits an input of at most 12×12. */
+static void random_window(nc_window *g, int c, int allow_ceil, int *ceil_mode)
+{
+    for (;;) {
+        int k[2] = {rnd_int(1, 5), rnd_int(1, 5)}, s[2] = {rnd_int(1, 3), rnd_int(1, 3)};
+        int d[2] = {rnd_int(1, 2), rnd_int(1, 2)};
+        int p[4];
+        for (int i = 0; i < 4; i++)
+            p[i] = rnd_int(0, 2);
+        /* ONNX requires pad < kernel extent; keep windows with real input */
+        for (int i = 0; i < 4; i++)
+            if (p[i] >= k[i % 2])
+                p[i] = k[i % 2] - 1;
+        *ceil_mode = allow_ceil ? rnd_int(0, 1) : 0;
+        if (nc_window_init(g, c, rnd_int(1, 12), rnd_int(1, 12), k, s, p, d, *ceil_mode) == 0)
+            return;
+    }
+}
+
+static void test_window_sizes(void)
+{
+    /* floor: (6 + 2 − 3)/2 + 1 = 3; ceil: ceil(5/2) + 1 = 4, last starts at 5 < 7: kept */
+    NC_CHECK(nc_window_out_size(6, 3, 2, 1, 1, 1, 0) == 3, "floor");
+    NC_CHECK(nc_window_out_size(6, 3, 2, 1, 1, 1, 1) == 4, "ceil");
+    /* 4 wide, k 2, s 2, right pad 1: ceil gives 3 but the 3rd window starts at
+     * 4 (in the padding) and is dropped */
+    NC_CHECK(nc_window_out_size(4, 2, 2, 0, 1, 1, 1) == 2, "ceil window in padding dropped");
+    NC_CHECK(nc_window_out_size(5, 3, 1, 0, 0, 2, 0) == 1, "dilated");
+    NC_CHECK(nc_window_out_size(2, 3, 1, 0, 0, 1, 0) == 0, "does not fit");
+    nc_window g;
+    int k[2] = {3, 3}, s[2] = {1, 1}, p[4] = {0}, d[2] = {1, 1};
+    NC_CHECK(nc_window_init(&g, 1, 2, 5, k, s, p, d, 0) == -1, "no window fits → -1");
+    s[0] = 0;
+    NC_CHECK(nc_window_init(&g, 1, 5, 5, k, s, p, d, 0) == -1, "stride 0 → -1");
+}
+
+static int conv_case(int64_t rows, int groups, int small_work, int pointwise)
+{
+    nc_window g;
+    int ceil_mode, cg = rnd_int(1, 4), mg = rnd_int(1, 4);
+    if (pointwise) {
+        int k[2] = {1, 1}, s[2] = {1, 1}, p[4] = {0}, d[2] = {1, 1};
+        nc_window_init(&g, cg * groups, rnd_int(1, 9), rnd_int(1, 9), k, s, p, d, 0);
+    } else {
+        random_window(&g, cg * groups, 0, &ceil_mode);
+    }
+    int cout = mg * groups;
+    int64_t n_in = rows * g.c * g.h * g.w, n_out = rows * cout * g.oh * g.ow;
+    float *in = rnd_array(n_in), *w = rnd_array((int64_t)cout * cg * g.kernel[0] * g.kernel[1]);
+    float *b = rnd_int(0, 1) ? rnd_array(cout) : NULL;
+    float *out = malloc((size_t)n_out * sizeof(float)), *ref = malloc((size_t)n_out * sizeof(float));
+    size_t work_n = small_work ? nc_conv2d_work_floats(&g, cout, groups, 1)
+                               : nc_conv2d_work_floats(&g, cout, groups, rows);
+    float *work = malloc((work_n ? work_n : 1) * sizeof(float));
+    nc_conv2d(&g, cout, groups, rows, in, w, b, out, work, work_n);
+    nc_ref_conv2d(&g, cout, groups, rows, in, w, b, ref);
+    char what[200];
+    snprintf(what, sizeof what, "conv rows %lld c %d→%d g %d %dx%d k %dx%d s %d,%d p %d,%d,%d,%d d %d,%d",
+             (long long)rows, g.c, cout, groups, g.h, g.w, g.kernel[0], g.kernel[1], g.stride[0],
+             g.stride[1], g.pad[0], g.pad[1], g.pad[2], g.pad[3], g.dilation[0], g.dilation[1]);
+    int ok = compare(what, out, ref, n_out, 1e-5, 1e-4);
+    free(in), free(w), free(b), free(out), free(ref), free(work);
+    return ok;
+}
+
+static void test_conv_random(void)
+{
+    int bad = 0;
+    for (int i = 0; i < 150; i++)
+        bad += !conv_case(rnd_int(1, 5), rnd_int(1, 3), 0, 0);
+    for (int i = 0; i < 30; i++)
+        bad += !conv_case(rnd_int(2, 5), rnd_int(1, 3), 1, 0); /* one sample per chunk */
+    for (int i = 0; i < 20; i++)
+        bad += !conv_case(rnd_int(1, 4), rnd_int(1, 3), 0, 1); /* 1×1 without im2col */
+    NC_CHECK(bad == 0, "%d conv cases mismatch", bad);
+}
+
+/* A batch large enough to be split into several im2col chunks. */
+static void test_conv_chunked(void)
+{
+    nc_window g;
+    int k[2] = {3, 3}, s[2] = {1, 1}, p[4] = {1, 1, 1, 1}, d[2] = {1, 1};
+    nc_window_init(&g, 16, 14, 14, k, s, p, d, 0);
+    int64_t rows = 37;
+    int cout = 24;
+    size_t work_n = nc_conv2d_work_floats(&g, cout, 1, rows);
+    NC_CHECK(work_n < (size_t)rows * (16 * 9 + cout) * 196, "work is chunked (%zu floats)", work_n);
+    float *in = rnd_array(rows * 16 * 196), *w = rnd_array(cout * 16 * 9), *b = rnd_array(cout);
+    float *out = malloc(rows * cout * 196 * sizeof(float)), *ref = malloc(rows * cout * 196 * sizeof(float));
+    float *work = malloc(work_n * sizeof(float));
+    nc_conv2d(&g, cout, 1, rows, in, w, b, out, work, work_n);
+    nc_ref_conv2d(&g, cout, 1, rows, in, w, b, ref);
+    NC_CHECK(compare("conv chunked", out, ref, rows * cout * 196, 1e-5, 1e-4), "chunked conv");
+    free(in), free(w), free(b), free(out), free(ref), free(work);
+}
+
+static void test_dense_random(void)
+{
+    int bad = 0;
+    for (int i = 0; i < 40; i++) {
+        int64_t rows = rnd_int(1, 9);
+        int fin = rnd_int(1, 70), fout = rnd_int(1, 30);
+        float *in = rnd_array(rows * fin), *w = rnd_array((int64_t)fin * fout);
+        float *b = rnd_int(0, 1) ? rnd_array(fout) : NULL;
+        float *out = malloc(rows * fout * sizeof(float)), *ref = malloc(rows * fout * sizeof(float));
+        nc_dense(rows, fin, fout, in, w, b, out);
+        nc_ref_dense(rows, fin, fout, in, w, b, ref);
+        bad += !compare("dense", out, ref, rows * fout, 1e-5, 1e-4);
+        free(in), free(w), free(b), free(out), free(ref);
+    }
+    NC_CHECK(bad == 0, "%d dense cases mismatch", bad);
+}
+
+static void test_pools_random(void)
+{
+    int bad = 0;
+    for (int i = 0; i < 300; i++) {
+        nc_window g;
+        int ceil_mode, include = rnd_int(0, 1);
+        random_window(&g, rnd_int(1, 3), 1, &ceil_mode);
+        int64_t rows = rnd_int(1, 3), n_out = rows * g.c * g.oh * g.ow;
+        float *in = rnd_array(rows * g.c * g.h * g.w);
+        float *out = malloc(n_out * sizeof(float)), *ref = malloc(n_out * sizeof(float));
+        char what[160];
+        snprintf(what, sizeof what, "pool %dx%d k %dx%d s %d,%d p %d,%d,%d,%d d %d,%d ceil %d incl %d",
+                 g.h, g.w, g.kernel[0], g.kernel[1], g.stride[0], g.stride[1], g.pad[0], g.pad[1],
+                 g.pad[2], g.pad[3], g.dilation[0], g.dilation[1], ceil_mode, include);
+        nc_avgpool(&g, include, rows, in, out);
+        nc_ref_avgpool(&g, include, rows, in, ref);
+        bad += !compare(what, out, ref, n_out, 1e-6, 1e-5);
+        nc_maxpool(&g, rows, in, out);
+        nc_ref_maxpool(&g, rows, in, ref);
+        bad += !compare(what, out, ref, n_out, 0, 0);
+        free(in), free(out), free(ref);
+    }
+    NC_CHECK(bad == 0, "%d pool cases mismatch", bad);
+}
+
+/* 4×4 ones, k 3, s 2, pad 1, ceil: 3×3 outputs; the last window covers rows
+ * 3..5 of which 3 is real, 4 is padding and 5 is past the padded border. */
+static void test_avgpool_divisor(void)
+{
+    nc_window g;
+    int k[2] = {3, 3}, s[2] = {2, 2}, p[4] = {1, 1, 1, 1}, d[2] = {1, 1};
+    NC_CHECK(nc_window_init(&g, 1, 4, 4, k, s, p, d, 1) == 0 && g.oh == 3 && g.ow == 3, "3x3");
+    float in[16], out[9];
+    for (int i = 0; i < 16; i++)
+        in[i] = 1.0f;
+    nc_avgpool(&g, 1, 1, in, out);
+    NC_CHECK_CLOSE(out[0], 4.0 / 9.0, 1e-6, 0, "corner: 4 real of 9 padded taps");
+    NC_CHECK_CLOSE(out[4], 1.0, 1e-6, 0, "centre");
+    NC_CHECK_CLOSE(out[8], 1.0 / 4.0, 1e-6, 0, "overhang corner: 1 real of 2×2 inside the padding");
+    NC_CHECK_CLOSE(out[2], 2.0 / 6.0, 1e-6, 0, "top right: 2 real of 3×2");
+    nc_avgpool(&g, 0, 1, in, out);
+    for (int i = 0; i < 9; i++)
+        NC_CHECK_CLOSE(out[i], 1.0, 1e-6, 0, "exclude pad: mean of ones [%d]", i);
+    nc_maxpool(&g, 1, in, out);
+    for (int i = 0; i < 9; i++)
+        NC_CHECK_CLOSE(out[i], 1.0, 0, 0, "max [%d]", i);
+    /* padding is −inf for max: all-negative input keeps its negative max */
+    for (int i = 0; i < 16; i++)
+        in[i] = -1.0f - (float)i;
+    nc_maxpool(&g, 1, in, out);
+    NC_CHECK_CLOSE(out[0], -1.0, 0, 0, "max ignores padding");
+    NC_CHECK_CLOSE(out[8], -16.0, 0, 0, "max over the single real tap");
+}
+
+static void test_global_avgpool_affine_add_concat(void)
+{
+    float in[2 * 3 * 4], out[6];
+    for (int i = 0; i < 24; i++)
+        in[i] = (float)i;
+    nc_global_avgpool(2, 3, 4, in, out);
+    for (int i = 0; i < 6; i++)
+        NC_CHECK_CLOSE(out[i], 4.0 * i + 1.5, 1e-6, 0, "gap plane %d", i);
+    float scale[3] = {2, -1, 0.5f}, shift[3] = {1, 0, -1}, y[24];
+    nc_affine(2, 3, 4, scale, shift, in, y);
+    for (int i = 0; i < 24; i++) {
+        int ch = (i / 4) % 3;
+        NC_CHECK_CLOSE(y[i], scale[ch] * in[i] + shift[ch], 1e-6, 0, "affine %d", i);
+    }
+    nc_add(24, in, y, y);
+    NC_CHECK_CLOSE(y[5], 5.0 + (-5.0), 1e-6, 0, "add in place");
+    float a[2 * 2] = {1, 2, 3, 4}, b[2 * 3] = {5, 6, 7, 8, 9, 10}, c[10];
+    const float *ins[2] = {a, b};
+    int64_t per_row[2] = {2, 3};
+    nc_concat(2, 2, ins, per_row, c);
+    float want[10] = {1, 2, 5, 6, 7, 3, 4, 8, 9, 10};
+    NC_CHECK(compare("concat", c, want, 10, 0, 0), "concat rows");
+}
+
+static void test_neuron_functions(void)
+{
+    float x[6] = {-2, -0.5f, 0, 0.5f, 3, 7}, y[6];
+    nc_relu(6, x, y);
+    float relu_want[6] = {0, 0, 0, 0.5f, 3, 7};
+    NC_CHECK(compare("relu", y, relu_want, 6, 0, 0), "relu");
+    nc_clip(6, 0, 6, x, y);
+    float clip_want[6] = {0, 0, 0, 0.5f, 3, 6};
+    NC_CHECK(compare("clip", y, clip_want, 6, 0, 0), "relu6");
+    /* λ = 2, L = 4, φ = ½: steps of 0.5, rounding to nearest, clipped to [0, 2] */
+    NC_CHECK_CLOSE(nc_qcfs1(0.3f, 2, 4, 0.5f), 0.5, 0, 0, "0.3·2 + ½ = 1.1 → 1 step");
+    NC_CHECK_CLOSE(nc_qcfs1(0.24f, 2, 4, 0.5f), 0.0, 0, 0, "0.98 → 0");
+    NC_CHECK_CLOSE(nc_qcfs1(0.25f, 2, 4, 0.5f), 0.5, 0, 0, "exactly 1.0 → 1 step");
+    NC_CHECK_CLOSE(nc_qcfs1(1.0f, 2, 4, 0.5f), 1.0, 0, 0, "2.5 → 2 steps");
+    NC_CHECK_CLOSE(nc_qcfs1(-1.0f, 2, 4, 0.5f), 0.0, 0, 0, "negative → 0");
+    NC_CHECK_CLOSE(nc_qcfs1(5.0f, 2, 4, 0.5f), 2.0, 0, 0, "clipped at λ");
+    NC_CHECK_CLOSE(nc_qcfs1(0.3f, 2, 4, 0.0f), 0.0, 0, 0, "φ = 0 floors");
+    /* per channel: [2 rows, 2 channels, 1] with λ = {1, 4}, L = 2 */
+    float in[4] = {0.6f, 0.6f, 1.5f, 3.1f}, lam[2] = {1, 4}, out[4];
+    nc_qcfs(2, 2, 1, lam, 2, 2, 0.5f, in, out);
+    float want[4] = {0.5f, 0.0f, 1.0f, 4.0f};
+    NC_CHECK(compare("qcfs per channel", out, want, 4, 0, 0), "qcfs per channel");
+    nc_qcfs(2, 2, 1, lam, 1, 2, 0.5f, in, out);
+    float want1[4] = {0.5f, 0.5f, 1.0f, 1.0f};
+    NC_CHECK(compare("qcfs per layer", out, want1, 4, 0, 0), "qcfs per layer");
+}
+
+static void test_if_random(void)
+{
+    int bad = 0;
+    for (int i = 0; i < 40; i++) {
+        int T = rnd_int(1, 12), c = rnd_int(1, 5);
+        int64_t n = rnd_int(1, 4), inner = rnd_int(1, 150), step = n * c * inner;
+        int constant = rnd_int(0, 1);
+        float th[5];
+        for (int k = 0; k < c; k++)
+            th[k] = 0.25f + (float)rnd_int(0, 8) * 0.25f;
+        nc_if_params p = {th, rnd_int(0, 1) ? c : 1, (float)rnd_int(0, 4) / 4.0f,
+                          rnd_int(0, 1) ? NC_RESET_ZERO : NC_RESET_SUBTRACT,
+                          rnd_int(0, 1) ? NC_FIRE_GT : NC_FIRE_GE};
+        float *in = rnd_array(constant ? step : T * step);
+        float *out = malloc(T * step * sizeof(float)), *ref = malloc(T * step * sizeof(float));
+        float *v = malloc(step * sizeof(float)), *v_ref = malloc(step * sizeof(float));
+        nc_if_run(&p, T, n, c, inner, in, constant ? 0 : step, out, step, v);
+        nc_ref_if_run(&p, T, n, c, inner, in, constant ? 0 : step, ref, step, v_ref);
+        bad += !compare("if spikes", out, ref, T * step, 0, 0);
+        bad += !compare("if membrane", v, v_ref, step, 0, 0);
+        free(in), free(out), free(ref), free(v), free(v_ref);
+    }
+    NC_CHECK(bad == 0, "%d IF cases mismatch", bad);
+}
+
+static void test_poisson(void)
+{
+    enum { T = 400, N = 5 };
+    float in[N] = {-0.5f, 0.0f, 0.25f, 0.7f, 1.5f};
+    float *a = malloc(T * N * sizeof(float)), *b = malloc(T * N * sizeof(float));
+    nc_poisson_encode(42, 0, T, N, in, a);
+    nc_poisson_encode(42, 0, T, N, in, b);
+    NC_CHECK(memcmp(a, b, T * N * sizeof(float)) == 0, "same seed, same spikes");
+    /* doing the second half on its own gives the same steps */
+    nc_poisson_encode(42, T / 2, T / 2, N, in, b);
+    NC_CHECK(memcmp(a + (T / 2) * N, b, (T / 2) * N * sizeof(float)) == 0, "split by steps");
+    nc_poisson_encode(43, 0, T, N, in, b);
+    NC_CHECK(memcmp(a, b, T * N * sizeof(float)) != 0, "another seed differs");
+    float want[N] = {0, 0, 0.25f, 0.7f, 1};
+    for (int i = 0; i < N; i++) {
+        double rate = 0;
+        for (int t = 0; t < T; t++) {
+            NC_CHECK(a[t * N + i] == 0.0f || a[t * N + i] == 1.0f, "binary");
+            rate += a[t * N + i];
+        }
+        NC_CHECK_CLOSE(rate / T, want[i], 0.07, 0, "rate of input %d", i);
+    }
+    free(a), free(b);
+}
+
+int main(void)
+{
+    NC_RUN(test_window_sizes);
+    NC_RUN(test_conv_random);
+    NC_RUN(test_conv_chunked);
+    NC_RUN(test_dense_random);
+    NC_RUN(test_pools_random);
+    NC_RUN(test_avgpool_divisor);
+    NC_RUN(test_global_avgpool_affine_add_concat);
+    NC_RUN(test_neuron_functions);
+    NC_RUN(test_if_random);
+    NC_RUN(test_poisson);
+    return nc_test_done();
+}

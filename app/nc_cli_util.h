@@ -1,0 +1,42 @@
+/* nc_cli_util.h — small helpers for the command-line tool: a JSON writer,
+ * Ctrl-C handling and progress on stderr.  No pipeline logic lives here. */
+#ifndef NC_CLI_UTIL_H
+#define NC_CLI_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nc_status.h"
+
+/* A streaming JSON writer for one object printed on one line. */
+typedef struct nc_json {
+    FILE *out;
+    int depth;
+    int need_comma[32];
+} nc_json;
+
+void nc_json_begin(nc_json *j, FILE *out);        /* starts the top-level object  */
+void nc_json_end(nc_json *j);                     /* closes it and prints '\n'    */
+void nc_json_key(nc_json *j, const char *key);
+void nc_json_string(nc_json *j, const char *key, const char *value); /* key may be NULL in arrays */
+void nc_json_number(nc_json *j, const char *key, double value);      /* NaN/inf → null */
+void nc_json_int(nc_json *j, const char *key, int64_t value);
+void nc_json_bool(nc_json *j, const char *key, int value);
+void nc_json_open(nc_json *j, const char *key, char bracket);        /* '{' or '['    */
+void nc_json_close(nc_json *j, char bracket);
+
+/* Installs a SIGINT handler; nc_cli_progress then returns non-zero so that the
+ * running job stops cleanly at the next batch. */
+void nc_cli_install_sigint(void);
+int nc_cli_interrupted(void);
+
+/* Progress callback for nc_progress_fn: a single updating line on stderr when
+ * stderr is a terminal, otherwise silent.  user: unused. */
+int nc_cli_progress(void *user, const nc_progress *p);
+
+/* Parses a positive integer option value; returns -1 (and prints an error
+ * naming the option) when it is not one. */
+long nc_cli_parse_long(const char *option, const char *text, long min, long max);
+int nc_cli_parse_double(const char *option, const char *text, double *out);
+
+#endif

@@ -1,0 +1,143 @@
+/* nc_cpu_ops.h — plain-C float32 kernels of the CPU engine.
+ *
+ * These are the reference that every CUDA kernel is compared against, so each
+ * fast kernel has a naive twin (nc_ref_*) written as the textbook loop; the
+ * tests compare the two with atol + rtol·|ref|.
+ *
+ * Layout: batch-major, one "row" per sample: [rows, C, H, W] or [rows, F].
+ * In SNN mode rows = T·N (time-major, T slowest), which every kernel here
+ * treats as plain rows.  All kernels are single-threaded on the rows they are
+ * given except the GEMMs (OpenBLAS threads); the engine splits rows over
+ * threads by offsetting the pointers.
+ *
+ * Windows (conv and pools) follow ONNX: pad = {top, left, bottom, right};
+ * the output size along one axis is
+ *     floor_or_ceil((in + pad0 + pad1 − dil·(k−1) − 1) / stride) + 1
+ * and with ceil_mode a last window that would START in the right/bottom
+ * padding is dropped (so every window covers at least one real input). */
+#ifndef NC_CPU_OPS_H
+#define NC_CPU_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/nc_net.h"
+
+/* Geometry of a sliding window over [C, H, W] (conv2d, avgpool, maxpool). */
+typedef struct nc_window {
+    int c, h, w;      /* input channels and size per sample                  */
+    int oh, ow;       /* output size, filled by nc_window_init               */
+    int kernel[2];    /* KH, KW                                              */
+    int stride[2];
+    int pad[4];       /* top, left, bottom, right                            */
+    int dilation[2];
+} nc_window;
+
+/* Output size along one axis (formula above); 0 or less when no window fits. */
+int nc_window_out_size(int in, int k, int stride, int pad0, int pad1, int dil, int ceil_mode);
+
+/* Fills g from the input size and the node's window parameters; returns 0, or
+ * -1 when a parameter is out of range (k, stride, dilation < 1, pad < 0) or
+ * no window fits. */
+int nc_window_init(nc_window *g, int c, int h, int w, const int kernel[2], const int stride[2],
+                   const int pad[4], const int dilation[2], int ceil_mode);
+
+/* ---- conv2d --------------------------------------------------------------
+ * in [rows, Cin, H, W], weight [Cout, Cin/groups, KH, KW], bias [Cout] or
+ * NULL, out [rows, Cout, OH, OW].  im2col + cblas_sgemm, a chunk of samples
+ * at a time so that the column buffer stays in cache.
+ * work: nc_conv2d_work_floats() floats (the chunk size follows from it). */
+size_t nc_conv2d_work_floats(const nc_window *g, int cout, int groups, int64_t rows);
+void nc_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const float *in,
+               const float *weight, const float *bias, float *out, float *work, size_t work_floats);
+/* Direct 7-loop convolution, the reference. */
+void nc_ref_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const float *in,
+                   const float *weight, const float *bias, float *out);
+
+/* ---- dense ---------------------------------------------------------------
+ * in [rows, Fin], weight [Fout, Fin], bias [Fout] or NULL, out [rows, Fout]. */
+void nc_dense(int64_t rows, int fin, int fout, const float *in, const float *weight,
+              const float *bias, float *out);
+void nc_ref_dense(int64_t rows, int fin, int fout, const float *in, const float *weight,
+                  const float *bias, float *out);
+
+/* ---- pools ---------------------------------------------------------------
+ * in [rows, C, H, W] → out [rows, C, OH, OW].
+ * Average: the divisor counts the window positions that lie inside the
+ * padded input [−pad0, in + pad1) when count_include_pad, else those inside
+ * the real input; positions past the padded border (a ceil_mode overhang)
+ * never count.  This is ONNX Runtime's and PyTorch's rule.
+ * Max: padding acts as −inf (never chosen). */
+void nc_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const float *in, float *out);
+void nc_ref_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const float *in,
+                    float *out);
+void nc_maxpool(const nc_window *g, int64_t rows, const float *in, float *out);
+void nc_ref_maxpool(const nc_window *g, int64_t rows, const float *in, float *out);
+
+/* Gated max pool for SNNs, over T steps of N samples (time-major).
+ * in_step/out_step: floats between one step and the next (0 for an input
+ * that is the same at every step).  For each sample and window, at step t it
+ * passes the input of the position whose running count of non-zero inputs
+ * (steps 1..t, the current step included) is highest, ties going to the first
+ * position in row-major window order.  counts: N·C·H·W ints of workspace. */
+void nc_maxpool_gated(const nc_window *g, int T, int64_t n, const float *in, int64_t in_step,
+                      float *out, int64_t out_step, int *counts);
+
+/* in [rows, C, HW] → out [rows, C], the mean over HW. */
+void nc_global_avgpool(int64_t rows, int c, int64_t hw, const float *in, float *out);
+
+/* ---- element-wise --------------------------------------------------------
+ * Per-channel affine y = scale[c]·x + shift[c] over [rows, C, inner]. */
+void nc_affine(int64_t rows, int c, int64_t inner, const float *scale, const float *shift,
+               const float *in, float *out);
+/* out = a + b over n floats (out may alias a or b). */
+void nc_add(int64_t n, const float *a, const float *b, float *out);
+/* Concat along the channel axis (axis 0 of a sample): out row r is the rows r
+ * of every input, one after the other; per_row[i] = floats per row of input i. */
+void nc_concat(int64_t rows, int n_inputs, const float *const *in, const int64_t *per_row,
+               float *out);
+
+/* ---- neuron functions ----------------------------------------------------
+ * All are in-place safe (out may equal in). */
+void nc_relu(int64_t n, const float *in, float *out);
+void nc_clip(int64_t n, float lo, float hi, const float *in, float *out);
+/* QCFS: λ·clip(floor(x·L/λ + φ)/L, 0, 1) over [rows, C, inner]; lambda has
+ * n_lambda values, 1 (per layer) or C (per channel). */
+void nc_qcfs(int64_t rows, int c, int64_t inner, const float *lambda, int n_lambda, int levels,
+             float shift, const float *in, float *out);
+float nc_qcfs1(float x, float lambda, int levels, float shift); /* one value */
+
+/* ---- integrate-and-fire --------------------------------------------------
+ * The IF recurrence over T steps for n samples of [C, inner] values each,
+ * time-major.  For every neuron, v = v0_fraction·θ, then per step t:
+ *     m = v + x_t;  s = (m ≥ θ) (or m > θ);  out_t = s·θ;
+ *     v = s ? (reset subtract ? m − θ : 0) : m.
+ * θ = threshold[channel] when n_threshold == C, else threshold[0].
+ * in_step / out_step: floats between consecutive steps (in_step = 0 repeats
+ * one input at every step, for a direct-encoded constant current).
+ * v_final (may be NULL): n·C·inner floats, the membrane after step T. */
+typedef struct nc_if_params {
+    const float *threshold;
+    int n_threshold;
+    float v0_fraction;
+    nc_reset reset;
+    nc_compare compare;
+} nc_if_params;
+
+void nc_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
+               int64_t in_step, float *out, int64_t out_step, float *v_final);
+/* Reference: steps outer, neurons inner, with an explicit membrane array
+ * (v: n·C·inner floats of workspace). */
+void nc_ref_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
+                   int64_t in_step, float *out, int64_t out_step, float *v);
+
+/* ---- input encoding ------------------------------------------------------
+ * Poisson (Bernoulli-per-step) rate code: out[t, i] = 1 with probability
+ * clamp(in[i], 0, 1), else 0, for t < T and i < n (in holds one step of n
+ * values, out holds T·n).  The random numbers are a counter-based splitmix64
+ * of (seed, t·n + i): deterministic for a seed, and independent of how the
+ * work is split over threads.  first_step lets a caller do steps
+ * [first_step, first_step + T) only. */
+void nc_poisson_encode(uint64_t seed, int first_step, int T, int64_t n, const float *in, float *out);
+
+#endif

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Counts the TAP results of a `meson test` run and prints one closing line,
+`N passed, N failed, N skipped`.  Every sub-test line of every test program is
+counted; a test program that crashed, timed out or printed no TAP plan counts
+as one failure (its TAP lines before the crash still count)."""
+import json
+import re
+import sys
+
+TAP_LINE = re.compile(r'^(not ok|ok)\b[^#]*(#\s*(SKIP|TODO)\b.*)?$', re.IGNORECASE)
+
+
+def count(logfile):
+    passed = failed = skipped = 0
+    failures = []
+    with open(logfile, encoding='utf-8', errors='replace') as f:
+        for line in f:
+            entry = json.loads(line)
+            out = entry.get('stdout', '') or ''
+            result = entry.get('result', '')
+            tap_seen = False
+            for text in out.splitlines():
+                m = TAP_LINE.match(text.strip())
+                if not m:
+                    continue
+                tap_seen = True
+                directive = (m.group(3) or '').upper()
+                if directive == 'SKIP':
+                    skipped += 1
+                elif m.group(1).lower() == 'ok':
+                    passed += 1
+                else:
+                    failed += 1
+                    failures.append(f"{entry['name']}: {text.strip()}")
+            broken = result in ('FAIL', 'TIMEOUT', 'ERROR', 'INTERRUPT')
+            if broken and not any(f.startswith(entry['name'] + ':') for f in failures):
+                failed += 1
+                failures.append(f"{entry['name']}: {result}")
+            elif not tap_seen and result == 'OK':
+                passed += 1
+            elif not tap_seen and result == 'SKIP':
+                skipped += 1
+    return passed, failed, skipped, failures
+
+
+def main():
+    logfile = sys.argv[1] if len(sys.argv) > 1 else 'build/meson-logs/testlog.json'
+    passed, failed, skipped, failures = count(logfile)
+    for f in failures[:50]:
+        print('FAILED', f)
+    print(f'{passed} passed, {failed} failed, {skipped} skipped')
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
