@@ -1,1 +1,747 @@
-/* being written */
+/* engine_cpu.c — the CPU engine: the reference every other engine is checked
+ * against.  Kernels live in nc_cpu_ops.c; this file walks the graph.
+ *
+ * Values.  Every node's output is one buffer of rows × numel floats.  In ANN
+ * and QCFS mode rows = N.  In SNN mode rows = T·N, time-major, so that a conv
+ * or dense layer runs ONE GEMM for all steps; except that a value which is the
+ * same at every step ("constant": the direct-encoded input and everything
+ * computed from it before the first IF neuron or gated max pool) is computed
+ * once with rows = N and read with a step stride of 0.  Those layers are
+ * linear and time-invariant, so this is exact and saves T−1 GEMMs each.
+ *
+ * Memory.  A buffer is freed after its last reader ran; a single-input
+ * element-wise node (neuron, affine, flatten, output) takes over its input's
+ * buffer when it is that input's last reader, and works in place.
+ *
+ * Threads.  GEMMs use OpenBLAS's threads; row-wise loops (pools, neurons, IF,
+ * affine, add, concat, encoding) are split over plain pthreads when a layer is
+ * big enough to pay for starting them. */
+#include "nc_cpu_ops.h"
+#include "nc_engine.h"
+
+#include <cblas.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NC_CPU_MAX_THREADS 64
+/* Below this many floats a row-wise loop runs on the calling thread only:
+ * starting a thread costs tens of microseconds. */
+#define NC_CPU_PARALLEL_MIN (1 << 16)
+
+typedef struct cpu_state {
+    nc_window *win; /* per node: window geometry of conv2d and pools      */
+    int *last_use;  /* per node: index of the last node that reads it     */
+} cpu_state;
+
+typedef struct cpu_value {
+    float *data;
+    int64_t rows;   /* N, or T·N for a value that changes with the step   */
+    int constant;   /* SNN: one step of N rows that holds at every step    */
+    int owned;      /* 0: borrowed (the caller's input tensor)            */
+} cpu_value;
+
+typedef struct run_ctx {
+    nc_engine *e;
+    const nc_net *net;
+    const cpu_state *st;
+    const nc_run_options *opts;
+    int snn;
+    int T;
+    int64_t N;
+    int threads;
+    cpu_value *val;
+    float *work;
+    size_t work_floats;
+    nc_error *err;
+} run_ctx;
+
+/* ---- row-parallel jobs ---------------------------------------------------- */
+
+typedef enum job_op {
+    JOB_AVGPOOL, JOB_MAXPOOL, JOB_GAP, JOB_AFFINE, JOB_RELU, JOB_CLIP, JOB_QCFS, JOB_IF,
+    JOB_GATED, JOB_POISSON
+} job_op;
+
+/* One layer's row-wise work: rows [r0, r1) of `in` and `out`.  For IF and
+ * gated max pool a "row" is a sample and the steps are in_step/out_step
+ * apart; for Poisson encoding a "row" is a step. */
+typedef struct row_job {
+    job_op op;
+    const nc_node *node;
+    const nc_window *g;
+    const float *in;
+    float *out;
+    int64_t in_row, out_row;   /* floats per row                           */
+    int64_t in_step, out_step; /* IF, gated                                */
+    int T;
+    int c;
+    int64_t inner;             /* floats per channel of one row           */
+    int *counts;               /* gated                                    */
+    uint64_t seed;             /* Poisson                                  */
+} row_job;
+
+static void job_run(const row_job *j, int64_t r0, int64_t r1)
+{
+    const float *in = j->in + r0 * j->in_row;
+    float *out = j->out + r0 * j->out_row;
+    int64_t n = r1 - r0;
+    const nc_neuron *nr = &j->node->neuron;
+    switch (j->op) {
+    case JOB_AVGPOOL: nc_avgpool(j->g, j->node->count_include_pad, n, in, out); break;
+    case JOB_MAXPOOL: nc_maxpool(j->g, n, in, out); break;
+    case JOB_GAP: nc_global_avgpool(n, j->c, j->inner, in, out); break;
+    case JOB_AFFINE:
+        nc_affine(n, j->c, j->inner, j->node->weight->data, j->node->bias->data, in, out);
+        break;
+    case JOB_RELU: nc_relu(n * j->in_row, in, out); break;
+    case JOB_CLIP: nc_clip(n * j->in_row, nr->clip_min, nr->clip_max, in, out); break;
+    case JOB_QCFS:
+        nc_qcfs(n, j->c, j->inner, nr->threshold, nr->n_threshold, nr->levels, nr->shift, in, out);
+        break;
+    case JOB_IF: {
+        nc_if_params p = {nr->threshold, nr->n_threshold, nr->v0_fraction, nr->reset, nr->compare};
+        nc_if_run(&p, j->T, n, j->c, j->inner, in, j->in_step, out, j->out_step, NULL);
+        break;
+    }
+    case JOB_GATED:
+        nc_maxpool_gated(j->g, j->T, n, in, j->in_step, out, j->out_step,
+                         j->counts + r0 * (j->in_row));
+        break;
+    case JOB_POISSON: nc_poisson_encode(j->seed, (int)r0, (int)n, j->in_row, j->in, out); break;
+    }
+}
+
+typedef struct job_slice {
+    const row_job *job;
+    int64_t r0, r1;
+} job_slice;
+
+static void *job_thread(void *arg)
+{
+    const job_slice *s = arg;
+    job_run(s->job, s->r0, s->r1);
+    return NULL;
+}
+
+/* Runs rows [0, rows) of a job over up to `threads` threads; `floats` is the
+ * size of the work, to decide whether threads pay off. */
+static void job_parallel(const row_job *j, int threads, int64_t rows, int64_t floats)
+{
+    if (threads > rows)
+        threads = (int)rows;
+    if (threads <= 1 || floats < NC_CPU_PARALLEL_MIN) {
+        job_run(j, 0, rows);
+        return;
+    }
+    pthread_t tid[NC_CPU_MAX_THREADS];
+    job_slice slice[NC_CPU_MAX_THREADS];
+    int started[NC_CPU_MAX_THREADS] = {0};
+    for (int k = 0; k < threads; k++) {
+        slice[k] = (job_slice){j, rows * k / threads, rows * (k + 1) / threads};
+        /* slice 0 runs on this thread; a slice whose thread fails to start too */
+        if (k > 0)
+            started[k] = pthread_create(&tid[k], NULL, job_thread, &slice[k]) == 0;
+    }
+    for (int k = 0; k < threads; k++)
+        if (!started[k])
+            job_run(j, slice[k].r0, slice[k].r1);
+    for (int k = 1; k < threads; k++)
+        if (started[k])
+            pthread_join(tid[k], NULL);
+}
+
+/* ---- values ----------------------------------------------------------------- */
+
+static nc_status node_fail(run_ctx *c, int i, nc_status code, const char *what)
+{
+    const nc_node *n = &c->net->nodes[i];
+    return nc_fail(c->err, code, "cpu engine, node '%s' (%s): %s", n->name, nc_node_kind_name(n->kind),
+                   what);
+}
+
+static nc_status value_alloc(run_ctx *c, int i, int64_t rows, int constant, cpu_value *v)
+{
+    size_t floats, bytes;
+    int64_t numel = nc_node_numel(&c->net->nodes[i]);
+    if (nc_mul_size((size_t)rows, (size_t)numel, &floats) || nc_mul_size(floats, sizeof(float), &bytes))
+        return node_fail(c, i, NC_ERR_MEMORY, "the output size overflows; use a smaller batch");
+    v->data = malloc(bytes ? bytes : 1);
+    if (!v->data) {
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "out of memory for %zu bytes (%lld rows x %lld values); use a smaller batch or fewer steps",
+                 bytes, (long long)rows, (long long)numel);
+        return node_fail(c, i, NC_ERR_MEMORY, msg);
+    }
+    v->rows = rows;
+    v->constant = constant;
+    v->owned = 1;
+    return NC_OK;
+}
+
+static void value_free(cpu_value *v)
+{
+    if (v->owned)
+        free(v->data);
+    memset(v, 0, sizeof *v);
+}
+
+static int64_t numel_of(const run_ctx *c, int i) { return nc_node_numel(&c->net->nodes[i]); }
+static const cpu_value *input_value(const run_ctx *c, int i, int k)
+{
+    return &c->val[c->net->nodes[i].inputs[k]];
+}
+
+/* Output value of single-input node i with the same rows as its input: takes
+ * over the input's buffer when node i is its last reader, else allocates. */
+static nc_status value_same_as_input(run_ctx *c, int i, cpu_value *out)
+{
+    int src = c->net->nodes[i].inputs[0];
+    cpu_value *in = &c->val[src];
+    if (in->owned && c->st->last_use[src] == i && numel_of(c, src) == numel_of(c, i)) {
+        *out = *in;
+        in->data = NULL;
+        in->owned = 0;
+        return NC_OK;
+    }
+    nc_status s = value_alloc(c, i, in->rows, in->constant, out);
+    if (s == NC_OK && out->data != in->data)
+        memcpy(out->data, in->data, (size_t)(in->rows * numel_of(c, i)) * sizeof(float));
+    return s;
+}
+
+/* A value as all T·N rows: `v` itself, or (constant) a broadcast copy in *tmp. */
+static nc_status value_expanded(run_ctx *c, int i, const cpu_value *v, float **tmp,
+                                const float **data)
+{
+    *tmp = NULL;
+    *data = v->data;
+    if (!v->constant || c->T == 1)
+        return NC_OK;
+    int64_t step = c->N * numel_of(c, i);
+    size_t bytes;
+    if (nc_mul_size((size_t)step * sizeof(float), (size_t)c->T, &bytes) || !(*tmp = malloc(bytes)))
+        return node_fail(c, i, NC_ERR_MEMORY, "out of memory to expand a constant value over the steps");
+    for (int t = 0; t < c->T; t++)
+        memcpy(*tmp + t * step, v->data, (size_t)step * sizeof(float));
+    *data = *tmp;
+    return NC_OK;
+}
+
+/* ---- node kernels ----------------------------------------------------------- */
+
+static nc_status run_input(run_ctx *c, int i, const nc_tensor *input, cpu_value *out)
+{
+    int64_t numel = numel_of(c, i);
+    if (!c->snn || c->opts->encoding == NC_ENCODING_DIRECT) {
+        /* borrowed: the caller's tensor outlives the forward pass */
+        *out = (cpu_value){input->data, c->N, c->snn, 0};
+        return NC_OK;
+    }
+    nc_status s = value_alloc(c, i, (int64_t)c->T * c->N, 0, out);
+    if (s != NC_OK)
+        return s;
+    row_job j = {.op = JOB_POISSON, .in = input->data, .out = out->data, .in_row = c->N * numel,
+                 .out_row = c->N * numel, .seed = c->opts->seed};
+    job_parallel(&j, c->threads, c->T, (int64_t)c->T * c->N * numel);
+    return NC_OK;
+}
+
+static nc_status run_conv(run_ctx *c, int i, cpu_value *out)
+{
+    const nc_node *n = &c->net->nodes[i];
+    const cpu_value *in = input_value(c, i, 0);
+    const nc_window *g = &c->st->win[i];
+    int cout = (int)n->shape[0];
+    nc_status s = value_alloc(c, i, in->rows, in->constant, out);
+    if (s != NC_OK)
+        return s;
+    size_t need = nc_conv2d_work_floats(g, cout, n->groups, in->rows);
+    if (need > c->work_floats) {
+        float *w = realloc(c->work, need * sizeof(float));
+        if (!w)
+            return node_fail(c, i, NC_ERR_MEMORY, "out of memory for the im2col workspace");
+        c->work = w;
+        c->work_floats = need;
+    }
+    nc_conv2d(g, cout, n->groups, in->rows, in->data, n->weight->data,
+              n->bias ? n->bias->data : NULL, out->data, c->work, c->work_floats);
+    return NC_OK;
+}
+
+static nc_status run_dense(run_ctx *c, int i, cpu_value *out)
+{
+    const nc_node *n = &c->net->nodes[i];
+    const cpu_value *in = input_value(c, i, 0);
+    nc_status s = value_alloc(c, i, in->rows, in->constant, out);
+    if (s == NC_OK)
+        nc_dense(in->rows, (int)n->weight->shape[1], (int)n->weight->shape[0], in->data,
+                 n->weight->data, n->bias ? n->bias->data : NULL, out->data);
+    return s;
+}
+
+/* Channels and floats per channel of node i's output, for per-channel ops. */
+static void channel_split(const nc_node *n, int *ch, int64_t *inner)
+{
+    *ch = nc_node_channels(n);
+    *inner = nc_node_numel(n) / (*ch > 0 ? *ch : 1);
+}
+
+static nc_status run_gated(run_ctx *c, int i, cpu_value *out)
+{
+    const nc_node *n = &c->net->nodes[i];
+    const cpu_value *in = input_value(c, i, 0);
+    int64_t in_numel = numel_of(c, n->inputs[0]), out_numel = numel_of(c, i);
+    nc_status s = value_alloc(c, i, (int64_t)c->T * c->N, 0, out);
+    if (s != NC_OK)
+        return s;
+    int *counts = malloc((size_t)(c->N * in_numel) * sizeof(int));
+    if (!counts)
+        return node_fail(c, i, NC_ERR_MEMORY, "out of memory for the spike counts");
+    row_job j = {.op = JOB_GATED, .node = n, .g = &c->st->win[i], .in = in->data, .out = out->data,
+                 .in_row = in_numel, .out_row = out_numel,
+                 .in_step = in->constant ? 0 : c->N * in_numel, .out_step = c->N * out_numel,
+                 .T = c->T, .counts = counts};
+    job_parallel(&j, c->threads, c->N, (int64_t)c->T * c->N * in_numel);
+    free(counts);
+    return NC_OK;
+}
+
+/* avgpool, maxpool (by mode and strategy) and global avgpool. */
+static nc_status run_pool(run_ctx *c, int i, cpu_value *out)
+{
+    const nc_node *n = &c->net->nodes[i];
+    if (n->kind == NC_NODE_MAXPOOL && c->snn && n->maxpool_strategy == NC_MAXPOOL_GATED)
+        return run_gated(c, i, out);
+    const cpu_value *in = input_value(c, i, 0);
+    nc_status s = value_alloc(c, i, in->rows, in->constant, out);
+    if (s != NC_OK)
+        return s;
+    row_job j = {.node = n, .g = &c->st->win[i], .in = in->data, .out = out->data,
+                 .in_row = numel_of(c, n->inputs[0]), .out_row = numel_of(c, i)};
+    if (n->kind == NC_NODE_GLOBAL_AVGPOOL) {
+        j.op = JOB_GAP;
+        j.c = (int)n->shape[0];
+        j.inner = j.in_row / j.c;
+    } else if (n->kind == NC_NODE_AVGPOOL || (c->snn && n->maxpool_strategy == NC_MAXPOOL_AVG)) {
+        j.op = JOB_AVGPOOL;
+    } else {
+        /* ANN/QCFS, and PRE_SPIKE in SNN: the max of this step's inputs.  Exact
+         * for an SNN when the converter has put the MaxPool before the IF, so
+         * that its inputs are currents, not spikes (max and IF commute there). */
+        j.op = JOB_MAXPOOL;
+    }
+    job_parallel(&j, c->threads, in->rows, in->rows * j.in_row);
+    return NC_OK;
+}
+
+static nc_status run_affine(run_ctx *c, int i, cpu_value *out)
+{
+    const nc_node *n = &c->net->nodes[i];
+    nc_status s = value_same_as_input(c, i, out);
+    if (s != NC_OK)
+        return s;
+    row_job j = {.op = JOB_AFFINE, .node = n, .in = out->data, .out = out->data};
+    channel_split(n, &j.c, &j.inner);
+    j.in_row = j.out_row = numel_of(c, i);
+    job_parallel(&j, c->threads, out->rows, out->rows * j.in_row);
+    return NC_OK;
+}
+
+/* The function a neuron computes on one value in this mode, as a job op. */
+static job_op neuron_op(const run_ctx *c, const nc_node *n)
+{
+    switch (n->neuron.model) {
+    case NC_NEURON_RELU: return JOB_RELU;
+    case NC_NEURON_CLIP: return JOB_CLIP;
+    case NC_NEURON_QCFS:
+        /* in SNN mode a QCFS neuron that was not converted acts as its ANN function */
+        return c->opts->mode == NC_MODE_QCFS ? JOB_QCFS : JOB_RELU;
+    case NC_NEURON_IF:
+        return c->snn ? JOB_IF : c->opts->mode == NC_MODE_QCFS ? JOB_QCFS : JOB_RELU;
+    }
+    return JOB_RELU;
+}
+
+static nc_status observe_input(run_ctx *c, int i)
+{
+    const nc_observer *ob = c->opts->observer;
+    if (!c->snn || !ob || !ob->observe_input)
+        return NC_OK;
+    int src = c->net->nodes[i].inputs[0];
+    float *tmp;
+    const float *data;
+    nc_status s = value_expanded(c, src, &c->val[src], &tmp, &data);
+    if (s == NC_OK)
+        ob->observe_input(ob->user, i, data, (int64_t)c->T * c->N, numel_of(c, i));
+    free(tmp);
+    return s;
+}
+
+static nc_status run_neuron(run_ctx *c, int i, cpu_value *out)
+{
+    const nc_node *n = &c->net->nodes[i];
+    nc_status s = observe_input(c, i);
+    if (s != NC_OK)
+        return s;
+    row_job j = {.op = neuron_op(c, n), .node = n};
+    channel_split(n, &j.c, &j.inner);
+    j.in_row = j.out_row = numel_of(c, i);
+    const cpu_value *in = input_value(c, i, 0);
+    if (j.op == JOB_IF && in->constant) {
+        /* a constant current drives T different steps: a new T·N buffer */
+        s = value_alloc(c, i, (int64_t)c->T * c->N, 0, out);
+        j.in = in->data;
+        j.in_step = 0;
+    } else {
+        s = value_same_as_input(c, i, out);
+        j.in = out->data;
+        j.in_step = c->N * j.in_row;
+    }
+    if (s != NC_OK)
+        return s;
+    j.out = out->data;
+    j.out_step = c->N * j.out_row;
+    j.T = c->T;
+    if (j.op == JOB_IF) /* rows are samples; each runs all T steps */
+        job_parallel(&j, c->threads, c->N, (int64_t)c->T * c->N * j.in_row);
+    else
+        job_parallel(&j, c->threads, out->rows, out->rows * j.in_row);
+    return NC_OK;
+}
+
+/* add and concat; an input may be constant while another is not, so both
+ * work one step at a time with a step stride of 0 for constant inputs. */
+static nc_status run_merge(run_ctx *c, int i, cpu_value *out)
+{
+    const nc_node *n = &c->net->nodes[i];
+    int constant = 1;
+    for (int k = 0; k < n->n_inputs; k++)
+        constant &= input_value(c, i, k)->constant;
+    int steps = c->snn && !constant ? c->T : 1;
+    nc_status s = value_alloc(c, i, steps * c->N, c->snn && constant, out);
+    if (s != NC_OK)
+        return s;
+    enum { MAX_IN = 64 };
+    if (n->n_inputs > MAX_IN)
+        return node_fail(c, i, NC_ERR_UNSUPPORTED, "more than 64 inputs");
+    const float *ptr[MAX_IN];
+    int64_t per_row[MAX_IN], out_numel = numel_of(c, i);
+    for (int t = 0; t < steps; t++) {
+        for (int k = 0; k < n->n_inputs; k++) {
+            const cpu_value *v = input_value(c, i, k);
+            per_row[k] = numel_of(c, n->inputs[k]);
+            ptr[k] = v->data + (v->constant ? 0 : t * c->N * per_row[k]);
+        }
+        float *o = out->data + t * c->N * out_numel;
+        if (n->kind == NC_NODE_CONCAT) {
+            nc_concat(c->N, n->n_inputs, ptr, per_row, o);
+            continue;
+        }
+        nc_add(c->N * out_numel, ptr[0], n->n_inputs > 1 ? ptr[1] : ptr[0], o);
+        for (int k = 2; k < n->n_inputs; k++)
+            nc_add(c->N * out_numel, o, ptr[k], o);
+        if (n->n_inputs == 1)
+            memcpy(o, ptr[0], (size_t)(c->N * out_numel) * sizeof(float));
+    }
+    return NC_OK;
+}
+
+static nc_status run_node(run_ctx *c, int i, const nc_tensor *input, cpu_value *out)
+{
+    switch (c->net->nodes[i].kind) {
+    case NC_NODE_INPUT: return run_input(c, i, input, out);
+    case NC_NODE_CONV2D: return run_conv(c, i, out);
+    case NC_NODE_DENSE: return run_dense(c, i, out);
+    case NC_NODE_AVGPOOL:
+    case NC_NODE_MAXPOOL:
+    case NC_NODE_GLOBAL_AVGPOOL: return run_pool(c, i, out);
+    case NC_NODE_FLATTEN:
+    case NC_NODE_OUTPUT: return value_same_as_input(c, i, out);
+    case NC_NODE_ADD:
+    case NC_NODE_CONCAT: return run_merge(c, i, out);
+    case NC_NODE_AFFINE: return run_affine(c, i, out);
+    case NC_NODE_NEURON: return run_neuron(c, i, out);
+    case NC_NODE_KIND_COUNT: break;
+    }
+    return node_fail(c, i, NC_ERR_INTERNAL, "unknown node kind");
+}
+
+/* ---- forward ---------------------------------------------------------------- */
+
+static nc_status check_input(run_ctx *c, const nc_tensor *input)
+{
+    const nc_node *in = &c->net->nodes[c->net->input];
+    int fits = input && input->ndim == in->ndim + 1 && input->shape[0] >= 1;
+    for (int d = 0; fits && d < in->ndim; d++)
+        fits = input->shape[d + 1] == in->shape[d];
+    if (fits)
+        return NC_OK;
+    int64_t want[NC_MAX_DIMS] = {0};
+    for (int d = 0; d < in->ndim; d++)
+        want[d + 1] = in->shape[d];
+    char a[128], b[128];
+    nc_shape_str(in->ndim, in->shape, a, sizeof a);
+    if (input)
+        nc_shape_str(input->ndim, input->shape, b, sizeof b);
+    return nc_fail(c->err, NC_ERR_SHAPE,
+                   "cpu engine: input '%s' expects a batch of shape [N, %s], got %s", in->name,
+                   a + 1 /* drop '[' */, input ? b : "no tensor");
+}
+
+static nc_status observe_and_report(run_ctx *c, int i)
+{
+    const nc_observer *ob = c->opts->observer;
+    if (ob && ob->observe) {
+        float *tmp;
+        const float *data;
+        nc_status s = value_expanded(c, i, &c->val[i], &tmp, &data);
+        if (s != NC_OK)
+            return s;
+        ob->observe(ob->user, i, data, c->snn ? (int64_t)c->T * c->N : c->N, numel_of(c, i));
+        free(tmp);
+    }
+    if (c->opts->progress) {
+        nc_progress p = {"simulate", i + 1, c->net->n_nodes, 0.0};
+        if (c->opts->progress(c->opts->progress_user, &p) != 0)
+            return nc_fail(c->err, NC_ERR_CANCELLED, "cpu engine: cancelled after node '%s'",
+                           c->net->nodes[i].name);
+    }
+    return NC_OK;
+}
+
+/* Frees every value whose last reader was node i (and i's own, if unread). */
+static void release_after(run_ctx *c, int i)
+{
+    const nc_node *n = &c->net->nodes[i];
+    for (int k = 0; k < n->n_inputs; k++)
+        if (c->st->last_use[n->inputs[k]] == i)
+            value_free(&c->val[n->inputs[k]]);
+    if (c->st->last_use[i] == i && i != c->net->output)
+        value_free(&c->val[i]);
+}
+
+/* Copies the output node's value to a new [N, F] or [T, N, F] tensor. */
+static nc_status make_output(run_ctx *c, nc_tensor **out)
+{
+    const cpu_value *v = &c->val[c->net->output];
+    int64_t f = numel_of(c, c->net->output), step = c->N * f;
+    int64_t shape[3] = {c->T, c->N, f};
+    nc_tensor *t = c->snn ? nc_tensor_new(3, shape) : nc_tensor_new2(c->N, f);
+    if (!t)
+        return nc_fail(c->err, NC_ERR_MEMORY, "cpu engine: out of memory for the output (%lld values)",
+                       (long long)(c->snn ? c->T * step : step));
+    int steps = c->snn ? c->T : 1;
+    for (int s = 0; s < steps; s++)
+        memcpy(t->data + s * step, v->data + (v->constant ? 0 : s * step), (size_t)step * sizeof(float));
+    *out = t;
+    return NC_OK;
+}
+
+static nc_status check_options(const nc_run_options *o, nc_error *err)
+{
+    if (o->mode != NC_MODE_ANN && o->mode != NC_MODE_QCFS && o->mode != NC_MODE_SNN)
+        return nc_fail(err, NC_ERR_ARGUMENT, "cpu engine: unknown mode %d", (int)o->mode);
+    if (o->mode == NC_MODE_SNN && o->T < 1)
+        return nc_fail(err, NC_ERR_ARGUMENT, "cpu engine: SNN mode needs T >= 1 steps, got %d", o->T);
+    if (o->mode == NC_MODE_SNN && o->encoding != NC_ENCODING_DIRECT && o->encoding != NC_ENCODING_POISSON)
+        return nc_fail(err, NC_ERR_ARGUMENT, "cpu engine: unknown input encoding %d", (int)o->encoding);
+    return NC_OK;
+}
+
+static int cpu_threads(const nc_engine *e)
+{
+    long n = e->threads > 0 ? e->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > NC_CPU_MAX_THREADS ? NC_CPU_MAX_THREADS : (int)n;
+}
+
+static nc_status cpu_forward(nc_engine *e, const nc_tensor *input, const nc_run_options *opts,
+                             nc_tensor **out, nc_error *err)
+{
+    if (!e->impl || !e->net)
+        return nc_fail(err, NC_ERR_ARGUMENT, "cpu engine: no network loaded");
+    nc_run_options defaults = {.mode = NC_MODE_ANN, .T = 1};
+    if (!opts)
+        opts = &defaults;
+    nc_status s = check_options(opts, err);
+    if (s != NC_OK)
+        return s;
+    run_ctx c = {.e = e, .net = e->net, .st = e->impl, .opts = opts, .err = err,
+                 .snn = opts->mode == NC_MODE_SNN, .T = opts->mode == NC_MODE_SNN ? opts->T : 1,
+                 .threads = cpu_threads(e)};
+    if ((s = check_input(&c, input)) != NC_OK)
+        return s;
+    c.N = input->shape[0];
+    c.val = calloc((size_t)c.net->n_nodes, sizeof *c.val);
+    if (!c.val)
+        return nc_fail(err, NC_ERR_MEMORY, "cpu engine: out of memory");
+    openblas_set_num_threads(c.threads);
+    for (int i = 0; i < c.net->n_nodes && s == NC_OK; i++) {
+        s = run_node(&c, i, input, &c.val[i]);
+        if (s == NC_OK)
+            s = observe_and_report(&c, i);
+        if (s == NC_OK)
+            release_after(&c, i);
+    }
+    if (s == NC_OK)
+        s = make_output(&c, out);
+    for (int i = 0; i < c.net->n_nodes; i++)
+        value_free(&c.val[i]);
+    free(c.val);
+    free(c.work);
+    return s;
+}
+
+/* ---- load, supports, lifetime ---------------------------------------------- */
+
+static void state_free(cpu_state *st)
+{
+    if (!st)
+        return;
+    free(st->win);
+    free(st->last_use);
+    free(st);
+}
+
+static nc_status load_fail(const nc_node *n, nc_error *err, const char *what)
+{
+    return nc_fail(err, NC_ERR_SHAPE, "cpu engine, node '%s' (%s): %s", n->name,
+                   nc_node_kind_name(n->kind), what);
+}
+
+/* Window geometry of a conv or pool node, checked against its stored shape
+ * so that a net whose shapes were not inferred cannot overrun a buffer. */
+static nc_status load_window(const nc_net *net, int i, nc_window *g, nc_error *err)
+{
+    const nc_node *n = &net->nodes[i], *in = &net->nodes[n->inputs[0]];
+    if (in->ndim != 3)
+        return load_fail(n, err, "needs a [C, H, W] input; run shape inference first");
+    if (nc_window_init(g, (int)in->shape[0], (int)in->shape[1], (int)in->shape[2], n->kernel, n->stride,
+                       n->pad, n->dilation, n->ceil_mode) != 0)
+        return load_fail(n, err, "kernel, stride, padding or dilation do not fit the input");
+    int64_t cout = n->kind == NC_NODE_CONV2D ? (n->weight ? n->weight->shape[0] : -1) : in->shape[0];
+    if (n->ndim != 3 || n->shape[0] != cout || n->shape[1] != g->oh || n->shape[2] != g->ow)
+        return load_fail(n, err, "stored output shape differs from the computed one; run shape inference");
+    if (n->kind == NC_NODE_CONV2D) {
+        const nc_tensor *w = n->weight;
+        if (n->groups < 1 || w->ndim != 4 || in->shape[0] % n->groups || w->shape[0] % n->groups ||
+            w->shape[1] * n->groups != in->shape[0] || w->shape[2] != n->kernel[0] ||
+            w->shape[3] != n->kernel[1] || (n->bias && nc_tensor_numel(n->bias) != w->shape[0]))
+            return load_fail(n, err, "weight shape does not fit the input and groups");
+    }
+    return NC_OK;
+}
+
+/* The parameters the kernels read without checking. */
+static nc_status load_check_node(const nc_net *net, int i, nc_error *err)
+{
+    const nc_node *n = &net->nodes[i];
+    if (n->ndim < 1 || n->ndim > 4 || nc_node_numel(n) < 1)
+        return load_fail(n, err, "has no output shape; run shape inference first");
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] < 0 || n->inputs[k] >= i)
+            return load_fail(n, err, "reads a node that does not come before it");
+    if (n->kind != NC_NODE_INPUT && n->n_inputs < 1)
+        return load_fail(n, err, "has no input");
+    int64_t in_numel = n->n_inputs ? nc_node_numel(&net->nodes[n->inputs[0]]) : 0;
+    int ch = nc_node_channels(n);
+    switch (n->kind) {
+    case NC_NODE_DENSE:
+        if (!n->weight || n->weight->ndim != 2 || n->weight->shape[1] != in_numel ||
+            n->weight->shape[0] != nc_node_numel(n) || (n->bias && nc_tensor_numel(n->bias) != n->shape[0]))
+            return load_fail(n, err, "weight [Fout, Fin] does not fit the input and output");
+        break;
+    case NC_NODE_AFFINE:
+        if (!n->weight || !n->bias || nc_tensor_numel(n->weight) != ch || nc_tensor_numel(n->bias) != ch)
+            return load_fail(n, err, "needs a scale and a shift per channel");
+        break;
+    case NC_NODE_NEURON: {
+        const nc_neuron *nr = &n->neuron;
+        int needs = nr->model == NC_NEURON_QCFS || nr->model == NC_NEURON_IF;
+        if (needs && (!nr->threshold || (nr->n_threshold != 1 && nr->n_threshold != ch)))
+            return load_fail(n, err, "needs 1 threshold or one per channel");
+        if (needs && nr->levels < 1)
+            return load_fail(n, err, "needs QCFS levels L >= 1");
+        break;
+    }
+    case NC_NODE_GLOBAL_AVGPOOL:
+        if (net->nodes[n->inputs[0]].ndim != 3 || n->shape[0] != net->nodes[n->inputs[0]].shape[0])
+            return load_fail(n, err, "needs a [C, H, W] input");
+        break;
+    case NC_NODE_FLATTEN:
+    case NC_NODE_OUTPUT:
+        if (in_numel != nc_node_numel(n))
+            return load_fail(n, err, "changes the number of values");
+        break;
+    default:
+        break;
+    }
+    return NC_OK;
+}
+
+static nc_status cpu_load(nc_engine *e, const nc_net *net, nc_error *err)
+{
+    if (!net || net->n_nodes < 2 || net->input != 0 || net->output != net->n_nodes - 1)
+        return nc_fail(err, NC_ERR_ARGUMENT,
+                       "cpu engine: the network must start with its input node and end with its output node");
+    cpu_state *st = calloc(1, sizeof *st);
+    if (st) {
+        st->win = calloc((size_t)net->n_nodes, sizeof *st->win);
+        st->last_use = malloc((size_t)net->n_nodes * sizeof *st->last_use);
+    }
+    if (!st || !st->win || !st->last_use) {
+        state_free(st);
+        return nc_fail(err, NC_ERR_MEMORY, "cpu engine: out of memory loading %d nodes", net->n_nodes);
+    }
+    nc_status s = NC_OK;
+    for (int i = 0; i < net->n_nodes && s == NC_OK; i++) {
+        const nc_node *n = &net->nodes[i];
+        st->last_use[i] = i;
+        s = load_check_node(net, i, err);
+        if (s == NC_OK && (n->kind == NC_NODE_CONV2D || n->kind == NC_NODE_AVGPOOL || n->kind == NC_NODE_MAXPOOL))
+            s = load_window(net, i, &st->win[i], err);
+        for (int k = 0; s == NC_OK && k < n->n_inputs; k++)
+            st->last_use[n->inputs[k]] = i; /* nodes are in topological order */
+    }
+    if (s != NC_OK) {
+        state_free(st);
+        return s;
+    }
+    state_free(e->impl);
+    e->impl = st;
+    e->net = net;
+    return NC_OK;
+}
+
+static int cpu_supports(nc_engine *e, const nc_net *net, int node, char *why, size_t why_size)
+{
+    (void)e;
+    if (node < 0 || node >= net->n_nodes || (unsigned)net->nodes[node].kind >= NC_NODE_KIND_COUNT) {
+        if (why && why_size)
+            snprintf(why, why_size, "unknown node kind");
+        return 0;
+    }
+    return 1; /* the reference engine runs every node kind in every mode */
+}
+
+static void cpu_destroy(nc_engine *e) { state_free(e->impl); }
+
+static const nc_engine_ops cpu_ops = {
+    .name = "cpu",
+    .caps = NC_CAP_SNN,
+    .supports = cpu_supports,
+    .load = cpu_load,
+    .forward = cpu_forward,
+    .destroy = cpu_destroy,
+};
+
+nc_engine *nc_engine_cpu_new(void)
+{
+    nc_engine *e = calloc(1, sizeof *e);
+    if (e)
+        e->ops = &cpu_ops;
+    return e;
+}
