@@ -435,6 +435,19 @@ static const uint64_t *hist_of(const nc_calib_stats *s, int layer, int channel, 
     return h && *hi > 0 ? h : NULL;
 }
 
+/* Estimate of the k-th smallest (0-based) positive value: placed inside its
+ * bin at (j + ½)/h of the width, j its place among the bin's h values. */
+static double order_stat(const uint64_t *h, int bins, double w, uint64_t k)
+{
+    uint64_t cum = 0;
+    for (int b = 0; b < bins; b++) {
+        if (cum + h[b] > k)
+            return (b + ((double)(k - cum) + 0.5) / (double)h[b]) * w;
+        cum += h[b];
+    }
+    return bins * w;
+}
+
 float nc_calib_percentile(const nc_calib_stats *s, int layer, int channel, double p)
 {
     float hi;
@@ -442,21 +455,18 @@ float nc_calib_percentile(const nc_calib_stats *s, int layer, int channel, doubl
     if (!h || !(p > 0))
         return 0;
     if (p >= 100)
-        return hi; /* the exact max, not a bin edge */
+        return hi; /* the exact max, not a bin estimate */
     uint64_t n = 0;
     for (int b = 0; b < s->bins; b++)
         n += h[b];
     if (n == 0)
         return 0;
-    double rank = p / 100.0 * (double)n, cum = 0, w = (double)hi / s->bins;
-    for (int b = 0; b < s->bins; b++) {
-        if (h[b] && cum + (double)h[b] >= rank) {
-            double v = (b + (rank - cum) / (double)h[b]) * w;
-            return (float)fmin(v, hi);
-        }
-        cum += (double)h[b];
-    }
-    return hi;
+    double pos = p / 100.0 * (double)(n - 1), w = (double)hi / s->bins;
+    uint64_t k = (uint64_t)pos;
+    double f = pos - (double)k, v = order_stat(h, s->bins, w, k);
+    if (f > 0 && k + 1 < n)
+        v += f * (order_stat(h, s->bins, w, k + 1) - v);
+    return (float)fmin(v, hi);
 }
 
 /* q(a) of nc_calib.h: the quantiser of an IF neuron with threshold θ over T

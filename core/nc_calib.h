@@ -19,9 +19,13 @@
  * channel-wise, from each channel's):
  *   max      θ = the largest activation seen (Diehl 2015).
  *   pP       θ = the P-th percentile of the NON-ZERO activations (snn_toolbox
- *            convention; Rueckauer 2017): with n positive values, the rank
- *            r = P/100 · n is located in the cumulative histogram and
- *            interpolated linearly inside its bin (error < one bin width).
+ *            convention; Rueckauer 2017), numpy's linear rule: with the n
+ *            positive values sorted, v_k at fractional rank
+ *            k = P/100 · (n − 1), interpolated between v_⌊k⌋ and v_⌊k⌋+1.
+ *            Each v_i is estimated from the cumulative histogram, placed
+ *            inside its bin at (j + ½)/h of the width (j its place among the
+ *            bin's h values), so the result is within one bin width of the
+ *            exact percentile.
  *   mmse     θ = argmin over θ_i = max·(1 − 0.01 i), i = 0..94, of
  *              E(θ) = Σ_a (q(a) − a)²,
  *              q(a) = clip(⌊a·T/θ + φ⌋, 0, T) · θ / T,

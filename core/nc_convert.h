@@ -79,7 +79,7 @@ typedef struct nc_convert_layer {
 /* Fills up to `max` rows; returns the number of neuron layers. */
 int nc_convert_summary(const nc_net *net, nc_convert_layer *rows, int max);
 /* A text table for the CLI (one line per neuron layer, header first):
- *   layer  model  thresholds  θ min  θ mean  θ max  L
+ *   layer  model  thresholds  th_min  th_mean  th_max  L   (θ over channels)
  * preceded by "method: <method>" when method is not NULL.  Returns buf. */
 const char *nc_convert_summary_text(const nc_net *net, const char *method, char *buf, size_t size);
 

@@ -11,6 +11,12 @@
  *   - Reading follows hard links only: a soft or external link, a dataset
  *     whose raw data lies in external files, or a virtual dataset is refused
  *     (a project file must not make us open other files).
+ *   - Strings are written fixed-length (UTF-8, NUL-terminated), and the
+ *     readers refuse variable-length strings unless their name ends in _any:
+ *     variable-length data lives in HDF5's global heap, which libhdf5 1.10
+ *     reads without bounds checks (a damaged heap crashes inside H5HG_read),
+ *     so our own formats never use it.  Use the _any readers (and
+ *     nc_h5_write_vstring) only for foreign formats that need vlen (NIR).
  *   - Every array read is size-checked (overflow, a byte limit, and the bytes
  *     the file really stores) before anything is allocated.
  *
@@ -88,16 +94,22 @@ nc_status nc_h5_write_u8(hid_t loc, const char *name, int ndim, const int64_t *s
                          const uint8_t *data, nc_error *err);
 /* A tensor (its own shape). */
 nc_status nc_h5_write_tensor(hid_t loc, const char *name, const nc_tensor *t, nc_error *err);
-/* Variable-length UTF-8 strings: a scalar, or a 1-d array of n. */
+/* Fixed-length UTF-8 strings: a scalar, or a 1-d array of n (each slot as
+ * long as the longest + 1).  h5py reads them as bytes. */
 nc_status nc_h5_write_string(hid_t loc, const char *name, const char *text, nc_error *err);
 nc_status nc_h5_write_strings(hid_t loc, const char *name, int64_t n, const char *const *texts,
                               nc_error *err);
+/* A scalar variable-length UTF-8 string (h5py reads it as str), for
+ * formats that require it. */
+nc_status nc_h5_write_vstring(hid_t loc, const char *name, const char *text, nc_error *err);
 
-/* Attributes on a group or dataset `obj` (replaced when present). */
+/* Attributes on a group or dataset `obj` (replaced when present); strings
+ * are fixed-length. */
 nc_status nc_h5_attr_string(hid_t obj, const char *name, const char *value, nc_error *err);
 nc_status nc_h5_attr_i64(hid_t obj, const char *name, int64_t value, nc_error *err);
 nc_status nc_h5_attr_f64(hid_t obj, const char *name, double value, nc_error *err);
 nc_status nc_h5_attr_i32s(hid_t obj, const char *name, int n, const int32_t *values, nc_error *err);
+nc_status nc_h5_attr_i64s(hid_t obj, const char *name, int n, const int64_t *values, nc_error *err);
 nc_status nc_h5_attr_f32s(hid_t obj, const char *name, int n, const float *values, nc_error *err);
 
 /* ---- reading objects (NC_ERR_FORMAT on failure) ------------------------ */
@@ -126,17 +138,22 @@ nc_status nc_h5_read_i64(hid_t loc, const char *name, int max_ndim, int *ndim, i
                          int64_t **data, nc_error *err);
 /* A float dataset of at most NC_MAX_DIMS dims as a new tensor. */
 nc_status nc_h5_read_tensor(hid_t loc, const char *name, nc_tensor **out, nc_error *err);
-/* A string dataset (scalar or 1-d, variable or fixed length): *n strings in
- * a malloc'ed array of malloc'ed strings; free with nc_h5_free_strings. */
+/* A string dataset (scalar or 1-d, fixed length; _any: variable length
+ * too): *n strings in a malloc'ed array of malloc'ed strings; free with
+ * nc_h5_free_strings. */
 nc_status nc_h5_read_strings(hid_t loc, const char *name, int64_t *n, char ***texts, nc_error *err);
+nc_status nc_h5_read_strings_any(hid_t loc, const char *name, int64_t *n, char ***texts, nc_error *err);
 void nc_h5_free_strings(int64_t n, char **texts);
 
 /* Attribute readers; a string longer than size−1 bytes is an error. */
 nc_status nc_h5_attr_get_string(hid_t obj, const char *name, char *buf, size_t size, nc_error *err);
+nc_status nc_h5_attr_get_string_any(hid_t obj, const char *name, char *buf, size_t size, nc_error *err);
 nc_status nc_h5_attr_get_i64(hid_t obj, const char *name, int64_t *value, nc_error *err);
 nc_status nc_h5_attr_get_f64(hid_t obj, const char *name, double *value, nc_error *err);
 /* 1-d numeric attributes of at most max values; *n gets the count. */
 nc_status nc_h5_attr_get_i32s(hid_t obj, const char *name, int max, int *n, int32_t *values,
+                              nc_error *err);
+nc_status nc_h5_attr_get_i64s(hid_t obj, const char *name, int max, int *n, int64_t *values,
                               nc_error *err);
 nc_status nc_h5_attr_get_f32s(hid_t obj, const char *name, int max, int *n, float *values,
                               nc_error *err);

@@ -111,7 +111,8 @@ static nc_status cv_new(loader *L, int is_int, int ndim, const int64_t *dims, co
         return lfail(L, NC_ERR_MEMORY, "out of memory for %s", what);
     c->is_int = is_int;
     c->ndim = ndim;
-    memcpy(c->dims, dims, (size_t)ndim * sizeof(int64_t));
+    for (int d = 0; d < ndim; d++)
+        c->dims[d] = dims[d];
     c->n = (int64_t)n;
     if (is_int)
         c->i = calloc(n ? n : 1, sizeof(int64_t));
@@ -608,6 +609,8 @@ typedef struct nctx {
     char name[NC_NAME_MAX];   /* its name, or "<op>_<index>"       */
     const char *op;
     char why[REASON_MAX];     /* reason when unsupported / removed */
+    int guess_ndim;           /* when unsupported: the shape its output would */
+    int64_t guess[NC_MAX_DIMS]; /* have (-1 = unknown), for checking later nodes */
 } nctx;
 
 static nc_status ifail(importer *imp, nc_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -760,6 +763,7 @@ static void nctx_init(nctx *c, importer *imp, int index)
     c->index = index;
     c->p = imp->graph->node[index];
     c->op = S(c->p->op_type);
+    c->guess_ndim = -1;
     node_display_name(c->p, index, c->name, sizeof c->name);
 }
 
@@ -978,4 +982,2148 @@ static nc_status attr_pair(nctx *c, const char *name, int want, int *out)
         out[k] = (int)v[k];
     }
     return NC_OK;
+}
+
+/* ==== constant folding ====================================================== */
+
+static loader *LD(nctx *c) { return &c->imp->L; }
+
+static nc_status const_what(nctx *c, char *buf, size_t size)
+{
+    snprintf(buf, size, "node '%s' (%s) output", c->name, c->op);
+    return NC_OK;
+}
+
+static nc_status new_out(nctx *c, int is_int, int ndim, const int64_t *dims, cval **out)
+{
+    char what[NC_NAME_MAX + 64];
+    const_what(c, what, sizeof what);
+    return cv_new(LD(c), is_int, ndim, dims, what, out);
+}
+
+/* Output i of node c becomes the constant k (owned by the value from now). */
+static void set_const(nctx *c, size_t i, cval *k)
+{
+    value *o = out_value(c, i);
+    if (!o) {
+        cv_free(k);
+        return;
+    }
+    cv_free(o->c);
+    o->c = k;
+}
+
+/* A constant input that must be there. */
+static nc_status need_const(nctx *c, size_t i, cval **out)
+{
+    value *v = in_value(c, i);
+    if (!v)
+        return node_fail(c, NC_ERR_FORMAT, "input %zu is missing", i);
+    if (!v->c)
+        return unsup(c, "input %zu ('%s') is computed at run time; it must be a constant", i, v->name);
+    *out = v->c;
+    return NC_OK;
+}
+
+/* Normalises an axis into [0, rank); -1 when out of range. */
+static int norm_axis(int64_t axis, int rank)
+{
+    if (axis < 0)
+        axis += rank;
+    return axis >= 0 && axis < rank ? (int)axis : -1;
+}
+
+static void strides_of(int ndim, const int64_t *dims, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= dims[d];
+    }
+}
+
+/* ---- elementwise ---- */
+
+typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_POW } bin_op;
+
+static int bin_int(bin_op op, int64_t a, int64_t b, int64_t *r)
+{
+    switch (op) {
+    case BIN_ADD: return __builtin_add_overflow(a, b, r) ? -1 : 0;
+    case BIN_SUB: return __builtin_sub_overflow(a, b, r) ? -1 : 0;
+    case BIN_MUL: return __builtin_mul_overflow(a, b, r) ? -1 : 0;
+    case BIN_DIV:
+        if (b == 0 || (a == INT64_MIN && b == -1))
+            return -1;
+        *r = a / b;
+        return 0;
+    case BIN_POW: {
+        int64_t p = 1;
+        for (int64_t k = 0; k < b; k++)
+            if (__builtin_mul_overflow(p, a, &p))
+                return -1;
+        *r = b < 0 ? 0 : p;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+static double bin_float(bin_op op, double a, double b)
+{
+    switch (op) {
+    case BIN_ADD: return a + b;
+    case BIN_SUB: return a - b;
+    case BIN_MUL: return a * b;
+    case BIN_DIV: return a / b;
+    case BIN_POW: return pow(a, b);
+    }
+    return 0;
+}
+
+/* numpy broadcasting of two shapes; -1 when they do not broadcast. */
+static int broadcast_dims(const cval *a, const cval *b, int *ndim, int64_t *dims)
+{
+    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int d = 0; d < n; d++) {
+        int da = d - (n - a->ndim), db = d - (n - b->ndim);
+        int64_t x = da >= 0 ? a->dims[da] : 1, y = db >= 0 ? b->dims[db] : 1;
+        if (x != y && x != 1 && y != 1)
+            return -1;
+        dims[d] = x == 1 ? y : x;
+    }
+    *ndim = n;
+    return 0;
+}
+
+/* Strides of `c` seen through a broadcast to an n-d shape (0 on size-1 axes). */
+static void broadcast_strides(const cval *c, int n, int64_t *out)
+{
+    int64_t own[CV_MAX_DIMS];
+    strides_of(c->ndim, c->dims, own);
+    for (int d = 0; d < n; d++) {
+        int dc = d - (n - c->ndim);
+        out[d] = dc >= 0 && c->dims[dc] != 1 ? own[dc] : 0;
+    }
+}
+
+static nc_status cv_binary(nctx *c, bin_op op, const cval *a, const cval *b, cval **out)
+{
+    int n;
+    int64_t dims[CV_MAX_DIMS], sa[CV_MAX_DIMS], sb[CV_MAX_DIMS], idx[CV_MAX_DIMS] = {0};
+    char ba[96], bb[96];
+    if (broadcast_dims(a, b, &n, dims) != 0)
+        return node_fail(c, NC_ERR_SHAPE, "shapes %s and %s do not broadcast", dims_str(a->ndim, a->dims, ba, 96),
+                         dims_str(b->ndim, b->dims, bb, 96));
+    cval *r;
+    TRY(new_out(c, a->is_int && b->is_int, n, dims, &r));
+    broadcast_strides(a, n, sa);
+    broadcast_strides(b, n, sb);
+    int64_t ia = 0, ib = 0;
+    for (int64_t k = 0; k < r->n; k++) {
+        if (r->is_int) {
+            if (bin_int(op, a->i[ia], b->i[ib], &r->i[k]) != 0) {
+                cv_free(r);
+                return node_fail(c, NC_ERR_FORMAT, "integer overflow or division by zero in a constant");
+            }
+        } else {
+            r->f[k] = (float)bin_float(op, cv_get(a, ia), cv_get(b, ib));
+        }
+        for (int d = n - 1; d >= 0; d--) { /* odometer step over the output index */
+            ia += sa[d];
+            ib += sb[d];
+            if (++idx[d] < dims[d])
+                break;
+            ia -= sa[d] * dims[d];
+            ib -= sb[d] * dims[d];
+            idx[d] = 0;
+        }
+    }
+    *out = r;
+    return NC_OK;
+}
+
+static nc_status c_binary(nctx *c)
+{
+    static const struct { const char *op; bin_op bin; } ops[] = {
+        {"Add", BIN_ADD}, {"Sub", BIN_SUB}, {"Mul", BIN_MUL}, {"Div", BIN_DIV}, {"Pow", BIN_POW}};
+    cval *a, *b, *r;
+    TRY(need_const(c, 0, &a));
+    TRY(need_const(c, 1, &b));
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        if (strcmp(c->op, ops[k].op) == 0) {
+            TRY(cv_binary(c, ops[k].bin, a, b, &r));
+            set_const(c, 0, r);
+            return NC_OK;
+        }
+    }
+    return unsup(c, "no constant evaluation for %s", c->op);
+}
+
+static double unary(const char *op, double x)
+{
+    if (!strcmp(op, "Neg")) return -x;
+    if (!strcmp(op, "Sqrt")) return sqrt(x);
+    if (!strcmp(op, "Reciprocal")) return 1.0 / x;
+    if (!strcmp(op, "Floor")) return floor(x);
+    if (!strcmp(op, "Ceil")) return ceil(x);
+    if (!strcmp(op, "Abs")) return fabs(x);
+    if (!strcmp(op, "Relu")) return x > 0 ? x : 0;
+    return x; /* Identity, Dropout */
+}
+
+static nc_status c_unary(nctx *c)
+{
+    cval *a, *r;
+    TRY(need_const(c, 0, &a));
+    TRY(new_out(c, a->is_int, a->ndim, a->dims, &r));
+    for (int64_t k = 0; k < a->n; k++) {
+        if (a->is_int && (!strcmp(c->op, "Identity") || !strcmp(c->op, "Dropout")))
+            r->i[k] = a->i[k];
+        else
+            cv_set(r, k, unary(c->op, cv_get(a, k)));
+    }
+    set_const(c, 0, r);
+    return NC_OK;
+}
+
+static nc_status c_cast(nctx *c)
+{
+    cval *a, *r;
+    TRY(need_const(c, 0, &a));
+    int to = (int)attr_int(c, "to", DT_FLOAT);
+    if (!dtype_size(to))
+        return unsup(c, "cast to %s", dtype_name(to));
+    TRY(new_out(c, !dtype_is_float(to), a->ndim, a->dims, &r));
+    for (int64_t k = 0; k < a->n; k++) {
+        if (to == DT_BOOL)
+            r->i[k] = cv_get(a, k) != 0;
+        else if (r->is_int && a->is_int)
+            r->i[k] = a->i[k];
+        else
+            cv_set(r, k, cv_get(a, k));
+    }
+    set_const(c, 0, r);
+    return NC_OK;
+}
+
+/* ---- shapes and indexing ---- */
+
+static nc_status c_constant(nctx *c)
+{
+    const Onnx__AttributeProto *a = attr(c, "value");
+    cval *r;
+    char what[NC_NAME_MAX + 64];
+    const_what(c, what, sizeof what);
+    if (a && a->t)
+        TRY(tensor_to_cval(LD(c), a->t, what, &r));
+    else if ((a = attr(c, "value_float")) && a->has_f) {
+        TRY(new_out(c, 0, 0, NULL, &r));
+        r->f[0] = a->f;
+    } else if ((a = attr(c, "value_int")) && a->has_i) {
+        TRY(new_out(c, 1, 0, NULL, &r));
+        r->i[0] = a->i;
+    } else if ((a = attr(c, "value_floats"))) {
+        int64_t n = (int64_t)a->n_floats;
+        TRY(new_out(c, 0, 1, &n, &r));
+        for (int64_t k = 0; k < n; k++)
+            r->f[k] = a->floats[k];
+    } else if ((a = attr(c, "value_ints"))) {
+        int64_t n = (int64_t)a->n_ints;
+        TRY(new_out(c, 1, 1, &n, &r));
+        for (int64_t k = 0; k < n; k++)
+            r->i[k] = a->ints[k];
+    } else {
+        return unsup(c, "a Constant without a numeric value (sparse or string constants are not supported)");
+    }
+    set_const(c, 0, r);
+    return NC_OK;
+}
+
+/* Full shape of a value, batch axis included for data. */
+static int full_shape(const importer *imp, const value *v, int64_t *dims)
+{
+    if (v->c) {
+        memcpy(dims, v->c->dims, (size_t)v->c->ndim * sizeof(int64_t));
+        return v->c->ndim;
+    }
+    dims[0] = imp->batch;
+    memcpy(dims + 1, v->dims, (size_t)v->ndim * sizeof(int64_t));
+    return v->ndim + 1;
+}
+
+static nc_status op_shape(nctx *c)
+{
+    value *x = in_value(c, 0);
+    if (!x)
+        return node_fail(c, NC_ERR_FORMAT, "input 0 is missing");
+    int64_t dims[CV_MAX_DIMS + 1];
+    int r = full_shape(c->imp, x, dims);
+    int64_t start = attr_int(c, "start", 0), end = attr_int(c, "end", r);
+    start = start < 0 ? start + r : start;
+    end = end < 0 ? end + r : end;
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < start ? start : end > r ? r : end;
+    int64_t n = end - start;
+    cval *out;
+    TRY(new_out(c, 1, 1, &n, &out));
+    memcpy(out->i, dims + start, (size_t)n * sizeof(int64_t));
+    set_const(c, 0, out);
+    credit_node_constants(c, "");
+    return report(c, NC_SUPPORT_FOLDED, "", x->c ? "constant: evaluated at import"
+                                                 : "the shape is known at import (batch as declared, or 1)");
+}
+
+static nc_status c_gather(nctx *c)
+{
+    cval *data, *ind, *r;
+    TRY(need_const(c, 0, &data));
+    TRY(need_const(c, 1, &ind));
+    int axis = norm_axis(attr_int(c, "axis", 0), data->ndim);
+    if (axis < 0 || data->ndim - 1 + ind->ndim > CV_MAX_DIMS)
+        return node_fail(c, NC_ERR_FORMAT, "bad axis for a %d-d tensor", data->ndim);
+    int64_t dims[CV_MAX_DIMS], outer = 1, inner = 1, len = data->dims[axis];
+    int n = 0;
+    for (int d = 0; d < axis; d++)
+        outer *= (dims[n++] = data->dims[d]);
+    for (int d = 0; d < ind->ndim; d++)
+        dims[n++] = ind->dims[d];
+    for (int d = axis + 1; d < data->ndim; d++)
+        inner *= (dims[n++] = data->dims[d]);
+    TRY(new_out(c, data->is_int, n, dims, &r));
+    int64_t k = 0;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t j = 0; j < ind->n; j++) {
+            int64_t at = cv_geti(ind, j);
+            at = at < 0 ? at + len : at;
+            if (at < 0 || at >= len) {
+                cv_free(r);
+                return node_fail(c, NC_ERR_FORMAT, "index %lld is out of range [0, %lld)",
+                                 (long long)cv_geti(ind, j), (long long)len);
+            }
+            for (int64_t i = 0; i < inner; i++, k++) {
+                int64_t src = (o * len + at) * inner + i;
+                if (r->is_int)
+                    r->i[k] = data->i[src];
+                else
+                    r->f[k] = data->f[src];
+            }
+        }
+    }
+    set_const(c, 0, r);
+    return NC_OK;
+}
+
+/* The axes of Squeeze/Unsqueeze: an attribute before opset 13, then input 1. */
+static nc_status axes_arg(nctx *c, int64_t *axes, int *n)
+{
+    size_t count = 0;
+    const int64_t *a = attr_ints(c, "axes", &count);
+    cval *in = NULL;
+    if (!a && in_value(c, 1))
+        TRY(need_const(c, 1, &in));
+    if (in)
+        count = (size_t)in->n;
+    if (count > CV_MAX_DIMS)
+        return node_fail(c, NC_ERR_FORMAT, "too many axes");
+    for (size_t k = 0; k < count; k++)
+        axes[k] = a ? a[k] : cv_geti(in, (int64_t)k);
+    *n = (int)count;
+    return NC_OK;
+}
+
+/* Output shape of Squeeze (unsq = 0) or Unsqueeze (unsq = 1) on a full shape. */
+static nc_status squeeze_shape(nctx *c, int unsq, int rank, const int64_t *dims, int *out_rank, int64_t *out)
+{
+    int64_t axes[CV_MAX_DIMS];
+    int n_axes = 0, mark[CV_MAX_DIMS + 1] = {0};
+    TRY(axes_arg(c, axes, &n_axes));
+    int r = unsq ? rank + n_axes : rank;
+    if (r > CV_MAX_DIMS)
+        return unsup(c, "the result would have %d dimensions", r);
+    for (int k = 0; k < n_axes; k++) {
+        int a = norm_axis(axes[k], r);
+        if (a < 0 || mark[a] || (!unsq && dims[a] != 1))
+            return node_fail(c, NC_ERR_FORMAT, "axis %lld cannot be %s", (long long)axes[k],
+                             unsq ? "inserted" : "squeezed");
+        mark[a] = 1;
+    }
+    int n = 0;
+    for (int d = 0, src = 0; d < r; d++) {
+        if (unsq && mark[d])
+            out[n++] = 1;
+        else if (unsq)
+            out[n++] = dims[src++];
+        else if (!(mark[d] || (n_axes == 0 && dims[d] == 1)))
+            out[n++] = dims[d];
+    }
+    *out_rank = n;
+    return NC_OK;
+}
+
+/* Same values, new shape (Reshape, Flatten, Squeeze, Unsqueeze on constants). */
+static nc_status c_reshaped(nctx *c, const cval *a, int ndim, const int64_t *dims)
+{
+    cval *r;
+    TRY(cv_copy(LD(c), a, "a reshaped constant", &r));
+    if (nc_shape_numel(ndim, dims) != a->n) {
+        cv_free(r);
+        return node_fail(c, NC_ERR_SHAPE, "cannot reshape %lld values", (long long)a->n);
+    }
+    r->ndim = ndim;
+    memcpy(r->dims, dims, (size_t)ndim * sizeof(int64_t));
+    set_const(c, 0, r);
+    return NC_OK;
+}
+
+static nc_status c_squeeze(nctx *c)
+{
+    cval *a;
+    int n;
+    int64_t dims[CV_MAX_DIMS];
+    TRY(need_const(c, 0, &a));
+    TRY(squeeze_shape(c, !strcmp(c->op, "Unsqueeze"), a->ndim, a->dims, &n, dims));
+    return c_reshaped(c, a, n, dims);
+}
+
+static nc_status c_flatten(nctx *c)
+{
+    cval *a;
+    TRY(need_const(c, 0, &a));
+    int axis = (int)attr_int(c, "axis", 1);
+    axis = axis < 0 ? axis + a->ndim : axis;
+    if (axis < 0 || axis > a->ndim)
+        return node_fail(c, NC_ERR_FORMAT, "axis out of range");
+    int64_t dims[2] = {1, 1};
+    for (int d = 0; d < a->ndim; d++)
+        dims[d >= axis] *= a->dims[d];
+    return c_reshaped(c, a, 2, dims);
+}
+
+/* Resolves a Reshape target (0 = copy, unless allowzero; -1 = inferred). */
+static nc_status reshape_target(nctx *c, int rank, const int64_t *in, int64_t numel, int *out_rank,
+                                int64_t *out)
+{
+    cval *shape = NULL;
+    size_t n_attr;
+    const int64_t *from_attr = attr_ints(c, "shape", &n_attr); /* opset < 5 */
+    if (!from_attr)
+        TRY(need_const(c, 1, &shape));
+    int n = from_attr ? (int)n_attr : (int)shape->n;
+    if (n > CV_MAX_DIMS)
+        return unsup(c, "a %d-d target shape", n);
+    int infer = -1, allowzero = (int)attr_int(c, "allowzero", 0);
+    int64_t known = 1;
+    for (int d = 0; d < n; d++) {
+        int64_t v = from_attr ? from_attr[d] : cv_geti(shape, d);
+        if (v == 0 && !allowzero && d < rank)
+            v = in[d];
+        if (v == -1 && infer < 0)
+            infer = d;
+        else if (v < 0)
+            return node_fail(c, NC_ERR_FORMAT, "bad target dimension %lld", (long long)v);
+        else if (__builtin_mul_overflow(known, v, &known))
+            return node_fail(c, NC_ERR_FORMAT, "target shape overflows");
+        out[d] = v;
+    }
+    if (infer >= 0)
+        out[infer] = known ? numel / known : 0;
+    if (nc_shape_numel(n, out) != numel)
+        return node_fail(c, NC_ERR_SHAPE, "cannot reshape %lld values into the target shape", (long long)numel);
+    *out_rank = n;
+    return NC_OK;
+}
+
+static nc_status c_reshape(nctx *c)
+{
+    cval *a;
+    int n;
+    int64_t dims[CV_MAX_DIMS];
+    TRY(need_const(c, 0, &a));
+    TRY(reshape_target(c, a->ndim, a->dims, a->n, &n, dims));
+    return c_reshaped(c, a, n, dims);
+}
+
+static nc_status c_concat(nctx *c)
+{
+    cval *first, *r;
+    TRY(need_const(c, 0, &first));
+    int axis = norm_axis(attr_int(c, "axis", 0), first->ndim);
+    if (axis < 0)
+        return node_fail(c, NC_ERR_FORMAT, "axis out of range");
+    int64_t dims[CV_MAX_DIMS], outer = 1;
+    memcpy(dims, first->dims, sizeof dims);
+    dims[axis] = 0;
+    for (size_t i = 0; i < c->p->n_input; i++) {
+        cval *a;
+        TRY(need_const(c, i, &a));
+        int fits = a->ndim == first->ndim;
+        for (int d = 0; fits && d < a->ndim; d++)
+            fits = d == axis || a->dims[d] == first->dims[d];
+        if (!fits)
+            return node_fail(c, NC_ERR_SHAPE, "input %zu does not fit the others", i);
+        dims[axis] += a->dims[axis];
+    }
+    for (int d = 0; d < axis; d++)
+        outer *= dims[d];
+    TRY(new_out(c, first->is_int, first->ndim, dims, &r));
+    int64_t k = 0;
+    for (int64_t o = 0; o < outer; o++) {
+        for (size_t i = 0; i < c->p->n_input; i++) {
+            const cval *a = in_value(c, i)->c;
+            int64_t chunk = a->n / (outer ? outer : 1);
+            for (int64_t j = 0; j < chunk; j++, k++) {
+                if (r->is_int)
+                    r->i[k] = cv_geti(a, o * chunk + j);
+                else
+                    r->f[k] = (float)cv_get(a, o * chunk + j);
+            }
+        }
+    }
+    set_const(c, 0, r);
+    return NC_OK;
+}
+
+/* Slice parameters: attributes before opset 10, then inputs 1..4. */
+static nc_status slice_args(nctx *c, int rank, int64_t *start, int64_t *end, int64_t *step)
+{
+    for (int d = 0; d < rank; d++)
+        start[d] = 0, step[d] = 1;
+    int64_t s[CV_MAX_DIMS], e[CV_MAX_DIMS], ax[CV_MAX_DIMS], st[CV_MAX_DIMS];
+    size_t n = 0, ne = 0, na = 0;
+    const int64_t *a;
+    cval *k;
+    if ((a = attr_ints(c, "starts", &n))) {
+        memcpy(s, a, (n > CV_MAX_DIMS ? CV_MAX_DIMS : n) * sizeof *s);
+        if ((a = attr_ints(c, "ends", &ne)))
+            memcpy(e, a, (ne > CV_MAX_DIMS ? CV_MAX_DIMS : ne) * sizeof *e);
+        if ((a = attr_ints(c, "axes", &na)))
+            memcpy(ax, a, (na > CV_MAX_DIMS ? CV_MAX_DIMS : na) * sizeof *ax);
+    } else {
+        TRY(need_const(c, 1, &k));
+        n = (size_t)k->n;
+        for (size_t j = 0; j < n && j < CV_MAX_DIMS; j++)
+            s[j] = cv_geti(k, (int64_t)j);
+        TRY(need_const(c, 2, &k));
+        ne = (size_t)k->n;
+        for (size_t j = 0; j < ne && j < CV_MAX_DIMS; j++)
+            e[j] = cv_geti(k, (int64_t)j);
+        if (in_value(c, 3)) {
+            TRY(need_const(c, 3, &k));
+            na = (size_t)k->n;
+            for (size_t j = 0; j < na && j < CV_MAX_DIMS; j++)
+                ax[j] = cv_geti(k, (int64_t)j);
+        }
+    }
+    if (n > (size_t)rank || ne != n || (na && na != n))
+        return node_fail(c, NC_ERR_FORMAT, "starts, ends and axes differ in length");
+    for (size_t j = 0; j < n; j++)
+        st[j] = 1;
+    if (in_value(c, 4)) {
+        TRY(need_const(c, 4, &k));
+        for (size_t j = 0; j < n && j < (size_t)k->n; j++)
+            st[j] = cv_geti(k, (int64_t)j);
+    }
+    for (size_t j = 0; j < n; j++) {
+        int d = na ? norm_axis(ax[j], rank) : (int)j;
+        if (d < 0 || st[j] == 0)
+            return node_fail(c, NC_ERR_FORMAT, "bad axis or zero step");
+        start[d] = s[j], end[d] = e[j], step[d] = st[j];
+    }
+    return NC_OK;
+}
+
+/* Clamps a slice to a dimension the way numpy does; returns its length. */
+static int64_t slice_clamp(int64_t dim, int64_t *start, int64_t *end, int64_t step)
+{
+    int64_t s = *start, e = *end;
+    s = s < 0 ? s + dim : s;
+    e = e < 0 ? (e < -dim ? -1 : e + dim) : e;
+    if (step > 0) {
+        s = s < 0 ? 0 : s > dim ? dim : s;
+        e = e < 0 ? 0 : e > dim ? dim : e;
+        *start = s;
+        return e > s ? (e - s + step - 1) / step : 0;
+    }
+    s = s < 0 ? -1 : s > dim - 1 ? dim - 1 : s;
+    e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+    *start = s;
+    return s > e ? (s - e + (-step) - 1) / (-step) : 0;
+}
+
+static nc_status c_slice(nctx *c)
+{
+    cval *a, *r;
+    TRY(need_const(c, 0, &a));
+    int64_t start[CV_MAX_DIMS], end[CV_MAX_DIMS], step[CV_MAX_DIMS], dims[CV_MAX_DIMS];
+    for (int d = 0; d < a->ndim; d++)
+        end[d] = a->dims[d];
+    TRY(slice_args(c, a->ndim, start, end, step));
+    for (int d = 0; d < a->ndim; d++)
+        dims[d] = slice_clamp(a->dims[d], &start[d], &end[d], step[d]);
+    TRY(new_out(c, a->is_int, a->ndim, dims, &r));
+    int64_t strides[CV_MAX_DIMS], idx[CV_MAX_DIMS] = {0};
+    strides_of(a->ndim, a->dims, strides);
+    for (int64_t k = 0; k < r->n; k++) {
+        int64_t src = 0;
+        for (int d = 0; d < a->ndim; d++)
+            src += (start[d] + idx[d] * step[d]) * strides[d];
+        if (r->is_int)
+            r->i[k] = a->i[src];
+        else
+            r->f[k] = a->f[src];
+        for (int d = a->ndim - 1; d >= 0 && ++idx[d] == dims[d]; d--)
+            idx[d] = 0;
+    }
+    set_const(c, 0, r);
+    return NC_OK;
+}
+
+static nc_status c_transpose(nctx *c)
+{
+    cval *a, *r;
+    TRY(need_const(c, 0, &a));
+    size_t n;
+    const int64_t *perm = attr_ints(c, "perm", &n);
+    int p[CV_MAX_DIMS], seen[CV_MAX_DIMS] = {0};
+    if (perm && (int)n != a->ndim)
+        return node_fail(c, NC_ERR_FORMAT, "perm has %zu entries for a %d-d tensor", n, a->ndim);
+    for (int d = 0; d < a->ndim; d++) {
+        p[d] = perm ? norm_axis(perm[d], a->ndim) : a->ndim - 1 - d;
+        if (p[d] < 0 || seen[p[d]]++)
+            return node_fail(c, NC_ERR_FORMAT, "perm is not a permutation");
+    }
+    int64_t dims[CV_MAX_DIMS], strides[CV_MAX_DIMS], idx[CV_MAX_DIMS] = {0};
+    for (int d = 0; d < a->ndim; d++)
+        dims[d] = a->dims[p[d]];
+    strides_of(a->ndim, a->dims, strides);
+    TRY(new_out(c, a->is_int, a->ndim, dims, &r));
+    for (int64_t k = 0; k < r->n; k++) {
+        int64_t src = 0;
+        for (int d = 0; d < a->ndim; d++)
+            src += idx[d] * strides[p[d]];
+        if (r->is_int)
+            r->i[k] = a->i[src];
+        else
+            r->f[k] = a->f[src];
+        for (int d = a->ndim - 1; d >= 0 && ++idx[d] == dims[d]; d--)
+            idx[d] = 0;
+    }
+    set_const(c, 0, r);
+    return NC_OK;
+}
+
+static nc_status c_constant_of_shape(nctx *c)
+{
+    cval *shape, *r, *fill = NULL;
+    TRY(need_const(c, 0, &shape));
+    if (shape->n > CV_MAX_DIMS)
+        return unsup(c, "a %lld-d result", (long long)shape->n);
+    int64_t dims[CV_MAX_DIMS];
+    for (int64_t d = 0; d < shape->n; d++)
+        dims[d] = cv_geti(shape, d);
+    const Onnx__AttributeProto *a = attr(c, "value");
+    if (a && a->t)
+        TRY(tensor_to_cval(LD(c), a->t, "ConstantOfShape value", &fill));
+    nc_status st = new_out(c, fill ? fill->is_int : 0, (int)shape->n, dims, &r);
+    if (st == NC_OK && fill && fill->n >= 1)
+        for (int64_t k = 0; k < r->n; k++)
+            cv_set(r, k, cv_get(fill, 0));
+    cv_free(fill);
+    if (st == NC_OK)
+        set_const(c, 0, r);
+    return st;
+}
+
+static nc_status c_range(nctx *c)
+{
+    cval *s, *l, *d, *r;
+    TRY(need_const(c, 0, &s));
+    TRY(need_const(c, 1, &l));
+    TRY(need_const(c, 2, &d));
+    if (s->n != 1 || l->n != 1 || d->n != 1 || cv_get(d, 0) == 0)
+        return node_fail(c, NC_ERR_FORMAT, "start, limit and delta must be scalars, delta non-zero");
+    double start = cv_get(s, 0), delta = cv_get(d, 0);
+    double count = ceil((cv_get(l, 0) - start) / delta);
+    int64_t n = count > 0 ? (count < 1e15 ? (int64_t)count : INT64_MAX / 16) : 0;
+    TRY(new_out(c, s->is_int, 1, &n, &r));
+    for (int64_t k = 0; k < n; k++)
+        cv_set(r, k, s->is_int ? (double)(cv_geti(s, 0) + k * cv_geti(d, 0)) : start + (double)k * delta);
+    set_const(c, 0, r);
+    return NC_OK;
+}
+
+/* ==== data ops → IR nodes =================================================== */
+
+/* Input i as a data value (computed at run time). */
+static nc_status data_in(nctx *c, size_t i, value **out)
+{
+    value *v = in_value(c, i);
+    if (!v)
+        return node_fail(c, NC_ERR_FORMAT, "input %zu is missing", i);
+    if (v->c)
+        return unsup(c, "input %zu ('%s') is a constant where the op needs the network's data", i, v->name);
+    *out = v;
+    return NC_OK;
+}
+
+static nc_status need_rank(nctx *c, const value *x, int ndim, const char *what)
+{
+    if (x->ndim == ndim)
+        return NC_OK;
+    if (x->ndim == 2 && ndim == 3)
+        return unsup(c, "1-D %s (only 2-D is supported)", what);
+    if (x->ndim == 4 && ndim == 3)
+        return unsup(c, "3-D %s (only 2-D is supported)", what);
+    char buf[96];
+    return unsup(c, "%s on a %d-d input %s per sample (expected %d-d)", what, x->ndim,
+                 dims_str(x->ndim, x->dims, buf, sizeof buf), ndim);
+}
+
+static float *float_array(importer *imp, int64_t n)
+{
+    (void)imp;
+    return calloc(n > 0 ? (size_t)n : 1, sizeof(float));
+}
+
+/* The constant k, broadcast against data x, as one value per channel (axis 0
+ * of the per-sample shape); it may not vary along any other axis. */
+static nc_status per_channel(nctx *c, const cval *k, const value *x, float **vec)
+{
+    char buf[96];
+    int rank = x->ndim + 1, varies = 0;
+    if (x->ndim < 1)
+        return unsup(c, "the data has no channel axis (each sample is a scalar)");
+    if (k->ndim > rank)
+        return unsup(c, "a constant of shape %s has more dimensions than the data", dims_str(k->ndim, k->dims, buf, 96));
+    for (int d = 0; d < k->ndim; d++) {
+        int axis = d + rank - k->ndim; /* right-aligned, as in ONNX broadcasting */
+        if (k->dims[d] == 1)
+            continue;
+        if (axis != 1 || k->dims[d] != x->dims[0])
+            return unsup(c, "a constant of shape %s varies %s; only per-channel constants (shape [C, 1, 1] or a "
+                            "scalar) can be folded", dims_str(k->ndim, k->dims, buf, 96),
+                         axis == 0 ? "along the batch axis" : "within a channel");
+        varies = 1;
+    }
+    int64_t C = x->dims[0];
+    float *v = float_array(c->imp, C);
+    if (!v)
+        return oom(c->imp);
+    for (int64_t ch = 0; ch < C; ch++)
+        v[ch] = (float)cv_get(k, varies ? ch : 0);
+    *vec = v;
+    return NC_OK;
+}
+
+/* Folds y = scale·x + shift (per output channel) into the IR node that
+ * computes x, when only this node reads it. */
+static int fold_affine(importer *imp, const value *x, const float *scale, const float *shift)
+{
+    if (!sole_reader(imp, x))
+        return 0;
+    nc_node *n = ir_node(imp, x->ir);
+    if (n->kind != NC_NODE_CONV2D && n->kind != NC_NODE_DENSE && n->kind != NC_NODE_AFFINE)
+        return 0;
+    int64_t C = n->weight->shape[0], per = nc_tensor_numel(n->weight) / (C ? C : 1);
+    if (n->kind == NC_NODE_AFFINE)
+        C = nc_tensor_numel(n->weight), per = 1;
+    if (C != x->dims[0] || (!n->bias && !(n->bias = nc_tensor_new1(C))))
+        return 0;
+    for (int64_t o = 0; o < C; o++) {
+        float s = scale ? scale[o] : 1.0f;
+        for (int64_t j = 0; j < per; j++)
+            n->weight->data[o * per + j] *= s;
+        n->bias->data[o] = n->bias->data[o] * s + (shift ? shift[o] : 0.0f);
+    }
+    return 1;
+}
+
+/* y = scale·x + shift per channel: folded into the producer, else an AFFINE
+ * node.  Takes ownership of scale and shift (either may be NULL). */
+static nc_status affine_op(nctx *c, value *x, float *scale, float *shift, const char *what)
+{
+    importer *imp = c->imp;
+    nc_status st = NC_OK;
+    if (fold_affine(imp, x, scale, shift)) {
+        const char *target = ir_node(imp, x->ir)->name;
+        char reason[REASON_MAX];
+        snprintf(reason, sizeof reason, "%s folded into the weights and bias of '%s'", what, target);
+        alias_value(imp, out_value(c, 0), x);
+        credit_node_constants(c, target);
+        st = report(c, NC_SUPPORT_FOLDED, target, reason);
+    } else {
+        int64_t C = x->dims[0];
+        nc_tensor *w = nc_tensor_new1(C), *b = nc_tensor_new1(C);
+        int ir;
+        if (!w || !b) {
+            nc_tensor_free(w);
+            nc_tensor_free(b);
+            st = oom(imp);
+        } else {
+            for (int64_t ch = 0; ch < C; ch++) {
+                w->data[ch] = scale ? scale[ch] : 1.0f;
+                b->data[ch] = shift ? shift[ch] : 0.0f;
+            }
+            st = emit(c, NC_NODE_AFFINE, 1, &x, x->ndim, x->dims, &ir);
+            if (st == NC_OK) {
+                ir_node(imp, ir)->weight = w;
+                ir_node(imp, ir)->bias = b;
+            } else {
+                nc_tensor_free(w);
+                nc_tensor_free(b);
+            }
+        }
+    }
+    free(scale);
+    free(shift);
+    return st;
+}
+
+/* ---- neurons ---- */
+
+static nc_status op_relu(nctx *c)
+{
+    value *x;
+    int ir;
+    TRY(data_in(c, 0, &x));
+    TRY(emit(c, NC_NODE_NEURON, 1, &x, x->ndim, x->dims, &ir));
+    ir_node(c->imp, ir)->neuron.model = NC_NEURON_RELU;
+    return NC_OK;
+}
+
+/* Clip bounds: attributes before opset 11, then optional constant inputs. */
+static nc_status clip_bounds(nctx *c, float *lo, float *hi)
+{
+    *lo = -INFINITY;
+    *hi = INFINITY;
+    if (c->imp->opset < 11) {
+        *lo = attr_float(c, "min", -INFINITY);
+        *hi = attr_float(c, "max", INFINITY);
+        return NC_OK;
+    }
+    for (size_t i = 1; i <= 2; i++) {
+        value *b = in_value(c, i);
+        if (!b)
+            continue;
+        if (!b->c || b->c->n != 1)
+            return unsup(c, "Clip bound '%s' is %s; it must be a constant scalar", b->name,
+                         b->c ? "not a scalar" : "computed at run time");
+        *(i == 1 ? lo : hi) = (float)cv_get(b->c, 0);
+    }
+    return NC_OK;
+}
+
+static nc_status op_clip(nctx *c)
+{
+    value *x;
+    float lo, hi;
+    int ir;
+    TRY(data_in(c, 0, &x));
+    TRY(clip_bounds(c, &lo, &hi));
+    TRY(emit(c, NC_NODE_NEURON, 1, &x, x->ndim, x->dims, &ir));
+    nc_neuron *n = &ir_node(c->imp, ir)->neuron;
+    n->model = NC_NEURON_CLIP;
+    n->clip_min = lo;
+    n->clip_max = hi;
+    return NC_OK;
+}
+
+/* ---- the QCFS chain: Div(λ) → Clip(0,1) → Mul(L) → Add(φ) → Floor → Div(L) → Mul(λ) ---- */
+
+/* The only reader of v, if it is an op_type node not yet handled. */
+static int chain_next(importer *imp, const value *v, const char *op_type)
+{
+    if (v->n_consumers != 1 || v->is_output || v->consumer < 0 || imp->handled[v->consumer])
+        return -1;
+    const Onnx__NodeProto *p = imp->graph->node[v->consumer];
+    if (strcmp(S(p->op_type), op_type) != 0 || (p->domain && p->domain[0] && strcmp(p->domain, "ai.onnx")))
+        return -1;
+    return v->consumer;
+}
+
+/* The constant operand of a binary chain node that reads v. */
+static const cval *chain_const(nctx *cc, const value *v, int commutative)
+{
+    value *a = in_value(cc, 0), *b = in_value(cc, 1);
+    if (a == v && b && b->c)
+        return b->c;
+    if (commutative && b == v && a && a->c)
+        return a->c;
+    return NULL;
+}
+
+static int same_const(const cval *a, const cval *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (int64_t k = 0; k < a->n; k++)
+        if (cv_get(a, k) != cv_get(b, k))
+            return 0;
+    return 1;
+}
+
+typedef struct qcfs_match {
+    int nodes[6];   /* Clip, Mul, Add, Floor, Div, Mul */
+    int levels;
+    float shift;
+} qcfs_match;
+
+/* One step of the chain: the node after *v of type op, with its constant. */
+static int chain_step(importer *imp, value **v, const char *op, int commutative, nctx *cc, const cval **k)
+{
+    int n = chain_next(imp, *v, op);
+    if (n < 0)
+        return -1;
+    nctx_init(cc, imp, n);
+    *k = NULL;
+    if (commutative >= 0 && !(*k = chain_const(cc, *v, commutative)))
+        return -1;
+    value *o = out_value(cc, 0);
+    if (!o || cc->p->n_output != 1)
+        return -1;
+    *v = o;
+    return n;
+}
+
+static int match_qcfs(importer *imp, value *v, const cval *lambda, qcfs_match *m)
+{
+    nctx cc;
+    const cval *k;
+    float lo, hi;
+    if ((m->nodes[0] = chain_step(imp, &v, "Clip", -1, &cc, &k)) < 0 || clip_bounds(&cc, &lo, &hi) != NC_OK ||
+        lo != 0.0f || hi != 1.0f)
+        return 0;
+    if ((m->nodes[1] = chain_step(imp, &v, "Mul", 1, &cc, &k)) < 0 || k->n != 1)
+        return 0;
+    double L = cv_get(k, 0);
+    if ((m->nodes[2] = chain_step(imp, &v, "Add", 1, &cc, &k)) < 0 || k->n != 1)
+        return 0;
+    m->shift = (float)cv_get(k, 0);
+    if ((m->nodes[3] = chain_step(imp, &v, "Floor", -1, &cc, &k)) < 0)
+        return 0;
+    if ((m->nodes[4] = chain_step(imp, &v, "Div", 0, &cc, &k)) < 0 || k->n != 1 || cv_get(k, 0) != L)
+        return 0;
+    if ((m->nodes[5] = chain_step(imp, &v, "Mul", 1, &cc, &k)) < 0 || !same_const(k, lambda))
+        return 0;
+    if (!(L >= 1 && L <= 1 << 20 && L == floor(L)))
+        return 0;
+    m->levels = (int)L;
+    return 1;
+}
+
+/* Builds the QCFS neuron for the Div node c that heads a matched chain. */
+static nc_status emit_qcfs(nctx *c, value *x, const cval *lambda, const qcfs_match *m)
+{
+    importer *imp = c->imp;
+    float *th;
+    int ir;
+    TRY(per_channel(c, lambda, x, &th));
+    int n = lambda->n == 1 ? 1 : (int)x->dims[0];
+    nc_status st = emit(c, NC_NODE_NEURON, 1, &x, x->ndim, x->dims, &ir);
+    nc_neuron *neuron = &ir_node(imp, ir)->neuron;
+    if (st == NC_OK)
+        st = nc_neuron_set_threshold(neuron, n, th, imp->err);
+    free(th);
+    TRY(st);
+    neuron->model = NC_NEURON_QCFS;
+    neuron->levels = m->levels;
+    neuron->shift = m->shift;
+    const char *target = ir_node(imp, ir)->name;
+    value *last = NULL;
+    for (int s = 0; s < 6; s++) {
+        nctx cc;
+        nctx_init(&cc, imp, m->nodes[s]);
+        last = out_value(&cc, 0);
+        credit_node_constants(&cc, target);
+        TRY(report(&cc, NC_SUPPORT_FOLDED, target, "part of the QCFS chain Div→Clip→Mul→Add→Floor→Div→Mul"));
+    }
+    /* the chain's result is the neuron's output */
+    imp->refs[ir] -= out_value(c, 0)->n_consumers;
+    bind_value(imp, last, ir, x->ndim, x->dims);
+    return NC_OK;
+}
+
+/* ---- arithmetic with the data ---- */
+
+static nc_status op_add(nctx *c)
+{
+    value *a = in_value(c, 0), *b = in_value(c, 1);
+    char ba[96], bb[96];
+    int ir;
+    if (!a || !b)
+        return node_fail(c, NC_ERR_FORMAT, "needs two inputs");
+    if (!a->c && !b->c) {
+        value *in[2] = {a, b};
+        int same = a->ndim == b->ndim && !memcmp(a->dims, b->dims, (size_t)a->ndim * sizeof(int64_t));
+        if (!same)
+            return unsup(c, "Add with broadcasting between two computed values (%s and %s)",
+                         dims_str(a->ndim, a->dims, ba, 96), dims_str(b->ndim, b->dims, bb, 96));
+        return emit(c, NC_NODE_ADD, 2, in, a->ndim, a->dims, &ir);
+    }
+    value *x = a->c ? b : a;
+    float *shift;
+    TRY(per_channel(c, (a->c ? a : b)->c, x, &shift));
+    return affine_op(c, x, NULL, shift, "the constant");
+}
+
+static nc_status op_sub(nctx *c)
+{
+    value *a = in_value(c, 0), *b = in_value(c, 1);
+    if (!a || !b)
+        return node_fail(c, NC_ERR_FORMAT, "needs two inputs");
+    if (!a->c && !b->c)
+        return unsup(c, "Sub of two computed values has no spiking equivalent");
+    value *x = a->c ? b : a;
+    float *shift, *scale = NULL;
+    TRY(per_channel(c, (a->c ? a : b)->c, x, &shift));
+    int64_t C = x->dims[0];
+    if (a->c) { /* k − x */
+        if (!(scale = float_array(c->imp, C))) {
+            free(shift);
+            return oom(c->imp);
+        }
+        for (int64_t ch = 0; ch < C; ch++)
+            scale[ch] = -1.0f;
+    } else {
+        for (int64_t ch = 0; ch < C; ch++)
+            shift[ch] = -shift[ch];
+    }
+    return affine_op(c, x, scale, shift, "the constant");
+}
+
+static nc_status op_mul(nctx *c)
+{
+    value *a = in_value(c, 0), *b = in_value(c, 1);
+    if (!a || !b)
+        return node_fail(c, NC_ERR_FORMAT, "needs two inputs");
+    if (!a->c && !b->c)
+        return unsup(c, "the product of two computed values has no spiking equivalent");
+    value *x = a->c ? b : a;
+    float *scale;
+    TRY(per_channel(c, (a->c ? a : b)->c, x, &scale));
+    return affine_op(c, x, scale, NULL, "the constant factor");
+}
+
+static nc_status op_div(nctx *c)
+{
+    value *a = in_value(c, 0), *b = in_value(c, 1);
+    if (!a || !b)
+        return node_fail(c, NC_ERR_FORMAT, "needs two inputs");
+    if (a->c || !b->c)
+        return unsup(c, "division by a computed value has no spiking equivalent");
+    value *o = out_value(c, 0);
+    qcfs_match m;
+    if (o && match_qcfs(c->imp, o, b->c, &m))
+        return emit_qcfs(c, a, b->c, &m);
+    float *scale;
+    TRY(per_channel(c, b->c, a, &scale));
+    for (int64_t ch = 0; ch < a->dims[0]; ch++)
+        scale[ch] = 1.0f / scale[ch];
+    return affine_op(c, a, scale, NULL, "the constant divisor");
+}
+
+static nc_status op_batchnorm(nctx *c)
+{
+    value *x;
+    cval *k[4]; /* scale, B, mean, var */
+    TRY(data_in(c, 0, &x));
+    if (attr_int(c, "training_mode", 0) || (c->imp->opset < 7 && !attr_int(c, "is_test", 1)) ||
+        output_used(c, 1) || output_used(c, 2) || output_used(c, 3) || output_used(c, 4))
+        return unsup(c, "training-mode BatchNormalization (batch statistics); export the model in eval() mode");
+    if (c->imp->opset < 9 && !attr_int(c, "spatial", 1))
+        return unsup(c, "BatchNormalization with spatial=0 (per-position statistics)");
+    for (int i = 0; i < 4; i++)
+        TRY(need_const(c, (size_t)i + 1, &k[i]));
+    if (x->ndim < 1)
+        return unsup(c, "the data has no channel axis");
+    int64_t C = x->dims[0];
+    for (int i = 0; i < 4; i++)
+        if (k[i]->n != C)
+            return node_fail(c, NC_ERR_SHAPE, "input %d has %lld values for %lld channels", i + 1,
+                             (long long)k[i]->n, (long long)C);
+    double eps = attr_float(c, "epsilon", 1e-5f);
+    float *scale = float_array(c->imp, C), *shift = float_array(c->imp, C);
+    if (!scale || !shift) {
+        free(scale);
+        free(shift);
+        return oom(c->imp);
+    }
+    for (int64_t ch = 0; ch < C; ch++) { /* y = γ(x − μ)/√(σ² + ε) + β */
+        double s = cv_get(k[0], ch) / sqrt(cv_get(k[3], ch) + eps);
+        scale[ch] = (float)s;
+        shift[ch] = (float)(cv_get(k[1], ch) - cv_get(k[2], ch) * s);
+    }
+    return affine_op(c, x, scale, shift, "BatchNormalization");
+}
+
+/* ---- layout ---- */
+
+/* A reshape of the data that keeps the batch axis: identity → removed, flat
+ * → FLATTEN, anything else cannot be expressed in the IR. */
+static nc_status relayout(nctx *c, value *x, int ndim, const int64_t *dims)
+{
+    char a[96], b[96];
+    int ir;
+    if (ndim == x->ndim && !memcmp(dims, x->dims, (size_t)ndim * sizeof(int64_t)))
+        return remove_node(c, x, "does not change the per-sample layout");
+    if (ndim == 1 && dims[0] == nc_shape_numel(x->ndim, x->dims)) {
+        if (x->ndim == 1)
+            return remove_node(c, x, "the data is already flat");
+        return emit(c, NC_NODE_FLATTEN, 1, &x, 1, dims, &ir);
+    }
+    if (ndim <= NC_MAX_DIMS - 1) {
+        c->guess_ndim = ndim;
+        memcpy(c->guess, dims, (size_t)ndim * sizeof *dims);
+    }
+    return unsup(c, "%s changes the per-sample shape %s to %s; only flattening (to [N, -1]) is supported", c->op,
+                 dims_str(x->ndim, x->dims, a, 96), dims_str(ndim, dims, b, 96));
+}
+
+static nc_status op_flatten(nctx *c)
+{
+    value *x;
+    TRY(data_in(c, 0, &x));
+    int64_t axis = attr_int(c, "axis", 1), rank = x->ndim + 1;
+    if (axis < 0)
+        axis += rank;
+    if (axis != 1)
+        return unsup(c, "Flatten axis %lld mixes the batch axis with other axes; only axis=1 is supported",
+                     (long long)attr_int(c, "axis", 1));
+    int64_t n = nc_shape_numel(x->ndim, x->dims);
+    return relayout(c, x, 1, &n);
+}
+
+static nc_status op_reshape(nctx *c)
+{
+    value *x;
+    int64_t full[NC_MAX_DIMS + 1], target[CV_MAX_DIMS];
+    int n;
+    char buf[96];
+    TRY(data_in(c, 0, &x));
+    if (in_value(c, 1) && !in_value(c, 1)->c)
+        return unsup(c, "the target shape is computed at run time");
+    int rank = full_shape(c->imp, x, full);
+    TRY(reshape_target(c, rank, full, nc_shape_numel(rank, full), &n, target));
+    if (n < 1 || target[0] != c->imp->batch)
+        return unsup(c, "Reshape to %s mixes the batch axis (batch %lld) with the other axes",
+                     dims_str(n, target, buf, 96), (long long)c->imp->batch);
+    if (n - 1 > NC_MAX_DIMS - 1)
+        return unsup(c, "Reshape to %d dimensions (a sample has at most 4)", n);
+    return relayout(c, x, n - 1, target + 1);
+}
+
+static nc_status op_squeeze(nctx *c)
+{
+    value *x;
+    int64_t full[CV_MAX_DIMS], target[CV_MAX_DIMS];
+    int n;
+    TRY(data_in(c, 0, &x));
+    int rank = full_shape(c->imp, x, full);
+    full[0] = 2; /* a batch of 1 must not be squeezed away as if it were a unit axis */
+    TRY(squeeze_shape(c, !strcmp(c->op, "Unsqueeze"), rank, full, &n, target));
+    if (n < 1 || target[0] != 2)
+        return unsup(c, "%s of the batch axis", c->op);
+    if (n - 1 > NC_MAX_DIMS - 1)
+        return unsup(c, "%s to %d dimensions", c->op, n);
+    return relayout(c, x, n - 1, target + 1);
+}
+
+static nc_status op_concat(nctx *c)
+{
+    value *in[16];
+    int ir;
+    size_t n = c->p->n_input;
+    if (n < 1 || n > 16)
+        return unsup(c, "Concat of %zu inputs (1 to 16 are supported)", n);
+    for (size_t i = 0; i < n; i++) {
+        if (in_value(c, i) && in_value(c, i)->c)
+            return unsup(c, "Concat of the data with a constant (only computed values can be concatenated)");
+        TRY(data_in(c, i, &in[i]));
+        if (in[i]->ndim != in[0]->ndim)
+            return node_fail(c, NC_ERR_SHAPE, "inputs differ in rank");
+    }
+    int64_t axis = attr_int(c, "axis", 1), rank = in[0]->ndim + 1;
+    if (axis < 0)
+        axis += rank;
+    if (axis != 1)
+        return unsup(c, "Concat along axis %lld; only the channel axis (1) is supported",
+                     (long long)attr_int(c, "axis", 1));
+    int64_t dims[NC_MAX_DIMS];
+    memcpy(dims, in[0]->dims, sizeof dims);
+    for (size_t i = 1; i < n; i++) {
+        for (int d = 1; d < in[0]->ndim; d++)
+            if (in[i]->dims[d] != dims[d])
+                return node_fail(c, NC_ERR_SHAPE, "input %zu differs in a dimension other than channels", i);
+        dims[0] += in[i]->dims[0];
+    }
+    return emit(c, NC_NODE_CONCAT, (int)n, in, in[0]->ndim, dims, &ir);
+}
+
+/* ---- nodes with no effect at inference ---- */
+
+static nc_status op_identity(nctx *c)
+{
+    value *x = NULL;
+    TRY(data_in(c, 0, &x));
+    return remove_node(c, x, "no effect at inference");
+}
+
+static nc_status op_dropout(nctx *c)
+{
+    value *x, *mode = in_value(c, 2);
+    TRY(data_in(c, 0, &x));
+    if (output_used(c, 1))
+        return unsup(c, "the Dropout mask output is used");
+    if (mode && (!mode->c || (mode->c->n >= 1 && cv_get(mode->c, 0) != 0)))
+        return unsup(c, "Dropout in training mode; export the model in eval() mode");
+    return remove_node(c, x, "no effect at inference");
+}
+
+static nc_status op_cast(nctx *c)
+{
+    value *x;
+    TRY(data_in(c, 0, &x));
+    int to = (int)attr_int(c, "to", 0);
+    if (!dtype_is_float(to))
+        return unsup(c, "Cast of the data to %s", dtype_name(to));
+    return remove_node(c, x, "a cast between float types has no effect on float32 values");
+}
+
+static nc_status op_softmax(nctx *c)
+{
+    value *x, *y = out_value(c, 0);
+    TRY(data_in(c, 0, &x));
+    if (!y || !y->is_output || y->n_consumers != 1)
+        return unsup(c, "%s in the middle of the network: spiking neurons cannot compute it (only a final "
+                        "Softmax, whose result is a graph output, is dropped)", c->op);
+    return remove_node(c, x, "softmax does not change the argmax; the SNN output is the accumulated logits");
+}
+
+/* ---- convolution, dense, pooling ---- */
+
+/* Padding [top, left, bottom, right] from `pads` or `auto_pad`, given the
+ * input size, the (dilated) kernel and the strides. */
+static nc_status window_pads(nctx *c, const value *x, const int *k, const int *s, const int *d, int *pad)
+{
+    char mode[32];
+    size_t n;
+    const int64_t *p = attr_ints(c, "pads", &n);
+    attr_string(c, "auto_pad", mode, sizeof mode);
+    memset(pad, 0, 4 * sizeof *pad);
+    if (!mode[0] || !strcmp(mode, "NOTSET")) {
+        if (p && n != 4)
+            return node_fail(c, NC_ERR_FORMAT, "pads has %zu values, expected 4", n);
+        for (size_t j = 0; p && j < 4; j++) {
+            if (p[j] < 0 || p[j] > INT_MAX / 4)
+                return node_fail(c, NC_ERR_FORMAT, "bad padding %lld", (long long)p[j]);
+            pad[j] = (int)p[j];
+        }
+        return NC_OK;
+    }
+    if (!strcmp(mode, "VALID"))
+        return NC_OK;
+    if (strcmp(mode, "SAME_UPPER") && strcmp(mode, "SAME_LOWER"))
+        return node_fail(c, NC_ERR_FORMAT, "unknown auto_pad '%s'", mode);
+    for (int a = 0; a < 2; a++) { /* output = ceil(in / stride) */
+        int64_t in = x->dims[1 + a], out = (in + s[a] - 1) / s[a];
+        int64_t total = (out - 1) * s[a] + (int64_t)(k[a] - 1) * d[a] + 1 - in;
+        total = total < 0 ? 0 : total > INT_MAX / 4 ? INT_MAX / 4 : total;
+        int small = (int)(total / 2), large = (int)(total - total / 2);
+        int upper = !strcmp(mode, "SAME_UPPER"); /* the extra pixel goes at the end */
+        pad[a] = upper ? small : large;
+        pad[a + 2] = upper ? large : small;
+    }
+    return NC_OK;
+}
+
+/* Output [C, OH, OW] of a sliding window (the same rule as nc_net.c). */
+static nc_status window_shape(nctx *c, const value *x, int64_t channels, const nc_node *n, int64_t *dims)
+{
+    dims[0] = channels;
+    for (int a = 0; a < 2; a++) {
+        int64_t span = x->dims[1 + a] + n->pad[a] + n->pad[a + 2] - ((int64_t)(n->kernel[a] - 1) * n->dilation[a] + 1);
+        int64_t out = span < 0 ? 0 : n->ceil_mode ? (span + n->stride[a] - 1) / n->stride[a] + 1 : span / n->stride[a] + 1;
+        if (n->ceil_mode && out > 0 && (out - 1) * n->stride[a] >= x->dims[1 + a] + n->pad[a])
+            out--;
+        if (out < 1)
+            return node_fail(c, NC_ERR_SHAPE, "a %dx%d window does not fit the %lldx%lld input", n->kernel[0],
+                             n->kernel[1], (long long)x->dims[1], (long long)x->dims[2]);
+        dims[1 + a] = out;
+    }
+    return NC_OK;
+}
+
+/* Fills kernel, stride, dilation and pads of a window node template. */
+static nc_status window_params(nctx *c, const value *x, const int *kernel, nc_node *t)
+{
+    memset(t, 0, sizeof *t);
+    t->kernel[0] = kernel[0];
+    t->kernel[1] = kernel[1];
+    TRY(attr_pair(c, "strides", 2, t->stride));
+    TRY(attr_pair(c, "dilations", 2, t->dilation));
+    return window_pads(c, x, t->kernel, t->stride, t->dilation, t->pad);
+}
+
+static void copy_window(nc_node *dst, const nc_node *t)
+{
+    memcpy(dst->kernel, t->kernel, sizeof t->kernel);
+    memcpy(dst->stride, t->stride, sizeof t->stride);
+    memcpy(dst->dilation, t->dilation, sizeof t->dilation);
+    memcpy(dst->pad, t->pad, sizeof t->pad);
+    dst->ceil_mode = t->ceil_mode;
+    dst->count_include_pad = t->count_include_pad;
+}
+
+static nc_status conv_weights(nctx *c, const value *x, cval **w, cval **b, int *groups)
+{
+    TRY(need_const(c, 1, w));
+    if ((*w)->ndim != 4)
+        return unsup(c, "%d-D convolution (only 2-D is supported)", (*w)->ndim - 2);
+    *b = NULL;
+    if (in_value(c, 2))
+        TRY(need_const(c, 2, b));
+    int64_t g = attr_int(c, "group", 1), cout = (*w)->dims[0];
+    if (g < 1 || g > INT_MAX || cout % g || (*w)->dims[1] * g != x->dims[0])
+        return node_fail(c, NC_ERR_SHAPE, "weight %lldx%lld with group %lld does not fit %lld input channels",
+                         (long long)cout, (long long)(*w)->dims[1], (long long)g, (long long)x->dims[0]);
+    if (*b && (*b)->n != cout)
+        return node_fail(c, NC_ERR_SHAPE, "bias has %lld values for %lld output channels", (long long)(*b)->n,
+                         (long long)cout);
+    if ((*w)->dims[2] > INT_MAX || (*w)->dims[3] > INT_MAX)
+        return node_fail(c, NC_ERR_SHAPE, "kernel too large");
+    *groups = (int)g;
+    return NC_OK;
+}
+
+static nc_status op_conv(nctx *c)
+{
+    value *x;
+    cval *w, *b;
+    int groups = 1, ir;
+    nc_node t;
+    int64_t dims[3];
+    TRY(data_in(c, 0, &x));
+    if (x->ndim != 3 && in_value(c, 1) && in_value(c, 1)->c && in_value(c, 1)->c->ndim != 4)
+        return unsup(c, "%d-D convolution (only 2-D is supported)", in_value(c, 1)->c->ndim - 2);
+    TRY(need_rank(c, x, 3, "convolution"));
+    TRY(conv_weights(c, x, &w, &b, &groups));
+    int kernel[2] = {(int)w->dims[2], (int)w->dims[3]};
+    size_t nk;
+    const int64_t *ks = attr_ints(c, "kernel_shape", &nk);
+    if (ks && (nk != 2 || ks[0] != kernel[0] || ks[1] != kernel[1]))
+        return node_fail(c, NC_ERR_SHAPE, "kernel_shape does not match the weight");
+    TRY(window_params(c, x, kernel, &t));
+    TRY(window_shape(c, x, w->dims[0], &t, dims));
+    nc_tensor *wt = cv_to_tensor(w, 4, w->dims), *bt = b ? cv_to_tensor(b, 1, &w->dims[0]) : NULL;
+    if (!wt || (b && !bt)) {
+        nc_tensor_free(wt);
+        nc_tensor_free(bt);
+        return oom(c->imp);
+    }
+    nc_status st = emit(c, NC_NODE_CONV2D, 1, &x, 3, dims, &ir);
+    if (st != NC_OK) {
+        nc_tensor_free(wt);
+        nc_tensor_free(bt);
+        return st;
+    }
+    nc_node *n = ir_node(c->imp, ir);
+    copy_window(n, &t);
+    n->groups = groups;
+    n->weight = wt;
+    n->bias = bt;
+    return NC_OK;
+}
+
+/* A DENSE node with weight [out, in] = scale·W (transposed when `trans`:
+ * W given as [in, out]) and bias [out] broadcast from `bias` times beta. */
+static nc_status emit_dense(nctx *c, value *x, const cval *w, int trans, double scale, const cval *bias,
+                            double beta)
+{
+    int64_t out = trans ? w->dims[1] : w->dims[0], in = trans ? w->dims[0] : w->dims[1];
+    int ir;
+    if (in != x->dims[0])
+        return node_fail(c, NC_ERR_SHAPE, "the weight expects %lld inputs, the data has %lld", (long long)in,
+                         (long long)x->dims[0]);
+    nc_tensor *wt = nc_tensor_new2(out, in), *bt = bias ? nc_tensor_new1(out) : NULL;
+    if (!wt || (bias && !bt)) {
+        nc_tensor_free(wt);
+        nc_tensor_free(bt);
+        return oom(c->imp);
+    }
+    for (int64_t o = 0; o < out; o++)
+        for (int64_t i = 0; i < in; i++)
+            wt->data[o * in + i] = (float)(scale * cv_get(w, trans ? i * out + o : o * in + i));
+    for (int64_t o = 0; bt && o < out; o++)
+        bt->data[o] = (float)(beta * cv_get(bias, bias->n == 1 ? 0 : o));
+    nc_status st = emit(c, NC_NODE_DENSE, 1, &x, 1, &out, &ir);
+    if (st != NC_OK) {
+        nc_tensor_free(wt);
+        nc_tensor_free(bt);
+        return st;
+    }
+    ir_node(c->imp, ir)->weight = wt;
+    ir_node(c->imp, ir)->bias = bt;
+    return NC_OK;
+}
+
+static nc_status op_gemm(nctx *c)
+{
+    value *a = in_value(c, 0);
+    cval *b, *bias = NULL;
+    char buf[96];
+    if (!a)
+        return node_fail(c, NC_ERR_FORMAT, "input A is missing");
+    if (a->c)
+        return unsup(c, "A is a constant and B the data; only data × constant weights is supported");
+    if (attr_int(c, "transA", 0))
+        return unsup(c, "transA=1: A is the data, so it cannot be transposed");
+    TRY(need_const(c, 1, &b));
+    if (in_value(c, 2))
+        TRY(need_const(c, 2, &bias));
+    TRY(need_rank(c, a, 1, "Gemm"));
+    if (b->ndim != 2)
+        return node_fail(c, NC_ERR_SHAPE, "B must be 2-d");
+    int64_t out = attr_int(c, "transB", 0) ? b->dims[0] : b->dims[1];
+    if (bias) { /* C broadcasts against [N, out]; it may only vary along out */
+        int ok = bias->ndim <= 2 && (bias->n == 1 || bias->n == out) &&
+                 (bias->ndim < 2 || bias->dims[0] == 1);
+        if (!ok)
+            return unsup(c, "the bias C of shape %s varies along the batch axis; only a bias of [out] or [1, out] "
+                            "is supported", dims_str(bias->ndim, bias->dims, buf, 96));
+    }
+    return emit_dense(c, a, b, !attr_int(c, "transB", 0), attr_float(c, "alpha", 1.0f), bias,
+                      attr_float(c, "beta", 1.0f));
+}
+
+static nc_status op_matmul(nctx *c)
+{
+    value *a = in_value(c, 0);
+    cval *b;
+    if (!a)
+        return node_fail(c, NC_ERR_FORMAT, "input A is missing");
+    if (a->c)
+        return unsup(c, "the data is the second operand; only data × constant weights is supported");
+    TRY(need_const(c, 1, &b));
+    if (a->ndim != 1)
+        return unsup(c, "MatMul on a %d-D input; only [N, K] × [K, M] with constant weights is supported",
+                     a->ndim + 1);
+    if (b->ndim != 2)
+        return unsup(c, "MatMul with a %d-d weight; only a 2-d [K, M] weight is supported", b->ndim);
+    return emit_dense(c, a, b, 1, 1.0, NULL, 1.0);
+}
+
+/* Kernel of a 2-D pool; 1-D and 3-D pools are unsupported. */
+static nc_status pool_kernel(nctx *c, const value *x, int *kernel)
+{
+    size_t n;
+    const int64_t *k = attr_ints(c, "kernel_shape", &n);
+    if (!k)
+        return node_fail(c, NC_ERR_FORMAT, "kernel_shape is missing");
+    if (n != 2)
+        return unsup(c, "%zu-D pooling (only 2-D is supported)", n);
+    TRY(need_rank(c, x, 3, "pooling"));
+    for (int a = 0; a < 2; a++) {
+        if (k[a] < 1 || k[a] > INT_MAX)
+            return node_fail(c, NC_ERR_FORMAT, "bad kernel size %lld", (long long)k[a]);
+        kernel[a] = (int)k[a];
+    }
+    return NC_OK;
+}
+
+static nc_status op_pool(nctx *c)
+{
+    value *x;
+    int kernel[2], ir, is_max = !strcmp(c->op, "MaxPool");
+    nc_node t;
+    int64_t dims[3];
+    TRY(data_in(c, 0, &x));
+    if (is_max && output_used(c, 1))
+        return unsup(c, "MaxPool with a second output (Indices)");
+    TRY(pool_kernel(c, x, kernel));
+    TRY(window_params(c, x, kernel, &t));
+    if (!is_max && (t.dilation[0] != 1 || t.dilation[1] != 1))
+        return unsup(c, "AveragePool with dilations");
+    t.ceil_mode = (int)attr_int(c, "ceil_mode", 0) != 0;
+    t.count_include_pad = (int)attr_int(c, "count_include_pad", 0) != 0;
+    TRY(window_shape(c, x, x->dims[0], &t, dims));
+    TRY(emit(c, is_max ? NC_NODE_MAXPOOL : NC_NODE_AVGPOOL, 1, &x, 3, dims, &ir));
+    copy_window(ir_node(c->imp, ir), &t);
+    return NC_OK;
+}
+
+static nc_status op_global_avgpool(nctx *c)
+{
+    value *x;
+    int ir;
+    TRY(data_in(c, 0, &x));
+    TRY(need_rank(c, x, 3, "global pooling"));
+    int64_t dims[3] = {x->dims[0], 1, 1};
+    return emit(c, NC_NODE_GLOBAL_AVGPOOL, 1, &x, 3, dims, &ir);
+}
+
+/* ==== dispatch ============================================================== */
+
+typedef struct op_def {
+    const char *name;
+    nc_status (*data)(nctx *);  /* when an input is computed at run time */
+    nc_status (*konst)(nctx *); /* when every input is a constant          */
+} op_def;
+
+static const op_def OPS[] = {
+    {"Conv", op_conv, NULL},
+    {"Gemm", op_gemm, NULL},
+    {"MatMul", op_matmul, NULL},
+    {"Relu", op_relu, c_unary},
+    {"Clip", op_clip, NULL},
+    {"MaxPool", op_pool, NULL},
+    {"AveragePool", op_pool, NULL},
+    {"GlobalAveragePool", op_global_avgpool, NULL},
+    {"BatchNormalization", op_batchnorm, NULL},
+    {"Flatten", op_flatten, c_flatten},
+    {"Reshape", op_reshape, c_reshape},
+    {"Squeeze", op_squeeze, c_squeeze},
+    {"Unsqueeze", op_squeeze, c_squeeze},
+    {"Add", op_add, c_binary},
+    {"Sub", op_sub, c_binary},
+    {"Mul", op_mul, c_binary},
+    {"Div", op_div, c_binary},
+    {"Pow", NULL, c_binary},
+    {"Concat", op_concat, c_concat},
+    {"Dropout", op_dropout, c_unary},
+    {"Identity", op_identity, c_unary},
+    {"Cast", op_cast, c_cast},
+    {"Softmax", op_softmax, NULL},
+    {"LogSoftmax", op_softmax, NULL},
+    {"Constant", NULL, c_constant},
+    {"Shape", op_shape, op_shape},
+    {"Gather", NULL, c_gather},
+    {"Slice", NULL, c_slice},
+    {"Transpose", NULL, c_transpose},
+    {"ConstantOfShape", NULL, c_constant_of_shape},
+    {"Range", NULL, c_range},
+    {"Neg", NULL, c_unary},
+    {"Sqrt", NULL, c_unary},
+    {"Reciprocal", NULL, c_unary},
+    {"Floor", NULL, c_unary},
+    {"Ceil", NULL, c_unary},
+    {"Abs", NULL, c_unary},
+};
+
+static const op_def *find_op(const char *name)
+{
+    for (size_t k = 0; k < sizeof OPS / sizeof OPS[0]; k++)
+        if (!strcmp(OPS[k].name, name))
+            return &OPS[k];
+    return NULL;
+}
+
+/* Why an op the importer does not know cannot be converted, and what to do. */
+static const char *unknown_op_reason(const char *op)
+{
+    static const char *activations[] = {"Sigmoid", "Tanh", "Gelu", "Elu", "Selu", "LeakyRelu", "PRelu",
+                                        "Softplus", "Softsign", "Mish", "HardSigmoid", "HardSwish", "Celu",
+                                        "ThresholdedRelu", "Exp", "Log"};
+    for (size_t k = 0; k < sizeof activations / sizeof activations[0]; k++)
+        if (!strcmp(op, activations[k]))
+            return "this activation has no integrate-and-fire equivalent; replace it with ReLU (or a clamp) "
+                   "and fine-tune";
+    if (!strcmp(op, "LSTM") || !strcmp(op, "GRU") || !strcmp(op, "RNN"))
+        return "recurrent layers are not supported";
+    if (!strncmp(op, "Quantize", 8) || !strncmp(op, "Dequantize", 10) || strstr(op, "Integer"))
+        return "quantized ops are not supported; export the float model";
+    return "this op has no spiking equivalent in the importer";
+}
+
+/* Node c cannot be converted: report it and let its outputs stand in for its
+ * first data input, so that the nodes after it can still be checked. */
+static nc_status mark_unsupported(nctx *c, const char *why, int unchecked)
+{
+    importer *imp = c->imp;
+    const value *src = NULL;
+    for (size_t i = 0; i < c->p->n_input && !src; i++) {
+        value *v = in_value(c, i);
+        src = v && !v->c ? v : NULL;
+    }
+    for (size_t i = 0; i < c->p->n_output; i++) {
+        value *o = out_value(c, i);
+        if (!o)
+            continue;
+        cv_free(o->c);
+        o->c = NULL;
+        o->tainted = 1;
+        o->ir = src ? src->ir : -1;
+        if (c->guess_ndim >= 0)
+            set_dims(&o->ndim, o->dims, c->guess_ndim, c->guess);
+        else
+            set_dims(&o->ndim, o->dims, src ? src->ndim : 0, src ? src->dims : NULL);
+    }
+    imp->unchecked[c->index] = unchecked;
+    imp->n_unsupported += !unchecked;
+    return report(c, NC_SUPPORT_UNSUPPORTED, "", why);
+}
+
+static int inputs_tainted(nctx *c)
+{
+    for (size_t i = 0; i < c->p->n_input; i++) {
+        value *v = in_value(c, i);
+        if (v && v->tainted)
+            return 1;
+    }
+    return 0;
+}
+
+static int inputs_constant(nctx *c)
+{
+    for (size_t i = 0; i < c->p->n_input; i++) {
+        value *v = in_value(c, i);
+        if (v && !v->c)
+            return 0;
+    }
+    return 1;
+}
+
+static nc_status run_op(nctx *c, const op_def *d)
+{
+    if (!d)
+        return unsup(c, "%s", unknown_op_reason(c->op));
+    if (inputs_constant(c) && d->konst) {
+        TRY(d->konst(c));
+        if (c->imp->handled[c->index])
+            return NC_OK;
+        return report(c, NC_SUPPORT_FOLDED, "", "constant: evaluated at import");
+    }
+    if (d->data)
+        return d->data(c);
+    if (!strcmp(c->op, "Floor"))
+        return unsup(c, "Floor outside the QCFS chain Div(λ)→Clip(0,1)→Mul(L)→Add(0.5)→Floor→Div(L)→Mul(λ)");
+    return unsup(c, "%s of a value computed at run time (only constant %s subgraphs are folded at import)",
+                 c->op, c->op);
+}
+
+static nc_status convert_node(importer *imp, int k)
+{
+    nctx c;
+    if (imp->handled[k])
+        return NC_OK;
+    nctx_init(&c, imp, k);
+    int tainted = inputs_tainted(&c);
+    const char *domain = S(c.p->domain);
+    nc_status st;
+    if (domain[0] && strcmp(domain, "ai.onnx"))
+        st = unsup(&c, "op from domain '%s' (a custom op or an exporter's local function; export with the "
+                       "standard ONNX ops)", domain);
+    else
+        st = run_op(&c, find_op(c.op));
+    if (st == NC_ERR_UNSUPPORTED) {
+        const char *why = c.why[0] ? c.why : imp->err->message;
+        return mark_unsupported(&c, why, 0);
+    }
+    if (st != NC_OK && tainted) { /* a guessed shape downstream of an unsupported node */
+        return mark_unsupported(&c, "not checked: an input comes from an unsupported node", 1);
+    }
+    TRY(st);
+    for (size_t i = 0; tainted && i < c.p->n_output; i++)
+        if (out_value(&c, i))
+            out_value(&c, i)->tainted = 1;
+    return NC_OK;
+}
+
+/* ==== the graph ============================================================ */
+
+static nc_status load_initializers(importer *imp)
+{
+    for (size_t k = 0; k < imp->graph->n_initializer; k++) {
+        const Onnx__TensorProto *t = imp->graph->initializer[k];
+        value *v;
+        char what[NC_NAME_MAX + 32];
+        TRY(get_value(imp, S(t->name), &v));
+        if (v->defined)
+            return ifail(imp, NC_ERR_FORMAT, "initializer '%s' appears twice", v->name);
+        snprintf(what, sizeof what, "initializer '%s'", v->name);
+        TRY(tensor_to_cval(&imp->L, t, what, &v->c));
+        v->defined = 1;
+    }
+    return NC_OK;
+}
+
+static const Onnx__TypeProto__Tensor *tensor_type(const Onnx__ValueInfoProto *vi)
+{
+    if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        return NULL;
+    return vi->type->tensor_type;
+}
+
+/* Declared dims of a graph input; -1 for symbolic ones.  Rank -1 = unknown. */
+static int declared_dims(const Onnx__ValueInfoProto *vi, int64_t *dims, int max)
+{
+    const Onnx__TypeProto__Tensor *tt = tensor_type(vi);
+    if (!tt || !tt->shape || (int)tt->shape->n_dim > max)
+        return tt && tt->shape ? (int)tt->shape->n_dim : -1;
+    for (size_t d = 0; d < tt->shape->n_dim; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        int known = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        dims[d] = known ? dim->dim_value : -1;
+    }
+    return (int)tt->shape->n_dim;
+}
+
+static const nc_onnx_binding *find_binding(const importer *imp, const char *name)
+{
+    const nc_onnx_options *o = imp->opts;
+    for (int k = 0; o && k < o->n_bindings; k++)
+        if (o->bindings[k].name && !strcmp(o->bindings[k].name, name))
+            return &o->bindings[k];
+    return NULL;
+}
+
+/* A graph input bound by the caller becomes a constant of its declared type. */
+static nc_status bind_input(importer *imp, value *v, const Onnx__ValueInfoProto *vi, const nc_tensor *t)
+{
+    int64_t dims[CV_MAX_DIMS];
+    char a[96], b[96], what[NC_NAME_MAX + 32];
+    if (!t)
+        return ifail(imp, NC_ERR_ARGUMENT, "binding '%s' has no tensor", v->name);
+    int rank = declared_dims(vi, dims, CV_MAX_DIMS);
+    int fits = rank < 0 || rank == t->ndim;
+    for (int d = 0; fits && rank > 0 && d < rank; d++)
+        fits = dims[d] < 0 || dims[d] == t->shape[d];
+    if (!fits)
+        return ifail(imp, NC_ERR_SHAPE, "binding '%s' has shape %s, but the graph input is declared as %s",
+                     v->name, dims_str(t->ndim, t->shape, a, 96), dims_str(rank, dims, b, 96));
+    const Onnx__TypeProto__Tensor *tt = tensor_type(vi);
+    int is_int = tt && tt->has_elem_type && !dtype_is_float(tt->elem_type);
+    snprintf(what, sizeof what, "binding '%s'", v->name);
+    TRY(cv_new(&imp->L, is_int, t->ndim, t->shape, what, &v->c));
+    for (int64_t k = 0; k < v->c->n; k++)
+        cv_set(v->c, k, t->data[k]);
+    v->defined = 1;
+    return NC_OK;
+}
+
+/* The one data input: an INPUT node with the declared shape minus the batch. */
+static nc_status add_input_node(importer *imp, value *v, const Onnx__ValueInfoProto *vi)
+{
+    int64_t dims[NC_MAX_DIMS + 1];
+    const Onnx__TypeProto__Tensor *tt = tensor_type(vi);
+    if (!tt)
+        return ifail(imp, NC_ERR_UNSUPPORTED, "input '%s' is not a tensor", v->name);
+    int dt = tt->has_elem_type ? tt->elem_type : 0;
+    if (!dtype_is_float(dt))
+        return ifail(imp, NC_ERR_UNSUPPORTED, "input '%s' is %s; only float inputs are supported (%s input)",
+                     v->name, dtype_name(dt), dtype_name(dt));
+    int rank = declared_dims(vi, dims, NC_MAX_DIMS);
+    if (rank < 0)
+        return ifail(imp, NC_ERR_UNSUPPORTED, "input '%s' has no declared shape; export with a fixed input size",
+                     v->name);
+    if (rank < 2 || rank > NC_MAX_DIMS)
+        return ifail(imp, NC_ERR_UNSUPPORTED,
+                     "input '%s' has rank %d; a sample must have 1 to 4 dimensions after the batch axis (%s)",
+                     v->name, rank, rank < 2 ? "each sample is a scalar" : "too many dimensions");
+    for (int d = 1; d < rank; d++)
+        if (dims[d] < 1)
+            return ifail(imp, NC_ERR_UNSUPPORTED,
+                         "input '%s' has a dynamic or empty dimension at axis %d; export with a fixed input size",
+                         v->name, d);
+    imp->batch = dims[0] >= 0 ? dims[0] : 1; /* a symbolic batch folds as 1 */
+    v->elem_type = dt;
+    v->defined = 1;
+    int ir;
+    TRY(add_ir(imp, NC_NODE_INPUT, v->name, 0, NULL, rank - 1, dims + 1, &ir));
+    bind_value(imp, v, ir, rank - 1, dims + 1);
+    return NC_OK;
+}
+
+static nc_status check_bindings(importer *imp)
+{
+    const nc_onnx_options *o = imp->opts;
+    for (int k = 0; o && k < o->n_bindings; k++) {
+        const char *name = o->bindings[k].name;
+        int found = 0;
+        for (size_t i = 0; name && i < imp->graph->n_input; i++)
+            found |= !strcmp(S(imp->graph->input[i]->name), name);
+        if (!found)
+            return ifail(imp, NC_ERR_ARGUMENT, "binding '%s' does not name a graph input", S(name));
+    }
+    return NC_OK;
+}
+
+static nc_status setup_inputs(importer *imp)
+{
+    const Onnx__ValueInfoProto *data[2] = {NULL, NULL};
+    char names[600] = "";
+    int n_data = 0;
+    TRY(check_bindings(imp));
+    for (size_t i = 0; i < imp->graph->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = imp->graph->input[i];
+        value *v;
+        TRY(get_value(imp, S(vi->name), &v));
+        if (v->defined && v->c && !find_binding(imp, v->name))
+            continue; /* an initializer listed as an input (IR < 4) */
+        const nc_onnx_binding *b = find_binding(imp, v->name);
+        if (b) {
+            cv_free(v->c);
+            v->c = NULL;
+            TRY(bind_input(imp, v, vi, b->value));
+            continue;
+        }
+        if (n_data < 2)
+            data[n_data] = vi;
+        n_data++;
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s'%s'", used ? ", " : "", v->name);
+    }
+    if (n_data == 0)
+        return ifail(imp, NC_ERR_FORMAT, "the graph has no data input");
+    if (n_data > 1)
+        return ifail(imp, NC_ERR_FORMAT,
+                     "the graph has %d data inputs (%s); only one is supported: a weight listed as a graph input "
+                     "needs an initializer (re-export with export_params=True) or a binding",
+                     n_data, names);
+    value *v;
+    TRY(get_value(imp, S(data[0]->name), &v));
+    return add_input_node(imp, v, data[0]);
+}
+
+/* Producers, consumers and graph outputs; dangling names are format errors. */
+static nc_status link_values(importer *imp)
+{
+    for (int k = 0; k < imp->n_nodes; k++) {
+        const Onnx__NodeProto *p = imp->graph->node[k];
+        char name[NC_NAME_MAX];
+        for (size_t i = 0; i < p->n_output; i++) {
+            value *v;
+            if (!p->output[i] || !p->output[i][0])
+                continue;
+            TRY(get_value(imp, p->output[i], &v));
+            if (v->defined || v->producer >= 0)
+                return ifail(imp, NC_ERR_FORMAT, "node '%s' (%s) writes '%s', which is already defined",
+                             node_display_name(p, k, name, sizeof name), S(p->op_type), v->name);
+            v->producer = k;
+        }
+    }
+    for (int k = 0; k < imp->n_nodes; k++) {
+        const Onnx__NodeProto *p = imp->graph->node[k];
+        char name[NC_NAME_MAX];
+        for (size_t i = 0; i < p->n_input; i++) {
+            if (!p->input[i] || !p->input[i][0])
+                continue;
+            int vi = find_value(imp, p->input[i]);
+            if (vi < 0 || (!imp->values[vi].defined && imp->values[vi].producer < 0))
+                return ifail(imp, NC_ERR_FORMAT,
+                             "node '%s' (%s, opset %d) reads '%s', which is neither an initializer, a graph input "
+                             "nor a node output (a missing initializer?); re-export the model",
+                             node_display_name(p, k, name, sizeof name), S(p->op_type), imp->opset, p->input[i]);
+            imp->values[vi].n_consumers++;
+            imp->values[vi].consumer = k;
+        }
+    }
+    for (size_t i = 0; i < imp->graph->n_output; i++) {
+        int vi = find_value(imp, S(imp->graph->output[i]->name));
+        if (vi < 0 || (!imp->values[vi].defined && imp->values[vi].producer < 0))
+            return ifail(imp, NC_ERR_FORMAT, "graph output '%s' is not computed by any node",
+                         S(imp->graph->output[i]->name));
+        imp->values[vi].is_output = 1;
+        imp->values[vi].n_consumers++;
+    }
+    return NC_OK;
+}
+
+/* Kahn's algorithm over node → node edges; a leftover node lies on a cycle. */
+static nc_status topo_sort(importer *imp)
+{
+    int n = imp->n_nodes, head = 0, tail = 0, n_edges = 0;
+    int *indeg = calloc((size_t)n + 1, sizeof *indeg), *start = calloc((size_t)n + 2, sizeof *start);
+    int *edges = NULL;
+    nc_status st = NC_OK;
+    for (int pass = 0; pass < 2 && indeg && start; pass++) {
+        if (pass == 1 && !(edges = malloc((size_t)(n_edges + 1) * sizeof *edges)))
+            break;
+        int *fill = pass ? indeg : NULL; /* pass 1 reuses indeg as a cursor, then recounts */
+        for (int k = 0; k < n; k++) {
+            const Onnx__NodeProto *p = imp->graph->node[k];
+            for (size_t i = 0; i < p->n_input; i++) {
+                int vi = p->input[i] && p->input[i][0] ? find_value(imp, p->input[i]) : -1;
+                int from = vi >= 0 ? imp->values[vi].producer : -1;
+                if (from < 0)
+                    continue;
+                if (pass == 0)
+                    start[from + 1]++, n_edges++;
+                else
+                    edges[start[from] + fill[from]++] = k;
+            }
+        }
+        if (pass == 0)
+            for (int k = 0; k < n; k++)
+                start[k + 1] += start[k];
+        else
+            memset(indeg, 0, (size_t)n * sizeof *indeg);
+    }
+    if (!indeg || !start || !edges) {
+        free(indeg), free(start), free(edges);
+        return oom(imp);
+    }
+    for (int e = 0; e < n_edges; e++)
+        indeg[edges[e]]++;
+    for (int k = 0; k < n; k++)
+        if (!indeg[k])
+            imp->order[tail++] = k;
+    while (head < tail) {
+        int k = imp->order[head++];
+        for (int e = start[k]; e < start[k + 1]; e++)
+            if (--indeg[edges[e]] == 0)
+                imp->order[tail++] = edges[e];
+    }
+    if (tail < n) {
+        int bad = 0;
+        while (!indeg[bad])
+            bad++;
+        char name[NC_NAME_MAX];
+        st = ifail(imp, NC_ERR_FORMAT, "the graph has a cycle through node '%s' (%s); ONNX graphs must be acyclic",
+                   node_display_name(imp->graph->node[bad], bad, name, sizeof name),
+                   S(imp->graph->node[bad]->op_type));
+    }
+    free(indeg), free(start), free(edges);
+    return st;
+}
+
+static nc_status add_output_node(importer *imp)
+{
+    if (imp->graph->n_output != 1)
+        return ifail(imp, NC_ERR_UNSUPPORTED, "the graph has %zu outputs; exactly one is supported",
+                     imp->graph->n_output);
+    value *v = &imp->values[find_value(imp, S(imp->graph->output[0]->name))];
+    if (v->tainted)
+        return NC_OK;
+    if (v->c || v->ir < 0)
+        return ifail(imp, NC_ERR_UNSUPPORTED, "graph output '%s' does not depend on the input", v->name);
+    int ir;
+    return add_ir(imp, NC_NODE_OUTPUT, v->name, 1, &v->ir, v->ndim, v->dims, &ir);
+}
+
+/* One message listing every unsupported node, with what to do. */
+static nc_status unsupported_message(importer *imp)
+{
+    char list[NC_ERROR_MESSAGE_MAX];
+    int with_reasons = 1, listed = 0, skipped = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        size_t used = 0;
+        listed = skipped = 0;
+        list[0] = 0;
+        for (int k = 0; k < imp->n_nodes; k++) {
+            int e = imp->entry[k];
+            if (e < 0 || imp->report.entries[e].support != NC_SUPPORT_UNSUPPORTED || imp->unchecked[k])
+                continue;
+            const nc_report_entry *r = &imp->report.entries[e];
+            char item[NC_NAME_MAX + 700];
+            snprintf(item, sizeof item, "%s%s (%s, opset %d)%s%s", listed ? "; " : "", r->source_name, r->op_type,
+                     r->opset, with_reasons ? ": " : "", with_reasons ? r->reason : "");
+            if (used + strlen(item) + 40 >= sizeof list - 300) {
+                skipped++;
+                continue;
+            }
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s", item);
+            listed++;
+        }
+        if (!skipped)
+            break;
+        with_reasons = 0;
+    }
+    char more[48] = "";
+    if (skipped)
+        snprintf(more, sizeof more, " and %d more", skipped);
+    return ifail(imp, NC_ERR_UNSUPPORTED,
+                 "%d unsupported node%s: %s%s. Replace %s in the PyTorch model with supported layers "
+                 "(see docs/ONNX.md) and export again; the conversion report lists every node",
+                 imp->n_unsupported, imp->n_unsupported == 1 ? "" : "s", list, more,
+                 imp->n_unsupported == 1 ? "it" : "them");
+}
+
+/* A node whose inputs are all constants already and whose op can be
+ * evaluated at import. */
+static int foldable_now(importer *imp, int k)
+{
+    nctx c;
+    nctx_init(&c, imp, k);
+    const op_def *d = find_op(c.op);
+    const char *domain = S(c.p->domain);
+    if (!d || !d->konst || (domain[0] && strcmp(domain, "ai.onnx")))
+        return 0;
+    for (size_t i = 0; i < c.p->n_input; i++) {
+        value *v = in_value(&c, i);
+        if (v && !v->c)
+            return 0;
+    }
+    return 1;
+}
+
+/* Puts the report in graph order (constants are folded first). */
+static nc_status sort_report(importer *imp)
+{
+    nc_report_entry *sorted = malloc((size_t)(imp->report.count + 1) * sizeof *sorted);
+    if (!sorted)
+        return oom(imp);
+    int n = 0;
+    for (int k = 0; k < imp->n_nodes; k++) {
+        if (imp->entry[k] >= 0) {
+            sorted[n] = imp->report.entries[imp->entry[k]];
+            imp->entry[k] = n++;
+        }
+    }
+    free(imp->report.entries);
+    imp->report.entries = sorted;
+    imp->report.count = imp->report.capacity = n;
+    return NC_OK;
+}
+
+static nc_status convert_graph(importer *imp)
+{
+    /* constants first, so that patterns (QCFS) see the folded values of
+     * Constant nodes that the exporter placed after their consumer's head */
+    for (int i = 0; i < imp->n_nodes; i++)
+        if (foldable_now(imp, imp->order[i]))
+            TRY(convert_node(imp, imp->order[i]));
+    for (int i = 0; i < imp->n_nodes; i++)
+        TRY(convert_node(imp, imp->order[i]));
+    TRY(sort_report(imp));
+    if (imp->n_unsupported)
+        return unsupported_message(imp);
+    TRY(add_output_node(imp));
+    nc_status st = nc_net_infer_shapes(imp->net, imp->err);
+    if (st != NC_OK)
+        nc_error_prefix(imp->err, "%s", imp->L.path);
+    return st;
+}
+
+/* ==== public API ============================================================ */
+
+static void model_folder(const char *path, char *dir)
+{
+    char copy[PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", path);
+    char *slash = strrchr(copy, '/');
+    if (slash == copy)
+        slash[1] = 0;
+    else if (slash)
+        *slash = 0;
+    else
+        snprintf(copy, sizeof copy, ".");
+    if (!realpath(copy, dir))
+        dir[0] = 0; /* external data will be refused with a message */
+}
+
+static nc_status parse_model(importer *imp)
+{
+    unsigned char *buf;
+    size_t size;
+    TRY(read_whole_file(&imp->L, &buf, &size));
+    imp->model = onnx__model_proto__unpack(NULL, size, buf);
+    free(buf);
+    if (!imp->model || !imp->model->graph)
+        return not_onnx(&imp->L);
+    imp->graph = imp->model->graph;
+    imp->opset = 1;
+    for (size_t k = 0; k < imp->model->n_opset_import; k++) {
+        const Onnx__OperatorSetIdProto *o = imp->model->opset_import[k];
+        const char *d = S(o->domain);
+        if ((!d[0] || !strcmp(d, "ai.onnx")) && o->has_version)
+            imp->opset = o->version > INT_MAX ? INT_MAX : (int)o->version;
+    }
+    if (imp->graph->n_node > (size_t)INT_MAX / 4)
+        return ifail(imp, NC_ERR_UNSUPPORTED, "the graph has too many nodes");
+    imp->n_nodes = (int)imp->graph->n_node;
+    size_t n = (size_t)imp->n_nodes + 1;
+    imp->order = calloc(n, sizeof(int));
+    imp->handled = calloc(n, sizeof(int));
+    imp->entry = malloc(n * sizeof(int));
+    imp->unchecked = calloc(n, sizeof(int));
+    if (!imp->order || !imp->handled || !imp->entry || !imp->unchecked)
+        return oom(imp);
+    for (size_t k = 0; k < n; k++)
+        imp->entry[k] = -1;
+    for (int k = 0; k < imp->n_nodes; k++)
+        if (!imp->graph->node[k])
+            return not_onnx(&imp->L);
+    return NC_OK;
+}
+
+static nc_status import_run(importer *imp)
+{
+    TRY(parse_model(imp));
+    if (!(imp->net = nc_net_new()))
+        return oom(imp);
+    snprintf(imp->net->source_path, sizeof imp->net->source_path, "%s", imp->L.path);
+    snprintf(imp->net->source_format, sizeof imp->net->source_format, "onnx");
+    TRY(load_initializers(imp));
+    TRY(setup_inputs(imp));
+    TRY(link_values(imp));
+    TRY(topo_sort(imp));
+    return convert_graph(imp);
+}
+
+static void importer_free(importer *imp)
+{
+    for (int v = 0; v < imp->n_values; v++)
+        cv_free(imp->values[v].c);
+    free(imp->values);
+    free(imp->table);
+    free(imp->order);
+    free(imp->handled);
+    free(imp->entry);
+    free(imp->unchecked);
+    free(imp->refs);
+    if (imp->model)
+        onnx__model_proto__free_unpacked(imp->model, NULL);
+}
+
+static nc_status copy_report(const nc_report *src, nc_report *dst)
+{
+    memset(dst, 0, sizeof *dst);
+    if (!src->count)
+        return NC_OK;
+    dst->entries = malloc((size_t)src->count * sizeof *dst->entries);
+    if (!dst->entries)
+        return NC_ERR_MEMORY;
+    memcpy(dst->entries, src->entries, (size_t)src->count * sizeof *dst->entries);
+    dst->count = dst->capacity = src->count;
+    return NC_OK;
+}
+
+nc_status nc_onnx_load_with_report(const char *path, const nc_onnx_options *opts, nc_net **out,
+                                   nc_report *report_out, nc_error *err)
+{
+    if (report_out)
+        memset(report_out, 0, sizeof *report_out);
+    if (!out || !path)
+        return nc_fail(err, NC_ERR_ARGUMENT, "nc_onnx_load: path and out must not be NULL");
+    *out = NULL;
+    nc_error local = {0};
+    importer imp = {0};
+    imp.err = &local;
+    imp.opts = opts;
+    imp.L.path = path;
+    imp.L.err = &local;
+    imp.L.limit = opts && opts->memory_budget ? opts->memory_budget : DEFAULT_BUDGET;
+    model_folder(path, imp.L.dir);
+    nc_status st = import_run(&imp);
+    if (st == NC_OK && report_out && copy_report(&imp.report, report_out) != NC_OK)
+        st = oom(&imp);
+    if (st == NC_OK) {
+        imp.net->report = imp.report;
+        *out = imp.net;
+    } else {
+        if (report_out)
+            *report_out = imp.report;
+        else
+            nc_report_clear(&imp.report);
+        nc_net_free(imp.net);
+        nc_fail(err, st, "%s", local.message);
+    }
+    importer_free(&imp);
+    return st;
+}
+
+nc_status nc_onnx_load(const char *path, const nc_onnx_options *opts, nc_net **out, nc_error *err)
+{
+    return nc_onnx_load_with_report(path, opts, out, NULL, err);
 }

@@ -8,7 +8,9 @@
 
 /* Bytes of im2col columns per chunk: about half the 1 MiB L2 of the target
  * machines, so that the GEMM reads its B panel from cache. */
+#ifndef NC_CONV_CHUNK_BYTES
 #define NC_CONV_CHUNK_BYTES (512 * 1024)
+#endif
 
 /* Neurons per IF block: their membranes and thresholds stay in L1 while the
  * block walks over all T steps. */
@@ -63,6 +65,18 @@ static axis_taps taps_of(int o, int k, int stride, int pad0, int pad1, int dil, 
 {
     axis_taps a;
     a.start = o * stride - pad0;
+    if (dil == 1) { /* the common case, without divisions: this runs per output */
+        a.lo = a.start >= 0 ? 0 : -a.start;
+        a.hi = in - a.start < k ? in - a.start : k;
+        a.n_padded = in + pad1 - a.start < k ? in + pad1 - a.start : k;
+        if (a.hi < 0)
+            a.hi = 0;
+        if (a.lo > a.hi)
+            a.lo = a.hi;
+        if (a.n_padded < 0)
+            a.n_padded = 0;
+        return a;
+    }
     a.lo = a.start >= 0 ? 0 : ceil_div(-a.start, dil);
     a.hi = in - a.start > 0 ? ceil_div(in - a.start, dil) : 0;
     a.n_padded = in + pad1 - a.start > 0 ? ceil_div(in + pad1 - a.start, dil) : 0;
@@ -272,24 +286,25 @@ void nc_ref_dense(int64_t rows, int fin, int fout, const float *in, const float 
 
 void nc_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const float *in, float *out)
 {
-    int64_t planes = rows * g->c, hw = (int64_t)g->h * g->w;
+    int64_t hw = (int64_t)g->h * g->w;
     int dh = g->dilation[0], dw = g->dilation[1];
-    for (int oy = 0; oy < g->oh; oy++) {
-        axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
-        for (int ox = 0; ox < g->ow; ox++) {
-            axis_taps tx = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], dw, g->w);
-            int count = count_include_pad ? ty.n_padded * tx.n_padded
-                                          : (ty.hi - ty.lo) * (tx.hi - tx.lo);
-            float inv = count > 0 ? 1.0f / (float)count : 0.0f;
-            for (int64_t pl = 0; pl < planes; pl++) {
-                const float *x = in + pl * hw;
+    /* one plane at a time, so that its rows stay in cache while it is pooled */
+    for (int64_t pl = 0; pl < rows * g->c; pl++) {
+        const float *x = in + pl * hw;
+        float *y = out + pl * g->oh * g->ow;
+        for (int oy = 0; oy < g->oh; oy++) {
+            axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
+            for (int ox = 0; ox < g->ow; ox++) {
+                axis_taps tx = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], dw, g->w);
+                int count = count_include_pad ? ty.n_padded * tx.n_padded
+                                              : (ty.hi - ty.lo) * (tx.hi - tx.lo);
                 float sum = 0.0f;
                 for (int ki = ty.lo; ki < ty.hi; ki++) {
                     const float *row = x + (int64_t)(ty.start + ki * dh) * g->w + tx.start;
                     for (int kj = tx.lo; kj < tx.hi; kj++)
                         sum += row[kj * dw];
                 }
-                out[(pl * g->oh + oy) * g->ow + ox] = sum * inv;
+                y[oy * g->ow + ox] = count > 0 ? sum / (float)count : 0.0f;
             }
         }
     }
@@ -319,15 +334,15 @@ void nc_ref_avgpool(const nc_window *g, int count_include_pad, int64_t rows, con
 
 void nc_maxpool(const nc_window *g, int64_t rows, const float *in, float *out)
 {
-    int64_t planes = rows * g->c, hw = (int64_t)g->h * g->w;
+    int64_t hw = (int64_t)g->h * g->w;
     int dh = g->dilation[0], dw = g->dilation[1];
-    for (int oy = 0; oy < g->oh; oy++) {
-        axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
-        for (int ox = 0; ox < g->ow; ox++) {
-            axis_taps tx = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], dw, g->w);
-            int empty = ty.lo == ty.hi || tx.lo == tx.hi;
-            for (int64_t pl = 0; pl < planes; pl++) {
-                const float *x = in + pl * hw;
+    for (int64_t pl = 0; pl < rows * g->c; pl++) {
+        const float *x = in + pl * hw;
+        float *y = out + pl * g->oh * g->ow;
+        for (int oy = 0; oy < g->oh; oy++) {
+            axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
+            for (int ox = 0; ox < g->ow; ox++) {
+                axis_taps tx = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], dw, g->w);
                 float best = -INFINITY;
                 for (int ki = ty.lo; ki < ty.hi; ki++) {
                     const float *row = x + (int64_t)(ty.start + ki * dh) * g->w + tx.start;
@@ -335,7 +350,7 @@ void nc_maxpool(const nc_window *g, int64_t rows, const float *in, float *out)
                         best = row[kj * dw] > best ? row[kj * dw] : best;
                 }
                 /* a window made only of padding (pad ≥ kernel) gives 0, not −inf */
-                out[(pl * g->oh + oy) * g->ow + ox] = empty ? 0.0f : best;
+                y[oy * g->ow + ox] = ty.lo == ty.hi || tx.lo == tx.hi ? 0.0f : best;
             }
         }
     }
@@ -380,29 +395,29 @@ static int64_t gated_pick(const nc_window *g, const int *counts, axis_taps ty, a
     return best;
 }
 
+/* One step of the gated pool on one plane: counts first, then the picks. */
+static void gated_plane(const nc_window *g, const float *x, float *y, int *counts)
+{
+    for (int64_t i = 0; i < (int64_t)g->h * g->w; i++)
+        counts[i] += x[i] > 0.0f;
+    for (int oy = 0; oy < g->oh; oy++) {
+        axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], g->dilation[0], g->h);
+        for (int ox = 0; ox < g->ow; ox++) {
+            axis_taps tx = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], g->dilation[1], g->w);
+            int64_t idx = gated_pick(g, counts, ty, tx);
+            y[oy * g->ow + ox] = idx >= 0 ? x[idx] : 0.0f;
+        }
+    }
+}
+
 void nc_maxpool_gated(const nc_window *g, int T, int64_t n, const float *in, int64_t in_step,
                       float *out, int64_t out_step, int *counts)
 {
     int64_t planes = n * g->c, hw = (int64_t)g->h * g->w, ohw = (int64_t)g->oh * g->ow;
     memset(counts, 0, (size_t)(planes * hw) * sizeof(int));
-    for (int t = 0; t < T; t++) {
-        const float *x = in + t * in_step;
-        float *y = out + t * out_step;
-        for (int64_t i = 0; i < planes * hw; i++)
-            counts[i] += x[i] > 0.0f;
-        for (int oy = 0; oy < g->oh; oy++) {
-            axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2],
-                                   g->dilation[0], g->h);
-            for (int ox = 0; ox < g->ow; ox++) {
-                axis_taps tx = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3],
-                                       g->dilation[1], g->w);
-                for (int64_t pl = 0; pl < planes; pl++) {
-                    int64_t idx = gated_pick(g, counts + pl * hw, ty, tx);
-                    y[pl * ohw + oy * g->ow + ox] = idx >= 0 ? x[pl * hw + idx] : 0.0f;
-                }
-            }
-        }
-    }
+    for (int t = 0; t < T; t++)
+        for (int64_t pl = 0; pl < planes; pl++)
+            gated_plane(g, in + t * in_step + pl * hw, out + t * out_step + pl * ohw, counts + pl * hw);
 }
 
 void nc_global_avgpool(int64_t rows, int c, int64_t hw, const float *in, float *out)
@@ -486,26 +501,47 @@ void nc_qcfs(int64_t rows, int c, int64_t inner, const float *lambda, int n_lamb
 
 /* ---- integrate-and-fire ------------------------------------------------- */
 
-/* Runs neurons [e0, e0 + len) of the flat n·C·inner range over all steps. */
+/* One step of a block of IF neurons, with `ge` and `sub` constant after
+ * inlining.  Branch-free on purpose: whether a neuron fires is close to random,
+ * and a branch per neuron mispredicts (measured 16 ns per update with
+ * branches).  s·θ and m − s·m are exact for s ∈ {0, 1}, so the result is the
+ * same as the if/else form of the reference. */
+static inline void if_step(int ge, int sub, int len, const float *x, const float *th, float *v,
+                           float *o)
+{
+    for (int j = 0; j < len; j++) {
+        float m = v[j] + x[j];
+        float s = (ge ? m >= th[j] : m > th[j]) ? 1.0f : 0.0f;
+        o[j] = s * th[j];
+        v[j] = sub ? m - s * th[j] : m - s * m;
+    }
+}
+
+/* Runs neurons [e0, e0 + len) of the flat n·C·inner range over all steps.
+ * The step's input is copied to a local array first: then the loop reads
+ * only locals and writes only `o`, so the compiler needs no aliasing checks
+ * to vectorise it, and in == out (in place) stays correct. */
 static void if_block(const nc_if_params *p, int T, int c, int64_t inner, const float *in,
                      int64_t in_step, float *out, int64_t out_step, int64_t e0, int len,
                      float *v_final)
 {
-    float v[NC_IF_BLOCK], th[NC_IF_BLOCK];
+    float v[NC_IF_BLOCK], th[NC_IF_BLOCK], x[NC_IF_BLOCK];
     for (int j = 0; j < len; j++) {
         th[j] = p->threshold[p->n_threshold == c ? ((e0 + j) / inner) % c : 0];
         v[j] = p->v0_fraction * th[j];
     }
     int ge = p->compare == NC_FIRE_GE, sub = p->reset == NC_RESET_SUBTRACT;
     for (int t = 0; t < T; t++) {
-        const float *x = in + t * in_step + e0;
+        memcpy(x, in + t * in_step + e0, (size_t)len * sizeof(float));
         float *o = out + t * out_step + e0;
-        for (int j = 0; j < len; j++) {
-            float m = v[j] + x[j];
-            int s = ge ? m >= th[j] : m > th[j];
-            o[j] = s ? th[j] : 0.0f;
-            v[j] = s ? (sub ? m - th[j] : 0.0f) : m;
-        }
+        if (ge && sub)
+            if_step(1, 1, len, x, th, v, o);
+        else if (ge)
+            if_step(1, 0, len, x, th, v, o);
+        else if (sub)
+            if_step(0, 1, len, x, th, v, o);
+        else
+            if_step(0, 0, len, x, th, v, o);
     }
     if (v_final)
         memcpy(v_final + e0, v, (size_t)len * sizeof(float));

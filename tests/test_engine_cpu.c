@@ -1,2 +1,690 @@
+/* test_engine_cpu.c — the CPU engine on small hand-built nets: ANN against
+ * the naive kernels, the IF/QCFS identity, hand-computed spike trains, SNN
+ * convergence, Poisson encoding, cancel, observers, MaxPool strategies. */
 #include "nc_test.h"
-int main(void) { return nc_test_done(); }
+
+#include "../sim/nc_cpu_ops.h"
+#include "../sim/nc_engine.h"
+
+#include <stdint.h>
+
+static uint64_t rng_state = 0x9e3779b9ull;
+
+static float rnd_float(void) /* [-1, 1) */
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)(uint32_t)(rng_state >> 33) / 2147483648.0f * 2.0f - 1.0f;
+}
+
+static nc_tensor *rnd_tensor(int ndim, const int64_t *shape, float lo, float hi)
+{
+    nc_tensor *t = nc_tensor_new(ndim, shape);
+    for (int64_t i = 0; i < nc_tensor_numel(t); i++)
+        t->data[i] = lo + (rnd_float() + 1.0f) * 0.5f * (hi - lo);
+    return t;
+}
+
+/* ---- net building ---------------------------------------------------------- */
+
+static int add1(nc_net *net, nc_node_kind kind, const char *name, int in)
+{
+    return nc_net_add_node(net, kind, name, 1, &in);
+}
+
+static int add_input(nc_net *net, int ndim, const int64_t *shape)
+{
+    int i = nc_net_add_node(net, NC_NODE_INPUT, "x", 0, NULL);
+    net->nodes[i].ndim = ndim;
+    memcpy(net->nodes[i].shape, shape, (size_t)ndim * sizeof(int64_t));
+    return i;
+}
+
+static int add_conv(nc_net *net, const char *name, int in, int cout, int cin, int k, int pad)
+{
+    int i = add1(net, NC_NODE_CONV2D, name, in);
+    int64_t ws[4] = {cout, cin, k, k};
+    net->nodes[i].weight = rnd_tensor(4, ws, -0.5f, 0.5f);
+    net->nodes[i].bias = rnd_tensor(1, ws, -0.1f, 0.1f);
+    for (int p = 0; p < 4; p++)
+        net->nodes[i].pad[p] = pad;
+    return i;
+}
+
+static int add_dense(nc_net *net, const char *name, int in, int fout, int fin, float lo, float hi)
+{
+    int i = add1(net, NC_NODE_DENSE, name, in);
+    int64_t ws[2] = {fout, fin};
+    net->nodes[i].weight = rnd_tensor(2, ws, lo, hi);
+    net->nodes[i].bias = rnd_tensor(1, ws, -0.05f, 0.05f);
+    return i;
+}
+
+static int add_neuron(nc_net *net, const char *name, int in, nc_neuron_model model)
+{
+    int i = add1(net, NC_NODE_NEURON, name, in);
+    net->nodes[i].neuron.model = model;
+    return i;
+}
+
+static void set_if(nc_net *net, int i, int n, const float *th, float v0, nc_reset reset, nc_compare cmp)
+{
+    nc_neuron *nr = &net->nodes[i].neuron;
+    nr->model = NC_NEURON_IF;
+    nc_neuron_set_threshold(nr, n, th, NULL);
+    nr->v0_fraction = v0;
+    nr->reset = reset;
+    nr->compare = cmp;
+}
+
+static int infer(nc_net *net)
+{
+    nc_error err = {0};
+    nc_status s = nc_net_infer_shapes(net, &err);
+    if (s != NC_OK)
+        printf("# infer: %s\n", err.message);
+    return s == NC_OK;
+}
+
+/* Loads net into a new cpu engine and runs one forward pass. */
+static nc_status run(const nc_net *net, const nc_tensor *x, const nc_run_options *o, nc_tensor **out,
+                     nc_error *err)
+{
+    nc_engine *e = NULL;
+    nc_status s = nc_engine_new("cpu", &e, err);
+    if (s == NC_OK)
+        s = nc_engine_load(e, net, err);
+    if (s == NC_OK)
+        s = nc_engine_forward(e, x, o, out, err);
+    if (s != NC_OK)
+        printf("# run: %s\n", err->message);
+    nc_engine_free(e);
+    return s;
+}
+
+static int compare(const char *what, const float *got, const float *ref, int64_t n, double atol, double rtol)
+{
+    int64_t bad = 0;
+    double max_err = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double err = fabs((double)got[i] - ref[i]);
+        max_err = err > max_err ? err : max_err;
+        if (!(err <= atol + rtol * fabs(ref[i])) && bad++ < 5)
+            printf("# %s: [%lld] got %.9g, expected %.9g\n", what, (long long)i, got[i], ref[i]);
+    }
+    if (bad)
+        printf("# %s: %lld of %lld mismatch, max error %.3g\n", what, (long long)bad, (long long)n, max_err);
+    return bad == 0;
+}
+
+/* ---- ANN ----------------------------------------------------------------------- */
+
+/* x [3, 2, 6, 6] → conv 3×3 pad 1 (3 ch) → relu → maxpool 2 → flatten → dense 4 */
+static void test_ann_cnn(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {2, 6, 6};
+    int x = add_input(net, 3, xs);
+    int cv = add_conv(net, "conv", x, 3, 2, 3, 1);
+    int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
+    int mp = add1(net, NC_NODE_MAXPOOL, "pool", r);
+    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
+    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", mp);
+    int fc = add_dense(net, "fc", fl, 4, 27, -0.5f, 0.5f);
+    add1(net, NC_NODE_OUTPUT, "y", fc);
+    NC_CHECK(infer(net), "shapes");
+
+    int64_t bs[4] = {3, 2, 6, 6};
+    nc_tensor *in = rnd_tensor(4, bs, -1, 1), *out = NULL;
+    nc_error err = {0};
+    NC_CHECK(run(net, in, NULL, &out, &err) == NC_OK, "forward");
+    NC_CHECK(out && out->ndim == 2 && out->shape[0] == 3 && out->shape[1] == 4, "output [N, 4]");
+
+    /* the same with the naive kernels */
+    nc_window gc, gp;
+    int k3[2] = {3, 3}, k2[2] = {2, 2}, one[2] = {1, 1}, p1[4] = {1, 1, 1, 1}, p0[4] = {0};
+    nc_window_init(&gc, 2, 6, 6, k3, one, p1, one, 0);
+    nc_window_init(&gp, 3, 6, 6, k2, k2, p0, one, 0);
+    float a[3 * 3 * 36], b[3 * 27], ref[3 * 4];
+    nc_ref_conv2d(&gc, 3, 1, 3, in->data, net->nodes[cv].weight->data, net->nodes[cv].bias->data, a);
+    nc_relu(3 * 3 * 36, a, a);
+    nc_ref_maxpool(&gp, 3, a, b);
+    nc_ref_dense(3, 27, 4, b, net->nodes[fc].weight->data, net->nodes[fc].bias->data, ref);
+    if (out)
+        NC_CHECK(compare("ann cnn", out->data, ref, 12, 1e-5, 1e-4), "matches naive kernels");
+
+    /* QCFS mode leaves relu alone; SNN mode without IF neurons is the ANN at every step */
+    nc_tensor *snn = NULL;
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 3};
+    NC_CHECK(run(net, in, &o, &snn, &err) == NC_OK, "snn forward");
+    NC_CHECK(snn && snn->ndim == 3 && snn->shape[0] == 3 && snn->shape[1] == 3 && snn->shape[2] == 4,
+             "[T, N, F]");
+    for (int t = 0; snn && t < 3; t++)
+        NC_CHECK(compare("snn without IF", snn->data + t * 12, ref, 12, 1e-5, 1e-4), "step %d", t);
+    nc_tensor_free(snn);
+    nc_tensor_free(in);
+    nc_tensor_free(out);
+    nc_net_free(net);
+}
+
+/* x [2, 4, 4] → conv → relu → add(relu, x) → concat(add, conv) → gap → flatten */
+static void test_residual_concat(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {2, 4, 4};
+    int x = add_input(net, 3, xs);
+    int cv = add_conv(net, "conv", x, 2, 2, 3, 1);
+    int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
+    int ad_in[2] = {r, x};
+    int ad = nc_net_add_node(net, NC_NODE_ADD, "add", 2, ad_in);
+    int cc_in[2] = {ad, cv};
+    int cc = nc_net_add_node(net, NC_NODE_CONCAT, "cat", 2, cc_in);
+    int gap = add1(net, NC_NODE_GLOBAL_AVGPOOL, "gap", cc);
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", gap);
+    add1(net, NC_NODE_OUTPUT, "y", fl);
+    NC_CHECK(infer(net), "shapes");
+    NC_CHECK(net->nodes[cc].shape[0] == 4, "concat has 4 channels");
+
+    int64_t bs[4] = {2, 2, 4, 4};
+    nc_tensor *in = rnd_tensor(4, bs, -1, 1), *out = NULL;
+    nc_error err = {0};
+    NC_CHECK(run(net, in, NULL, &out, &err) == NC_OK, "forward");
+
+    nc_window g;
+    int k3[2] = {3, 3}, one[2] = {1, 1}, p1[4] = {1, 1, 1, 1};
+    nc_window_init(&g, 2, 4, 4, k3, one, p1, one, 0);
+    float conv[2 * 32], ref[2 * 4];
+    nc_ref_conv2d(&g, 2, 1, 2, in->data, net->nodes[cv].weight->data, net->nodes[cv].bias->data, conv);
+    for (int n = 0; n < 2; n++)
+        for (int ch = 0; ch < 4; ch++) {
+            double sum = 0;
+            for (int p = 0; p < 16; p++) {
+                int src = n * 32 + (ch % 2) * 16 + p;
+                double c = conv[src];
+                sum += ch < 2 ? (c > 0 ? c : 0) + in->data[src] : c;
+            }
+            ref[n * 4 + ch] = (float)(sum / 16);
+        }
+    if (out)
+        NC_CHECK(compare("residual concat", out->data, ref, 8, 1e-5, 1e-4), "matches hand computation");
+    nc_tensor_free(in);
+    nc_tensor_free(out);
+    nc_net_free(net);
+}
+
+/* ---- SNN ------------------------------------------------------------------------- */
+
+/* conversion.md §1.2: with a constant input, T = L, θ = λ, v(0) = θ/2 and soft
+ * reset, the IF neuron's mean output equals QCFS exactly.  Dyadic inputs and
+ * power-of-two thresholds keep every sum exact, boundary values included. */
+static void test_if_equals_qcfs(void)
+{
+    enum { L = 8, C = 3, HW = 12 };
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {C, 3, 4};
+    int x = add_input(net, 3, xs);
+    int nr = add_neuron(net, "if", x, NC_NEURON_IF);
+    float th[C] = {1.0f, 0.5f, 2.0f};
+    set_if(net, nr, C, th, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    net->nodes[nr].neuron.levels = L;
+    add1(net, NC_NODE_OUTPUT, "y", nr);
+    NC_CHECK(infer(net), "shapes");
+
+    int64_t bs[4] = {2, C, 3, 4};
+    nc_tensor *in = nc_tensor_new(4, bs), *q = NULL, *s = NULL;
+    for (int64_t i = 0; i < nc_tensor_numel(in); i++) /* −0.5θ … 1.3θ in steps of θ/32 */
+        in->data[i] = th[(i / HW) % C] * (float)((int)((i * 7) % 58) - 16) / 32.0f;
+    nc_error err = {0};
+    nc_run_options oq = {.mode = NC_MODE_QCFS};
+    nc_run_options os = {.mode = NC_MODE_SNN, .T = L};
+    NC_CHECK(run(net, in, &oq, &q, &err) == NC_OK, "qcfs");
+    NC_CHECK(run(net, in, &os, &s, &err) == NC_OK, "snn");
+    if (q && s) {
+        int64_t n = nc_tensor_numel(q);
+        float *mean = calloc((size_t)n, sizeof(float));
+        for (int t = 0; t < L; t++)
+            for (int64_t i = 0; i < n; i++)
+                mean[i] += s->data[t * n + i] / L;
+        NC_CHECK(compare("IF mean vs QCFS", mean, q->data, n, 1e-6, 0), "identity");
+        /* and QCFS mode really quantises: some values differ from ReLU */
+        int quantised = 0;
+        for (int64_t i = 0; i < n; i++)
+            quantised += q->data[i] != (in->data[i] > 0 ? in->data[i] : 0);
+        NC_CHECK(quantised > 0, "QCFS differs from ReLU");
+        free(mean);
+    }
+    nc_tensor_free(in), nc_tensor_free(q), nc_tensor_free(s);
+    nc_net_free(net);
+}
+
+/* Two IF neurons (shape [2]) on a constant input; output = spikes. */
+static void spike_case(const char *what, const float *x, int n_th, const float *th, float v0, nc_reset reset,
+                       nc_compare cmp, int T, const float *want /* [T, 2] */)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[1] = {2};
+    int in = add_input(net, 1, xs);
+    int nr = add_neuron(net, "if", in, NC_NEURON_IF);
+    set_if(net, nr, n_th, th, v0, reset, cmp);
+    add1(net, NC_NODE_OUTPUT, "y", nr);
+    NC_CHECK(infer(net), "%s: shapes", what);
+    nc_tensor *batch = nc_tensor_new2(1, 2), *out = NULL;
+    memcpy(batch->data, x, 2 * sizeof(float));
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = T};
+    nc_error err = {0};
+    NC_CHECK(run(net, batch, &o, &out, &err) == NC_OK, "%s", what);
+    if (out)
+        NC_CHECK(compare(what, out->data, want, 2 * T, 0, 0), "%s", what);
+    nc_tensor_free(batch), nc_tensor_free(out);
+    nc_net_free(net);
+}
+
+static void test_spike_trains(void)
+{
+    const float one = 1.0f, x5[2] = {0.5f, 0.75f};
+    /* θ 1, v0 0, x = 0.5: m = .5, 1 (fire), .5, 1 (fire);  x = .75: .75, 1.5 f, 1.25 f, 1 f */
+    const float ge_sub[8] = {0, 0, 1, 1, 0, 1, 1, 1};
+    spike_case("ge subtract", x5, 1, &one, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE, 4, ge_sub);
+    /* > : x = .5: .5, 1 (no), 1.5 f → .5, 1 (no);  x = .75: .75, 1.5 f → .5, 1.25 f → .25, 1 (no) */
+    const float gt_sub[8] = {0, 0, 0, 1, 1, 1, 0, 0};
+    spike_case("gt subtract", x5, 1, &one, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GT, 4, gt_sub);
+    /* reset to zero: x = .75: .75, 1.5 f → 0, .75, 1.5 f */
+    const float ge_zero[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+    spike_case("ge zero", x5, 1, &one, 0.0f, NC_RESET_ZERO, NC_FIRE_GE, 4, ge_zero);
+    /* per channel θ = {1, 2}, v0 = θ/2, x = .75 both:
+     * n0: v .5 → 1.25 f (.25), 1 f (0), .75, 1.5 f;  n1: v 1 → 1.75, 2.5 f (.5), 1.25, 2 f */
+    const float x75[2] = {0.75f, 0.75f}, th2[2] = {1.0f, 2.0f};
+    const float per_ch[8] = {1, 0, 1, 2, 0, 0, 1, 2};
+    spike_case("per-channel", x75, 2, th2, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE, 4, per_ch);
+}
+
+/* IF → dense ×2 → IF: the second layer sees the first layer's spike train. */
+static void test_two_layer_train(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[1] = {1};
+    int in = add_input(net, 1, xs);
+    int a = add_neuron(net, "if1", in, NC_NEURON_IF);
+    float th1 = 1.0f, th2 = 1.5f;
+    set_if(net, a, 1, &th1, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int d = add_dense(net, "fc", a, 1, 1, 0, 0);
+    net->nodes[d].weight->data[0] = 2.0f;
+    net->nodes[d].bias->data[0] = 0.0f;
+    int b = add_neuron(net, "if2", d, NC_NEURON_IF);
+    set_if(net, b, 1, &th2, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    add1(net, NC_NODE_OUTPUT, "y", b);
+    NC_CHECK(infer(net), "shapes");
+    nc_tensor *x = nc_tensor_new2(1, 1), *out = NULL;
+    x->data[0] = 0.5f;
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 4};
+    nc_error err = {0};
+    NC_CHECK(run(net, x, &o, &out, &err) == NC_OK, "forward");
+    /* if1: 0, 1, 0, 1 → currents 0, 2, 0, 2 → if2 (θ 1.5): 0, 2 f (.5), .5, 2.5 f */
+    const float want[4] = {0, 1.5f, 0, 1.5f};
+    if (out)
+        NC_CHECK(compare("two layers", out->data, want, 4, 0, 0), "spike train");
+    nc_tensor_free(x), nc_tensor_free(out);
+    nc_net_free(net);
+}
+
+typedef struct max_obs {
+    float *max; /* per node */
+} max_obs;
+
+static void record_max(void *user, int node, const float *data, int64_t rows, int64_t per_row)
+{
+    max_obs *m = user;
+    for (int64_t i = 0; i < rows * per_row; i++)
+        m->max[node] = data[i] > m->max[node] ? data[i] : m->max[node];
+}
+
+static double mean_abs_err(const nc_tensor *snn, const nc_tensor *ann, int T)
+{
+    int64_t n = nc_tensor_numel(ann);
+    double total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double mean = 0;
+        for (int t = 0; t < T; t++)
+            mean += snn->data[t * n + i];
+        total += fabs(mean / T - ann->data[i]);
+    }
+    return total / n;
+}
+
+/* A random ReLU CNN; thresholds = max activation on the batch; the SNN's mean
+ * output over T steps approaches the ANN's as T grows. */
+static void test_snn_approaches_ann(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {1, 6, 6};
+    int x = add_input(net, 3, xs);
+    int cv = add_conv(net, "conv", x, 4, 1, 3, 0);
+    int r1 = add_neuron(net, "r1", cv, NC_NEURON_RELU);
+    int ap = add1(net, NC_NODE_AVGPOOL, "pool", r1);
+    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 2;
+    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 2;
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", ap);
+    int d1 = add_dense(net, "fc1", fl, 12, 16, -0.3f, 0.6f);
+    int r2 = add_neuron(net, "r2", d1, NC_NEURON_RELU);
+    int d2 = add_dense(net, "fc2", r2, 3, 12, -0.5f, 0.5f);
+    add1(net, NC_NODE_OUTPUT, "y", d2);
+    NC_CHECK(infer(net), "shapes");
+
+    int64_t bs[4] = {8, 1, 6, 6};
+    nc_tensor *in = rnd_tensor(4, bs, 0, 1), *ann = NULL;
+    float max[16] = {0};
+    max_obs mo = {max};
+    nc_observer ob = {record_max, NULL, &mo};
+    nc_run_options oa = {.mode = NC_MODE_ANN, .observer = &ob};
+    nc_error err = {0};
+    NC_CHECK(run(net, in, &oa, &ann, &err) == NC_OK, "ann");
+    NC_CHECK(max[r1] > 0 && max[r2] > 0, "layers are active");
+    set_if(net, r1, 1, &max[r1], 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    set_if(net, r2, 1, &max[r2], 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    double errs[3];
+    int Ts[3] = {8, 64, 1024};
+    for (int k = 0; k < 3; k++) {
+        nc_tensor *snn = NULL;
+        nc_run_options os = {.mode = NC_MODE_SNN, .T = Ts[k]};
+        NC_CHECK(run(net, in, &os, &snn, &err) == NC_OK, "snn T=%d", Ts[k]);
+        errs[k] = snn && ann ? mean_abs_err(snn, ann, Ts[k]) : INFINITY;
+        printf("# T=%d mean |snn − ann| = %.5f\n", Ts[k], errs[k]);
+        nc_tensor_free(snn);
+    }
+    double scale = 0;
+    for (int64_t i = 0; ann && i < nc_tensor_numel(ann); i++)
+        scale += fabs(ann->data[i]) / (double)nc_tensor_numel(ann);
+    NC_CHECK(errs[2] < errs[0], "error falls with T");
+    NC_CHECK(errs[2] < 0.02 * scale + 1e-3, "T=1024 is close to the ANN (scale %.3f)", scale);
+    nc_tensor_free(in), nc_tensor_free(ann);
+    nc_net_free(net);
+}
+
+static void test_poisson(void)
+{
+    enum { T = 2000, F = 4 };
+    nc_net *net = nc_net_new();
+    int64_t xs[1] = {F};
+    int x = add_input(net, 1, xs);
+    add1(net, NC_NODE_OUTPUT, "y", x);
+    NC_CHECK(infer(net), "shapes");
+    nc_tensor *in = nc_tensor_new2(2, F), *a = NULL, *b = NULL, *c = NULL;
+    const float v[2 * F] = {0.1f, 0.5f, 0.9f, 1.7f, -0.3f, 0.25f, 0.0f, 0.75f};
+    memcpy(in->data, v, sizeof v);
+    nc_error err = {0};
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = T, .encoding = NC_ENCODING_POISSON, .seed = 7};
+    NC_CHECK(run(net, in, &o, &a, &err) == NC_OK, "run a");
+    NC_CHECK(run(net, in, &o, &b, &err) == NC_OK, "run b");
+    o.seed = 8;
+    NC_CHECK(run(net, in, &o, &c, &err) == NC_OK, "run c");
+    if (a && b && c) {
+        NC_CHECK(memcmp(a->data, b->data, (size_t)T * 2 * F * sizeof(float)) == 0, "same seed, same spikes");
+        NC_CHECK(memcmp(a->data, c->data, (size_t)T * 2 * F * sizeof(float)) != 0, "another seed differs");
+        for (int i = 0; i < 2 * F; i++) {
+            double rate = 0;
+            for (int t = 0; t < T; t++)
+                rate += a->data[t * 2 * F + i];
+            double want = v[i] < 0 ? 0 : v[i] > 1 ? 1 : v[i];
+            NC_CHECK_CLOSE(rate / T, want, 0.04, 0, "rate of value %d", i);
+        }
+    }
+    nc_tensor_free(in), nc_tensor_free(a), nc_tensor_free(b), nc_tensor_free(c);
+    nc_net_free(net);
+}
+
+/* ---- callbacks -------------------------------------------------------------------- */
+
+typedef struct progress_log {
+    int calls, stop_at;
+    int64_t last_done, total;
+    int stage_ok;
+} progress_log;
+
+static int on_progress(void *user, const nc_progress *p)
+{
+    progress_log *l = user;
+    l->calls++;
+    l->last_done = p->done;
+    l->total = p->total;
+    l->stage_ok = strcmp(p->stage, "simulate") == 0;
+    return l->stop_at && p->done >= l->stop_at;
+}
+
+/* x [2] → dense → relu → dense → output: 5 nodes */
+static nc_net *small_mlp(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[1] = {2};
+    int x = add_input(net, 1, xs);
+    int d1 = add_dense(net, "fc1", x, 3, 2, -1, 1);
+    int r = add_neuron(net, "r", d1, NC_NEURON_RELU);
+    int d2 = add_dense(net, "fc2", r, 2, 3, -1, 1);
+    add1(net, NC_NODE_OUTPUT, "y", d2);
+    infer(net);
+    return net;
+}
+
+static void test_cancel(void)
+{
+    nc_net *net = small_mlp();
+    nc_tensor *in = nc_tensor_new2(2, 2), *out = NULL;
+    progress_log log = {0};
+    nc_run_options o = {.mode = NC_MODE_ANN, .progress = on_progress, .progress_user = &log};
+    nc_error err = {0};
+    NC_CHECK(run(net, in, &o, &out, &err) == NC_OK, "runs");
+    NC_CHECK(log.calls == 5 && log.last_done == 5 && log.total == 5 && log.stage_ok, "one call per node");
+    nc_tensor_free(out);
+    out = NULL;
+    log = (progress_log){.stop_at = 2};
+    nc_engine *e = nc_engine_cpu_new();
+    NC_CHECK(nc_engine_load(e, net, &err) == NC_OK, "load");
+    nc_status s = nc_engine_forward(e, in, &o, &out, &err);
+    NC_CHECK(s == NC_ERR_CANCELLED && out == NULL, "cancelled (%s)", err.message);
+    NC_CHECK(log.calls == 2, "stopped at once (%d calls)", log.calls);
+    /* the engine still works after a cancel */
+    o.progress = NULL;
+    NC_CHECK(nc_engine_forward(e, in, &o, &out, &err) == NC_OK && out, "runs again");
+    nc_tensor_free(out);
+    nc_engine_free(e);
+    nc_tensor_free(in);
+    nc_net_free(net);
+}
+
+typedef struct obs_log {
+    int64_t rows[16], per_row[16], in_rows[16];
+    int calls[16], in_calls[16];
+    int steps_equal[16]; /* every step of the observed data equals step 0 */
+    int T;
+} obs_log;
+
+static int steps_equal(const float *data, int64_t rows, int64_t per_row, int T)
+{
+    int64_t step = rows / T * per_row;
+    for (int t = 1; t < T; t++)
+        if (memcmp(data, data + t * step, (size_t)step * sizeof(float)) != 0)
+            return 0;
+    return 1;
+}
+
+static void obs_out(void *user, int node, const float *data, int64_t rows, int64_t per_row)
+{
+    obs_log *l = user;
+    l->calls[node]++;
+    l->rows[node] = rows;
+    l->per_row[node] = per_row;
+    l->steps_equal[node] = steps_equal(data, rows, per_row, l->T);
+}
+
+static void obs_in(void *user, int node, const float *data, int64_t rows, int64_t per_row)
+{
+    obs_log *l = user;
+    (void)data;
+    l->in_calls[node]++;
+    l->in_rows[node] = rows * per_row;
+}
+
+static void test_observer(void)
+{
+    nc_net *net = small_mlp();
+    float th = 0.3f;
+    set_if(net, 2, 1, &th, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    nc_tensor *in = nc_tensor_new2(3, 2), *out = NULL;
+    for (int i = 0; i < 6; i++)
+        in->data[i] = 0.2f * (float)i;
+    obs_log log = {.T = 5};
+    nc_observer ob = {obs_out, obs_in, &log};
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 5, .observer = &ob};
+    nc_error err = {0};
+    NC_CHECK(run(net, in, &o, &out, &err) == NC_OK, "snn");
+    int64_t per_row[5] = {2, 3, 3, 2, 2};
+    for (int i = 0; i < 5; i++)
+        NC_CHECK(log.calls[i] == 1 && log.rows[i] == 15 && log.per_row[i] == per_row[i],
+                 "node %d: %d calls, rows %lld, per_row %lld", i, log.calls[i], (long long)log.rows[i],
+                 (long long)log.per_row[i]);
+    NC_CHECK(log.in_calls[2] == 1 && log.in_rows[2] == 15 * 3, "IF input current observed");
+    NC_CHECK(log.in_calls[1] == 0 && log.in_calls[3] == 0, "only neurons have input observations");
+    NC_CHECK(log.steps_equal[0] && log.steps_equal[1], "direct input and first layer are constant");
+    NC_CHECK(!log.steps_equal[2], "the IF output changes over the steps");
+    nc_tensor_free(out);
+    out = NULL;
+    memset(&log, 0, sizeof log);
+    log.T = 1;
+    o.mode = NC_MODE_ANN;
+    NC_CHECK(run(net, in, &o, &out, &err) == NC_OK, "ann");
+    for (int i = 0; i < 5; i++)
+        NC_CHECK(log.calls[i] == 1 && log.rows[i] == 3 && log.per_row[i] == per_row[i], "ann node %d", i);
+    NC_CHECK(log.in_calls[2] == 0, "no input observations outside SNN mode");
+    nc_tensor_free(out);
+    nc_tensor_free(in);
+    nc_net_free(net);
+}
+
+/* ---- MaxPool strategies ------------------------------------------------------------ */
+
+/* x [1, 2, 2] → IF (θ 1, v0 0) → maxpool 2×2 → flatten → output, T = 6.
+ * Inputs .625 and .375 (and two zeros) give the trains
+ *   n0: 0 1 0 1 1 0      n1: 0 0 1 0 0 1
+ * max of spikes: 0 1 1 1 1 1; average: (n0 + n1)/4;
+ * gated: running counts (current step included) n0 1,1,2,3,3 vs n1 0,1,1,1,2
+ * from t = 2 on, the tie at t = 3 goes to n0 (first): 0 1 0 1 1 0. */
+static void test_maxpool_strategies(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {1, 2, 2};
+    int x = add_input(net, 3, xs);
+    int nr = add_neuron(net, "if", x, NC_NEURON_IF);
+    float th = 1.0f;
+    set_if(net, nr, 1, &th, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int mp = add1(net, NC_NODE_MAXPOOL, "pool", nr);
+    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
+    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", mp);
+    add1(net, NC_NODE_OUTPUT, "y", fl);
+    NC_CHECK(infer(net), "shapes");
+    nc_tensor *in = nc_tensor_new4(1, 1, 2, 2);
+    in->data[0] = 0.625f;
+    in->data[1] = 0.375f;
+    const float want_max[6] = {0, 1, 1, 1, 1, 1}, want_gated[6] = {0, 1, 0, 1, 1, 0};
+    const float want_avg[6] = {0, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f};
+    nc_maxpool_strategy strategies[3] = {NC_MAXPOOL_PRE_SPIKE, NC_MAXPOOL_GATED, NC_MAXPOOL_AVG};
+    const float *wants[3] = {want_max, want_gated, want_avg};
+    for (int k = 0; k < 3; k++) {
+        net->nodes[mp].maxpool_strategy = strategies[k];
+        nc_tensor *out = NULL;
+        nc_run_options o = {.mode = NC_MODE_SNN, .T = 6};
+        nc_error err = {0};
+        NC_CHECK(run(net, in, &o, &out, &err) == NC_OK, "run");
+        if (out)
+            NC_CHECK(compare(nc_maxpool_strategy_name(strategies[k]), out->data, wants[k], 6, 0, 0), "%s",
+                     nc_maxpool_strategy_name(strategies[k]));
+        nc_tensor_free(out);
+    }
+    /* ANN mode is a plain max whatever the strategy */
+    nc_tensor *out = NULL;
+    nc_error err = {0};
+    NC_CHECK(run(net, in, NULL, &out, &err) == NC_OK, "ann");
+    if (out)
+        NC_CHECK_CLOSE(out->data[0], 0.625, 0, 0, "ann max");
+    nc_tensor_free(out);
+    nc_tensor_free(in);
+    nc_net_free(net);
+}
+
+/* ---- errors and registry ------------------------------------------------------------ */
+
+static void test_errors(void)
+{
+    nc_net *net = small_mlp();
+    nc_tensor *bad = nc_tensor_new2(4, 3), *out = NULL;
+    nc_error err = {0};
+    nc_engine *e = nc_engine_cpu_new();
+    NC_CHECK(nc_engine_forward(e, bad, NULL, &out, &err) == NC_ERR_ARGUMENT, "forward before load");
+    NC_CHECK(nc_engine_load(e, net, &err) == NC_OK, "load");
+    NC_CHECK(nc_engine_forward(e, bad, NULL, &out, &err) == NC_ERR_SHAPE && !out, "bad shape");
+    NC_CHECK(strstr(err.message, "[N, 2]") && strstr(err.message, "[4, 3]"), "names both shapes: %s",
+             err.message);
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 0};
+    nc_tensor *good = nc_tensor_new2(1, 2);
+    NC_CHECK(nc_engine_forward(e, good, &o, &out, &err) == NC_ERR_ARGUMENT, "T = 0");
+    nc_engine_free(e);
+
+    /* an impossible allocation: 2^31 steps × 1000 values */
+    nc_net *big = nc_net_new();
+    int64_t xs[1] = {1000};
+    int x = add_input(big, 1, xs);
+    int nr = add_neuron(big, "spiky", x, NC_NEURON_IF);
+    float th = 1.0f;
+    set_if(big, nr, 1, &th, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    add1(big, NC_NODE_OUTPUT, "y", nr);
+    infer(big);
+    nc_tensor *bx = nc_tensor_new2(1, 1000);
+    o.T = 2147483647;
+    e = nc_engine_cpu_new();
+    nc_engine_load(e, big, &err);
+    NC_CHECK(nc_engine_forward(e, bx, &o, &out, &err) == NC_ERR_MEMORY, "out of memory");
+    NC_CHECK(strstr(err.message, "spiky") && strstr(err.message, "bytes"), "names node and bytes: %s",
+             err.message);
+    nc_engine_free(e);
+    nc_tensor_free(bx), nc_tensor_free(bad), nc_tensor_free(good);
+    nc_net_free(big);
+    nc_net_free(net);
+}
+
+static void test_registry(void)
+{
+    nc_engine *e = NULL;
+    nc_error err = {0};
+    NC_CHECK(nc_engine_new("cpu", &e, &err) == NC_OK && e && strcmp(e->ops->name, "cpu") == 0, "cpu");
+    nc_net *net = small_mlp();
+    NC_CHECK(nc_engine_check(e, net, &err) == NC_OK, "cpu supports everything");
+    char why[64];
+    for (int i = 0; i < net->n_nodes; i++)
+        NC_CHECK(e->ops->supports(e, net, i, why, sizeof why), "node %d", i);
+    nc_engine_free(e);
+    nc_engine_free(NULL);
+    NC_CHECK(nc_engine_new("gpu", &e, &err) != NC_OK && !e, "gpu not in this build");
+    NC_CHECK(strstr(err.message, "gpu") != NULL, "%s", err.message);
+    NC_CHECK(nc_engine_new("loihi", &e, &err) == NC_ERR_UNSUPPORTED && strstr(err.message, "not implemented"),
+             "%s", err.message);
+    NC_CHECK(nc_engine_new("tpu", &e, &err) == NC_ERR_ARGUMENT && strstr(err.message, "tpu"), "%s", err.message);
+    const char *const *names = nc_engine_names();
+    NC_CHECK(names && names[0] && strcmp(names[0], "cpu") == 0, "names list cpu first");
+    nc_net_free(net);
+}
+
+int main(void)
+{
+    NC_RUN(test_ann_cnn);
+    NC_RUN(test_residual_concat);
+    NC_RUN(test_if_equals_qcfs);
+    NC_RUN(test_spike_trains);
+    NC_RUN(test_two_layer_train);
+    NC_RUN(test_snn_approaches_ann);
+    NC_RUN(test_poisson);
+    NC_RUN(test_cancel);
+    NC_RUN(test_observer);
+    NC_RUN(test_maxpool_strategies);
+    NC_RUN(test_errors);
+    NC_RUN(test_registry);
+    return nc_test_done();
+}

@@ -1,0 +1,873 @@
+/* nc_record.c — accumulation of an SNN run (metrics defined in nc_record.h). */
+#include "nc_record.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nc_config.h"
+#include "nc_h5util.h"
+
+/* Sums of one error term over (neuron, sample) pairs. */
+typedef struct err_acc {
+    double sum, sq, abs, ref_sq; /* ref_sq: Σ reference², for rel_l2 */
+    int64_t pairs;
+} err_acc;
+
+typedef struct layer_acc {
+    int node;
+    int64_t numel, inner;        /* values per sample, per channel            */
+    int channels;
+    const nc_neuron *neuron;     /* θ, v0_fraction, reset (owned by the net)  */
+    double fanout;
+
+    /* totals over finished batches */
+    int64_t spikes, dead, saturated, clipped, pairs;
+    int64_t *chan_spikes;        /* [channels]                                */
+    err_acc total, local, clip, quant, uneven;
+
+    /* the current batch: [n, numel] each */
+    uint16_t *count;             /* spikes per (sample, neuron)               */
+    float *zsum;                 /* Σ_t input current                         */
+    float *a;                    /* ANN activation                            */
+    int steps_spk, steps_in;     /* steps delivered so far                    */
+    int has_a;
+
+    /* raster: rk neurons of the first raster_samples samples */
+    int rk;
+    int64_t *r_index;
+    uint8_t *r_bits;
+    /* traces: tk neurons of the first trace_samples samples */
+    int tk;
+    int64_t *t_index;
+    float *t_theta, *t_cur, *t_v;
+    uint8_t *t_spk;
+} layer_acc;
+
+struct nc_record {
+    const nc_net *net;
+    int T;
+    nc_record_spec spec;
+    int n_layers;
+    layer_acc *layers;
+    int *layer_of;               /* [n_nodes]: layer index or -1              */
+
+    int64_t samples;
+    int64_t *correct_by_step;    /* [T]                                       */
+    int64_t ref_correct[2], ref_samples[2];
+
+    /* the current batch */
+    int64_t batch_n, batch_cap;  /* samples now, buffers sized for           */
+    int batch_open;
+    int64_t batch_ref_correct[2];
+    int batch_ref_seen[2];
+    double *cum;                 /* [n, classes] running output sums          */
+    int64_t cum_cap;
+    nc_error sticky;             /* the first bad observer call               */
+};
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static float theta_of(const layer_acc *L, int64_t flat)
+{
+    const nc_neuron *nr = L->neuron;
+    return nr->n_threshold > 1 ? nr->threshold[(flat / L->inner) % L->channels] : nr->threshold[0];
+}
+
+static int resolve(int value, int fallback) { return value == 0 ? fallback : value < 0 ? 0 : value; }
+
+static void set_bit(uint8_t *bits, int64_t b, int on)
+{
+    if (on)
+        bits[b >> 3] |= (uint8_t)(1u << (b & 7));
+    else
+        bits[b >> 3] &= (uint8_t)~(1u << (b & 7));
+}
+
+/* k evenly spread flat indices ⌊j·numel/k⌋ (no two equal since k ≤ numel). */
+static int64_t *spread_indices(int k, int64_t numel)
+{
+    int64_t *idx = malloc((size_t)(k > 0 ? k : 1) * sizeof *idx);
+    for (int j = 0; idx && j < k; j++)
+        idx[j] = (int64_t)((double)j * (double)numel / (double)k);
+    return idx;
+}
+
+static void layer_free(layer_acc *L)
+{
+    free(L->chan_spikes);
+    free(L->count);
+    free(L->zsum);
+    free(L->a);
+    free(L->r_index);
+    free(L->r_bits);
+    free(L->t_index);
+    free(L->t_theta);
+    free(L->t_cur);
+    free(L->t_v);
+    free(L->t_spk);
+}
+
+void nc_record_free(nc_record *rec)
+{
+    if (!rec)
+        return;
+    for (int i = 0; i < rec->n_layers; i++)
+        layer_free(&rec->layers[i]);
+    free(rec->layers);
+    free(rec->layer_of);
+    free(rec->correct_by_step);
+    free(rec->cum);
+    free(rec);
+}
+
+/* ---- construction ---------------------------------------------------------------- */
+
+static int is_layer(const nc_node *node)
+{
+    return node->kind == NC_NODE_NEURON && node->neuron.model == NC_NEURON_IF && node->neuron.n_threshold > 0;
+}
+
+static int layer_init_views(layer_acc *L, const nc_record_spec *spec, int T)
+{
+    L->rk = (int)(L->numel < spec->raster_neurons ? L->numel : spec->raster_neurons);
+    L->tk = (int)(L->numel < spec->trace_neurons ? L->numel : spec->trace_neurons);
+    size_t rbits = (size_t)spec->raster_samples * (size_t)L->rk * (size_t)T;
+    size_t tvals = (size_t)spec->trace_samples * (size_t)L->tk * (size_t)T;
+    L->r_index = spread_indices(L->rk, L->numel);
+    L->r_bits = calloc(rbits / 8 + 1, 1);
+    L->t_index = spread_indices(L->tk, L->numel);
+    L->t_theta = malloc((size_t)(L->tk + 1) * sizeof(float));
+    L->t_cur = calloc(tvals + 1, sizeof(float));
+    L->t_spk = calloc(tvals + 1, 1);
+    L->t_v = calloc(tvals + (size_t)spec->trace_samples * (size_t)L->tk + 1, sizeof(float));
+    if (!L->r_index || !L->r_bits || !L->t_index || !L->t_theta || !L->t_cur || !L->t_spk || !L->t_v)
+        return -1;
+    for (int j = 0; j < L->tk; j++)
+        L->t_theta[j] = theta_of(L, L->t_index[j]);
+    return 0;
+}
+
+static int layer_init(layer_acc *L, const nc_net *net, int node, const nc_record_spec *spec, int T)
+{
+    const nc_node *nd = &net->nodes[node];
+    L->node = node;
+    L->numel = nc_node_numel(nd);
+    L->channels = nc_node_channels(nd);
+    if (L->numel < 1 || L->channels < 1 || L->numel % L->channels != 0)
+        return -1;
+    L->inner = L->numel / L->channels;
+    L->neuron = &nd->neuron;
+    L->fanout = nc_node_fanout(net, node);
+    L->chan_spikes = calloc((size_t)L->channels, sizeof(int64_t));
+    return L->chan_spikes ? layer_init_views(L, spec, T) : -1;
+}
+
+static nc_status find_layers(nc_record *rec, nc_error *err)
+{
+    const nc_net *net = rec->net;
+    rec->layer_of = malloc((size_t)net->n_nodes * sizeof(int));
+    rec->layers = calloc((size_t)net->n_nodes, sizeof(layer_acc));
+    if (!rec->layer_of || !rec->layers)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for a record");
+    for (int i = 0; i < net->n_nodes; i++) {
+        rec->layer_of[i] = -1;
+        if (!is_layer(&net->nodes[i]))
+            continue;
+        layer_acc *L = &rec->layers[rec->n_layers++];
+        if (layer_init(L, net, i, &rec->spec, rec->T) != 0)
+            return nc_fail(err, NC_ERR_MEMORY, "cannot set up recording of node '%s' (out of memory or no shape)",
+                           net->nodes[i].name);
+        rec->layer_of[i] = rec->n_layers - 1;
+    }
+    return NC_OK;
+}
+
+nc_status nc_record_new(const nc_net *net, int T, const nc_record_spec *spec, nc_record **out, nc_error *err)
+{
+    *out = NULL;
+    if (T < 1 || T > 65535) /* spike counts are uint16 per batch */
+        return nc_fail(err, NC_ERR_ARGUMENT, "T = %d steps: a record needs 1 ≤ T ≤ 65535", T);
+    if (!net || net->n_nodes < 1)
+        return nc_fail(err, NC_ERR_ARGUMENT, "a record needs a network");
+    nc_record *rec = calloc(1, sizeof *rec);
+    if (!rec)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for a record");
+    nc_record_spec s = spec ? *spec : (nc_record_spec){0};
+    rec->spec.raster_samples = resolve(s.raster_samples, NC_RECORD_DEFAULT_RASTER_SAMPLES);
+    rec->spec.raster_neurons = resolve(s.raster_neurons, NC_RECORD_DEFAULT_RASTER_NEURONS);
+    rec->spec.trace_samples = resolve(s.trace_samples, NC_RECORD_DEFAULT_TRACE_SAMPLES);
+    rec->spec.trace_neurons = resolve(s.trace_neurons, NC_RECORD_DEFAULT_TRACE_NEURONS);
+    rec->net = net;
+    rec->T = T;
+    rec->correct_by_step = calloc((size_t)T, sizeof(int64_t));
+    nc_status st = rec->correct_by_step ? find_layers(rec, err)
+                                        : nc_fail(err, NC_ERR_MEMORY, "out of memory for a record");
+    if (st != NC_OK) {
+        nc_record_free(rec);
+        return st;
+    }
+    *out = rec;
+    return NC_OK;
+}
+
+/* ---- feeding ------------------------------------------------------------------------ */
+
+static int grow_batch(nc_record *rec, int64_t n)
+{
+    for (int i = 0; i < rec->n_layers; i++) {
+        layer_acc *L = &rec->layers[i];
+        size_t count = (size_t)n * (size_t)L->numel;
+        free(L->count);
+        free(L->zsum);
+        free(L->a);
+        L->count = malloc(count * sizeof(uint16_t));
+        L->zsum = malloc(count * sizeof(float));
+        L->a = malloc(count * sizeof(float));
+        if (!L->count || !L->zsum || !L->a)
+            return -1;
+    }
+    rec->batch_cap = n;
+    return 0;
+}
+
+nc_status nc_record_begin_batch(nc_record *rec, int64_t n, nc_error *err)
+{
+    rec->batch_open = 0;
+    if (n < 1)
+        return nc_fail(err, NC_ERR_ARGUMENT, "a batch needs at least one sample");
+    for (int i = 0; i < rec->n_layers; i++)
+        if ((uint64_t)n > SIZE_MAX / 8 / (uint64_t)rec->layers[i].numel)
+            return nc_fail(err, NC_ERR_MEMORY, "a batch of %lld samples is too large to record", (long long)n);
+    if (n > rec->batch_cap && grow_batch(rec, n) != 0) {
+        rec->batch_cap = 0;
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for recording a batch of %lld samples", (long long)n);
+    }
+    for (int i = 0; i < rec->n_layers; i++) {
+        layer_acc *L = &rec->layers[i];
+        size_t count = (size_t)n * (size_t)L->numel;
+        memset(L->count, 0, count * sizeof(uint16_t));
+        memset(L->zsum, 0, count * sizeof(float));
+        L->steps_spk = L->steps_in = L->has_a = 0;
+    }
+    memset(rec->batch_ref_correct, 0, sizeof rec->batch_ref_correct);
+    memset(rec->batch_ref_seen, 0, sizeof rec->batch_ref_seen);
+    rec->sticky.code = NC_OK;
+    rec->sticky.message[0] = 0;
+    rec->batch_n = n;
+    rec->batch_open = 1;
+    return NC_OK;
+}
+
+/* The layer a call is about, or NULL (not a layer, or a bad call: then the
+ * sticky error says why).  steps: out, the steps this call delivers. */
+static layer_acc *observed_layer(nc_record *rec, int node, int64_t rows, int64_t per_row, int snn, int *steps)
+{
+    if (node < 0 || node >= rec->net->n_nodes || rec->layer_of[node] < 0)
+        return NULL;
+    layer_acc *L = &rec->layers[rec->layer_of[node]];
+    const char *name = rec->net->nodes[node].name;
+    if (rec->sticky.code != NC_OK)
+        return NULL;
+    if (!rec->batch_open) {
+        nc_fail(&rec->sticky, NC_ERR_INTERNAL, "record: node '%s' observed outside a batch", name);
+        return NULL;
+    }
+    int64_t n = rec->batch_n;
+    if (per_row != L->numel || rows % n != 0 || (!snn && rows != n)) {
+        nc_fail(&rec->sticky, NC_ERR_SHAPE, "record: node '%s' observed as %lld × %lld values, expected %s × %lld",
+                name, (long long)rows, (long long)per_row, snn ? "(steps·batch)" : "batch", (long long)L->numel);
+        return NULL;
+    }
+    *steps = (int)(rows / n);
+    return L;
+}
+
+void nc_record_observe_ann(void *user, int node, const float *data, int64_t rows, int64_t per_row)
+{
+    nc_record *rec = user;
+    int steps;
+    layer_acc *L = observed_layer(rec, node, rows, per_row, 0, &steps);
+    if (!L)
+        return;
+    memcpy(L->a, data, (size_t)rows * (size_t)per_row * sizeof(float));
+    L->has_a = 1;
+}
+
+static int too_many_steps(nc_record *rec, layer_acc *L, int have, int steps)
+{
+    if (have + steps <= rec->T)
+        return 0;
+    nc_fail(&rec->sticky, NC_ERR_SHAPE, "record: node '%s' observed for more than T = %d steps",
+            rec->net->nodes[L->node].name, rec->T);
+    return 1;
+}
+
+/* Raster and trace bits of one step of one sample (global index g). */
+static void keep_spike_views(nc_record *rec, layer_acc *L, int64_t g, int t, const float *row)
+{
+    int T = rec->T;
+    for (int j = 0; g < rec->spec.raster_samples && j < L->rk; j++)
+        set_bit(L->r_bits, ((int64_t)g * L->rk + j) * T + t, row[L->r_index[j]] != 0.0f);
+    for (int j = 0; g < rec->spec.trace_samples && j < L->tk; j++)
+        L->t_spk[((int64_t)g * L->tk + j) * T + t] = row[L->t_index[j]] != 0.0f;
+}
+
+void nc_record_observe_snn(void *user, int node, const float *data, int64_t rows, int64_t per_row)
+{
+    nc_record *rec = user;
+    int steps;
+    layer_acc *L = observed_layer(rec, node, rows, per_row, 1, &steps);
+    if (!L || too_many_steps(rec, L, L->steps_spk, steps))
+        return;
+    int64_t n = rec->batch_n, first = rec->samples;
+    for (int k = 0; k < steps; k++) {
+        for (int64_t s = 0; s < n; s++) {
+            const float *row = data + ((int64_t)k * n + s) * per_row;
+            uint16_t *count = L->count + s * per_row;
+            for (int64_t i = 0; i < per_row; i++)
+                count[i] += row[i] != 0.0f;
+            keep_spike_views(rec, L, first + s, L->steps_spk + k, row);
+        }
+    }
+    L->steps_spk += steps;
+}
+
+void nc_record_observe_snn_input(void *user, int node, const float *data, int64_t rows, int64_t per_row)
+{
+    nc_record *rec = user;
+    int steps;
+    layer_acc *L = observed_layer(rec, node, rows, per_row, 1, &steps);
+    if (!L || too_many_steps(rec, L, L->steps_in, steps))
+        return;
+    int64_t n = rec->batch_n, first = rec->samples;
+    int T = rec->T;
+    for (int k = 0; k < steps; k++) {
+        int t = L->steps_in + k;
+        for (int64_t s = 0; s < n; s++) {
+            const float *row = data + ((int64_t)k * n + s) * per_row;
+            float *z = L->zsum + s * per_row;
+            for (int64_t i = 0; i < per_row; i++)
+                z[i] += row[i];
+            for (int j = 0; first + s < rec->spec.trace_samples && j < L->tk; j++)
+                L->t_cur[((first + s) * L->tk + j) * T + t] = row[L->t_index[j]];
+        }
+    }
+    L->steps_in += steps;
+}
+
+/* First index of the largest value; NaN never wins. */
+static int64_t argmax_d(const double *v, int64_t n)
+{
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (v[i] > v[best] || (isnan(v[best]) && !isnan(v[i])))
+            best = i;
+    return best;
+}
+
+static int64_t argmax_f(const float *v, int64_t n)
+{
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (v[i] > v[best] || (isnan(v[best]) && !isnan(v[i])))
+            best = i;
+    return best;
+}
+
+nc_status nc_record_add_reference(nc_record *rec, nc_record_ref which, const float *out, int64_t n,
+                                  int64_t classes, const int32_t *labels, nc_error *err)
+{
+    if (!rec->batch_open || n != rec->batch_n || classes < 1 || (which != NC_RECORD_REF_ANN && which != NC_RECORD_REF_QCFS))
+        return nc_fail(err, NC_ERR_ARGUMENT, "record: a reference output must match the open batch of %lld samples",
+                       (long long)rec->batch_n);
+    int64_t correct = 0;
+    for (int64_t s = 0; s < n; s++)
+        correct += argmax_f(out + s * classes, classes) == labels[s];
+    rec->batch_ref_correct[which] = correct;
+    rec->batch_ref_seen[which] = 1;
+    return NC_OK;
+}
+
+/* ---- end of batch ------------------------------------------------------------------ */
+
+static void err_add(err_acc *e, double value, double ref)
+{
+    e->sum += value;
+    e->sq += value * value;
+    e->abs += fabs(value);
+    e->ref_sq += ref * ref;
+    e->pairs++;
+}
+
+/* The §3.4 terms of one (neuron, sample) pair; see nc_record.h. */
+static void add_pair(layer_acc *L, int T, float theta, int N, const float *a, const float *zsum)
+{
+    double phi = (double)theta * N / T;
+    L->dead += N == 0;
+    L->saturated += N == T;
+    if (a)
+        err_add(&L->total, phi - *a, *a);
+    if (!zsum)
+        return;
+    double z = (double)*zsum / T, th = theta;
+    double relu = z > 0 ? z : 0;
+    double clip = relu < th ? relu : th;
+    double q = th * floor(z * T / th + L->neuron->v0_fraction) / T;
+    q = q < 0 ? 0 : q > th ? th : q;
+    err_add(&L->local, phi - relu, relu);
+    err_add(&L->clip, clip - relu, 0);
+    err_add(&L->quant, q - clip, 0);
+    err_add(&L->uneven, phi - q, 0);
+    L->clipped += z > th;
+}
+
+static void fold_layer(layer_acc *L, int T, int64_t n)
+{
+    int has_z = L->steps_in == T;
+    for (int64_t s = 0; s < n; s++) {
+        for (int64_t i = 0; i < L->numel; i++) {
+            int64_t k = s * L->numel + i;
+            int N = L->count[k];
+            L->spikes += N;
+            L->chan_spikes[(i / L->inner) % L->channels] += N;
+            add_pair(L, T, theta_of(L, i), N, L->has_a ? &L->a[k] : NULL, has_z ? &L->zsum[k] : NULL);
+        }
+    }
+    L->pairs += n * L->numel;
+}
+
+/* v_t from v_0, the inputs and the observed spikes (nc_record.h). */
+static void reconstruct_traces(nc_record *rec, layer_acc *L, int64_t first, int64_t n)
+{
+    int T = rec->T;
+    for (int64_t g = first; g < first + n && g < rec->spec.trace_samples; g++) {
+        for (int j = 0; j < L->tk; j++) {
+            int64_t base = (g * L->tk + j) * T;
+            float theta = L->t_theta[j];
+            float *v = L->t_v + (g * L->tk + j) * (T + 1);
+            v[0] = L->neuron->v0_fraction * theta;
+            for (int t = 0; t < T; t++) {
+                float m = v[t] + L->t_cur[base + t];
+                int spike = L->t_spk[base + t];
+                v[t + 1] = !spike ? m : L->neuron->reset == NC_RESET_SUBTRACT ? m - theta : 0.0f;
+            }
+        }
+    }
+}
+
+static nc_status check_batch(nc_record *rec, const float *out, int64_t classes, nc_error *err)
+{
+    if (!rec->batch_open)
+        return nc_fail(err, NC_ERR_ARGUMENT, "record: nc_record_end_batch without nc_record_begin_batch");
+    if (rec->sticky.code != NC_OK)
+        return nc_fail(err, rec->sticky.code, "%s", rec->sticky.message);
+    if (!out || classes < 1)
+        return nc_fail(err, NC_ERR_ARGUMENT, "record: no SNN output for the batch");
+    for (int i = 0; i < rec->n_layers; i++) {
+        const layer_acc *L = &rec->layers[i];
+        if (L->steps_spk != rec->T || (L->steps_in != 0 && L->steps_in != rec->T))
+            return nc_fail(err, NC_ERR_INTERNAL,
+                           "record: the engine showed %d spike steps and %d input steps of node '%s', expected %d",
+                           L->steps_spk, L->steps_in, rec->net->nodes[L->node].name, rec->T);
+    }
+    return NC_OK;
+}
+
+static nc_status add_accuracy(nc_record *rec, const int32_t *labels, const float *out, int64_t classes,
+                              nc_error *err)
+{
+    int64_t n = rec->batch_n, need = n * classes;
+    if (need > rec->cum_cap) {
+        double *cum = realloc(rec->cum, (size_t)need * sizeof(double));
+        if (!cum)
+            return nc_fail(err, NC_ERR_MEMORY, "out of memory for the output sums");
+        rec->cum = cum;
+        rec->cum_cap = need;
+    }
+    memset(rec->cum, 0, (size_t)need * sizeof(double));
+    for (int t = 0; t < rec->T; t++) {
+        const float *step = out + (int64_t)t * need;
+        for (int64_t s = 0; s < n; s++) {
+            double *c = rec->cum + s * classes;
+            for (int64_t k = 0; k < classes; k++)
+                c[k] += step[s * classes + k];
+            rec->correct_by_step[t] += argmax_d(c, classes) == labels[s];
+        }
+    }
+    return NC_OK;
+}
+
+nc_status nc_record_end_batch(nc_record *rec, const int32_t *labels, const float *out, int64_t classes,
+                              nc_error *err)
+{
+    nc_status st = check_batch(rec, out, classes, err);
+    if (st == NC_OK)
+        st = add_accuracy(rec, labels, out, classes, err);
+    if (st != NC_OK) {
+        rec->batch_open = 0;
+        return st;
+    }
+    for (int i = 0; i < rec->n_layers; i++) {
+        fold_layer(&rec->layers[i], rec->T, rec->batch_n);
+        reconstruct_traces(rec, &rec->layers[i], rec->samples, rec->batch_n);
+    }
+    for (int k = 0; k < 2; k++) {
+        if (rec->batch_ref_seen[k]) {
+            rec->ref_correct[k] += rec->batch_ref_correct[k];
+            rec->ref_samples[k] += rec->batch_n;
+        }
+    }
+    rec->samples += rec->batch_n;
+    rec->batch_open = 0;
+    return NC_OK;
+}
+
+/* ---- reading ------------------------------------------------------------------------ */
+
+int nc_record_T(const nc_record *rec) { return rec->T; }
+int64_t nc_record_samples(const nc_record *rec) { return rec->samples; }
+const nc_net *nc_record_net(const nc_record *rec) { return rec->net; }
+const nc_record_spec *nc_record_get_spec(const nc_record *rec) { return &rec->spec; }
+int nc_record_layer_count(const nc_record *rec) { return rec->n_layers; }
+
+int nc_record_layer_of_node(const nc_record *rec, int node)
+{
+    return node >= 0 && node < rec->net->n_nodes ? rec->layer_of[node] : -1;
+}
+
+double nc_record_accuracy(const nc_record *rec, int t)
+{
+    if (t < 1 || t > rec->T || rec->samples == 0)
+        return NAN;
+    return (double)rec->correct_by_step[t - 1] / (double)rec->samples;
+}
+
+static double ref_accuracy(const nc_record *rec, int which)
+{
+    return rec->ref_samples[which] ? (double)rec->ref_correct[which] / (double)rec->ref_samples[which] : NAN;
+}
+
+double nc_record_ann_accuracy(const nc_record *rec) { return ref_accuracy(rec, NC_RECORD_REF_ANN); }
+double nc_record_qcfs_accuracy(const nc_record *rec) { return ref_accuracy(rec, NC_RECORD_REF_QCFS); }
+
+static double ratio(double a, double b) { return b != 0 ? a / b : NAN; }
+
+static nc_error_stats err_stats(const err_acc *e, int with_rel)
+{
+    double n = (double)e->pairs;
+    nc_error_stats s = {ratio(e->sum, n), ratio(e->sq, n), ratio(e->abs, n), NAN};
+    if (with_rel)
+        s.rel_l2 = e->pairs ? ratio(sqrt(e->sq), sqrt(e->ref_sq)) : NAN;
+    return s;
+}
+
+void nc_record_layer_stats(const nc_record *rec, int layer, nc_layer_stats *out)
+{
+    const layer_acc *L = &rec->layers[layer];
+    double pairs = (double)L->pairs;
+    memset(out, 0, sizeof *out);
+    out->node = L->node;
+    out->name = rec->net->nodes[L->node].name;
+    out->neurons = L->numel;
+    out->channels = L->channels;
+    out->spikes = L->spikes;
+    out->firing_rate = ratio((double)L->spikes, pairs * rec->T);
+    out->dead_fraction = ratio((double)L->dead, pairs);
+    out->saturated_fraction = ratio((double)L->saturated, pairs);
+    out->fanout = L->fanout;
+    out->sops = (double)L->spikes * L->fanout;
+    out->ann_macs = L->fanout * (double)L->numel * (double)rec->samples;
+    out->has_ann = L->total.pairs > 0;
+    out->total = err_stats(&L->total, 1);
+    out->local = err_stats(&L->local, 1);
+    out->clip = err_stats(&L->clip, 0);
+    out->quant = err_stats(&L->quant, 0);
+    out->uneven = err_stats(&L->uneven, 0);
+    out->clipped_fraction = ratio((double)L->clipped, (double)L->local.pairs);
+}
+
+void nc_record_get_totals(const nc_record *rec, nc_record_totals *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < rec->n_layers; i++) {
+        out->spikes += rec->layers[i].spikes;
+        out->sops += (double)rec->layers[i].spikes * rec->layers[i].fanout;
+    }
+    out->ann_macs = (double)nc_net_macs(rec->net) * (double)rec->samples;
+    out->sops_per_mac = ratio(out->sops, out->ann_macs);
+}
+
+const int64_t *nc_record_channel_spikes(const nc_record *rec, int layer) { return rec->layers[layer].chan_spikes; }
+
+double nc_record_channel_rate(const nc_record *rec, int layer, int channel)
+{
+    const layer_acc *L = &rec->layers[layer];
+    return ratio((double)L->chan_spikes[channel], (double)L->inner * (double)rec->samples * rec->T);
+}
+
+static int min_i64(int64_t a, int64_t b) { return (int)(a < b ? a : b); }
+
+void nc_record_raster(const nc_record *rec, int layer, nc_raster *out)
+{
+    const layer_acc *L = &rec->layers[layer];
+    out->samples = min_i64(rec->spec.raster_samples, rec->samples);
+    out->neurons = L->rk;
+    out->T = rec->T;
+    out->neuron_index = L->r_index;
+    out->bits = L->r_bits;
+}
+
+int nc_raster_spike(const nc_raster *r, int s, int j, int t)
+{
+    int64_t b = ((int64_t)s * r->neurons + j) * r->T + t;
+    return (r->bits[b >> 3] >> (b & 7)) & 1;
+}
+
+void nc_record_trace(const nc_record *rec, int layer, nc_trace *out)
+{
+    const layer_acc *L = &rec->layers[layer];
+    out->samples = min_i64(rec->spec.trace_samples, rec->samples);
+    out->neurons = L->tk;
+    out->T = rec->T;
+    out->neuron_index = L->t_index;
+    out->current = L->t_cur;
+    out->spike = L->t_spk;
+    out->v = L->t_v;
+    out->threshold = L->t_theta;
+}
+
+/* ---- saving (HDF5) ------------------------------------------------------------------ */
+
+
+/* Formulas and units, written once under /definitions (nc_record.h). */
+static const char *const definitions[][3] = {
+    {"accuracy_by_step", "fraction of samples whose argmax of the output summed over steps 1..t equals the label", "fraction"},
+    {"ann_accuracy", "fraction of samples whose ANN output argmax equals the label", "fraction"},
+    {"qcfs_accuracy", "fraction of samples whose QCFS-ANN output argmax equals the label", "fraction"},
+    {"firing_rate", "spikes / (neurons × samples × steps)", "spikes per neuron per step"},
+    {"rate_by_channel", "spikes in channel / (neurons in channel × samples × steps)", "spikes per neuron per step"},
+    {"spike_count_by_channel", "spikes in channel over all samples and steps", "spikes"},
+    {"dead_fraction", "fraction of (neuron, sample) pairs with N = 0 spikes", "fraction"},
+    {"saturated_fraction", "fraction of (neuron, sample) pairs with N = T spikes", "fraction"},
+    {"phi", "θ·N/T, the mean over steps of the spike output values", "activation units"},
+    {"total_error", "φ − a, a = ANN activation of the node on the same input; mean, mse, rel_l2 = ‖φ−a‖/‖a‖", "activation units"},
+    {"local_error", "φ − ReLU(z), z = mean over steps of the input current; mean, mse, rel_l2 = ‖φ−ReLU(z)‖/‖ReLU(z)‖", "activation units"},
+    {"clip_error", "clip(z, 0, θ) − ReLU(z); mean, mse, mean_abs", "activation units"},
+    {"quant_error", "q_T(z) − clip(z, 0, θ), q_T(z) = θ·clip(floor(z·T/θ + v0_fraction)/T, 0, 1); mean, mse, mean_abs", "activation units"},
+    {"uneven_error", "φ − q_T(z); mean, mse, mean_abs", "activation units"},
+    {"clipped_fraction", "fraction of (neuron, sample) pairs with z > θ", "fraction"},
+    {"fanout", "synapses one output value drives in the next weighted layers", "synapses"},
+    {"sops", "spikes × fanout", "synaptic operations"},
+    {"ann_macs", "fanout × neurons × samples (the ANN's MACs on this layer's outputs)", "multiply-accumulates"},
+    {"sops_per_mac", "Σ sops / (network MACs per sample × samples)", "ratio"},
+    {"neuron", "flat index of the neuron within one sample of the layer (C-order of the node shape)", "index"},
+    {"step", "time step of a spike, 0-based (0 = first step)", "step"},
+    {"sample", "index of the sample in the run, 0-based", "index"},
+    {"v", "membrane potential v_t, t = 0..T, reconstructed from v_0 = v0_fraction·θ, inputs and spikes", "activation units"},
+    {"current", "input current x_t of the neuron at step t", "activation units"},
+};
+
+static nc_status save_definitions(hid_t file, nc_error *err)
+{
+    hid_t g;
+    nc_status st = nc_h5_group_create(file, "definitions", &g, err);
+    for (size_t i = 0; st == NC_OK && i < sizeof definitions / sizeof definitions[0]; i++) {
+        char units[128];
+        snprintf(units, sizeof units, "%s.units", definitions[i][0]);
+        st = nc_h5_attr_string(g, definitions[i][0], definitions[i][1], err);
+        if (st == NC_OK)
+            st = nc_h5_attr_string(g, units, definitions[i][2], err);
+    }
+    nc_h5_close(&g);
+    return st;
+}
+
+static nc_status save_summary(const nc_record *rec, hid_t file, nc_error *err)
+{
+    double *acc = malloc((size_t)rec->T * sizeof(double));
+    if (!acc)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory");
+    for (int t = 1; t <= rec->T; t++)
+        acc[t - 1] = nc_record_accuracy(rec, t);
+    int64_t T = rec->T;
+    double ann = nc_record_ann_accuracy(rec), qcfs = nc_record_qcfs_accuracy(rec);
+    nc_status st = nc_h5_attr_string(file, "format", "neurocuda-recording", err);
+    if (st == NC_OK) st = nc_h5_attr_i64(file, "version", 1, err);
+    if (st == NC_OK) st = nc_h5_attr_string(file, "created_by", "neurocuda " NC_VERSION, err);
+    if (st == NC_OK) st = nc_h5_attr_i64(file, "T", rec->T, err);
+    if (st == NC_OK) st = nc_h5_attr_i64(file, "samples", rec->samples, err);
+    if (st == NC_OK) st = nc_h5_write_f64(file, "accuracy_by_step", 1, &T, acc, err);
+    if (st == NC_OK) st = nc_h5_write_f64(file, "ann_accuracy", 0, NULL, &ann, err);
+    if (st == NC_OK) st = nc_h5_write_f64(file, "qcfs_accuracy", 0, NULL, &qcfs, err);
+    free(acc);
+    return st;
+}
+
+static nc_status save_totals(const nc_record *rec, hid_t file, nc_error *err)
+{
+    nc_record_totals t;
+    hid_t g;
+    nc_record_get_totals(rec, &t);
+    nc_status st = nc_h5_group_create(file, "totals", &g, err);
+    if (st == NC_OK) st = nc_h5_attr_i64(g, "spikes", t.spikes, err);
+    if (st == NC_OK) st = nc_h5_attr_f64(g, "sops", t.sops, err);
+    if (st == NC_OK) st = nc_h5_attr_f64(g, "ann_macs", t.ann_macs, err);
+    if (st == NC_OK) st = nc_h5_attr_f64(g, "sops_per_mac", t.sops_per_mac, err);
+    nc_h5_close(&g);
+    const char **names = malloc((size_t)(rec->n_layers + 1) * sizeof(char *));
+    if (st == NC_OK && !names)
+        st = nc_fail(err, NC_ERR_MEMORY, "out of memory");
+    for (int i = 0; st == NC_OK && i < rec->n_layers; i++)
+        names[i] = rec->net->nodes[rec->layers[i].node].name;
+    if (st == NC_OK)
+        st = nc_h5_write_strings(file, "layer_names", rec->n_layers, names, err);
+    free(names);
+    return st;
+}
+
+/* Writes "<prefix>_mean", "_mse", "_mean_abs" (and "_rel_l2"). */
+static nc_status save_error(hid_t g, const char *prefix, const nc_error_stats *e, int with_rel, nc_error *err)
+{
+    char name[64];
+    const double values[4] = {e->mean, e->mse, e->mean_abs, e->rel_l2};
+    const char *suffix[4] = {"mean", "mse", "mean_abs", "rel_l2"};
+    nc_status st = NC_OK;
+    for (int k = 0; st == NC_OK && k < (with_rel ? 4 : 3); k++) {
+        snprintf(name, sizeof name, "%s_%s", prefix, suffix[k]);
+        st = nc_h5_attr_f64(g, name, values[k], err);
+    }
+    return st;
+}
+
+static nc_status save_layer_attrs(const nc_record *rec, int layer, hid_t g, nc_error *err)
+{
+    nc_layer_stats s;
+    nc_record_layer_stats(rec, layer, &s);
+    const nc_node *nd = &rec->net->nodes[s.node];
+    int32_t shape[4];
+    for (int i = 0; i < nd->ndim; i++)
+        shape[i] = (int32_t)nd->shape[i];
+    nc_status st = nc_h5_attr_string(g, "node_name", nd->name, err);
+    if (st == NC_OK) st = nc_h5_attr_i64(g, "node_index", s.node, err);
+    if (st == NC_OK && nd->ndim > 0) st = nc_h5_attr_i32s(g, "shape", nd->ndim, shape, err);
+    if (st == NC_OK) st = nc_h5_attr_i64(g, "neurons", s.neurons, err);
+    if (st == NC_OK) st = nc_h5_attr_i64(g, "channels", s.channels, err);
+    if (st == NC_OK) st = nc_h5_attr_f32s(g, "threshold", nd->neuron.n_threshold, nd->neuron.threshold, err);
+    if (st == NC_OK) st = nc_h5_attr_f64(g, "v0_fraction", nd->neuron.v0_fraction, err);
+    if (st == NC_OK) st = nc_h5_attr_string(g, "reset", nd->neuron.reset == NC_RESET_ZERO ? "zero" : "subtract", err);
+    if (st == NC_OK) st = nc_h5_attr_i64(g, "spikes", s.spikes, err);
+    if (st == NC_OK) st = nc_h5_attr_f64(g, "firing_rate", s.firing_rate, err);
+    if (st == NC_OK) st = nc_h5_attr_f64(g, "dead_fraction", s.dead_fraction, err);
+    if (st == NC_OK) st = nc_h5_attr_f64(g, "saturated_fraction", s.saturated_fraction, err);
+    if (st == NC_OK) st = nc_h5_attr_f64(g, "fanout", s.fanout, err);
+    if (st == NC_OK) st = nc_h5_attr_f64(g, "sops", s.sops, err);
+    if (st == NC_OK) st = nc_h5_attr_f64(g, "ann_macs", s.ann_macs, err);
+    if (st == NC_OK) st = nc_h5_attr_f64(g, "clipped_fraction", s.clipped_fraction, err);
+    if (st == NC_OK) st = save_error(g, "total", &s.total, 1, err);
+    if (st == NC_OK) st = save_error(g, "local", &s.local, 1, err);
+    if (st == NC_OK) st = save_error(g, "clip", &s.clip, 0, err);
+    if (st == NC_OK) st = save_error(g, "quant", &s.quant, 0, err);
+    if (st == NC_OK) st = save_error(g, "uneven", &s.uneven, 0, err);
+    return st;
+}
+
+static nc_status save_channels(const nc_record *rec, int layer, hid_t g, nc_error *err)
+{
+    const layer_acc *L = &rec->layers[layer];
+    int64_t C = L->channels;
+    double *rate = malloc((size_t)C * sizeof(double));
+    if (!rate)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory");
+    for (int c = 0; c < L->channels; c++)
+        rate[c] = nc_record_channel_rate(rec, layer, c);
+    nc_status st = nc_h5_write_f64(g, "rate_by_channel", 1, &C, rate, err);
+    if (st == NC_OK)
+        st = nc_h5_write_i64(g, "spike_count_by_channel", 1, &C, L->chan_spikes, err);
+    free(rate);
+    return st;
+}
+
+/* The raster as (neuron, step, sample) events. */
+static nc_status save_events(const nc_record *rec, int layer, hid_t g, nc_error *err)
+{
+    nc_raster r;
+    nc_record_raster(rec, layer, &r);
+    int64_t E = 0, k = r.neurons;
+    for (int s = 0; s < r.samples; s++)
+        for (int j = 0; j < r.neurons; j++)
+            for (int t = 0; t < r.T; t++)
+                E += nc_raster_spike(&r, s, j, t);
+    int32_t *ev = malloc((size_t)(3 * E + 1) * sizeof(int32_t));
+    if (!ev)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for %lld spike events", (long long)E);
+    int64_t e = 0;
+    for (int s = 0; s < r.samples; s++)
+        for (int j = 0; j < r.neurons; j++)
+            for (int t = 0; t < r.T; t++)
+                if (nc_raster_spike(&r, s, j, t)) {
+                    ev[e] = (int32_t)r.neuron_index[j];
+                    ev[E + e] = t;
+                    ev[2 * E + e] = s;
+                    e++;
+                }
+    nc_status st = nc_h5_write_i32(g, "neuron", 1, &E, ev, err);
+    if (st == NC_OK) st = nc_h5_write_i32(g, "step", 1, &E, ev + E, err);
+    if (st == NC_OK) st = nc_h5_write_i32(g, "sample", 1, &E, ev + 2 * E, err);
+    if (st == NC_OK) st = nc_h5_write_i64(g, "raster_neurons", 1, &k, r.neuron_index, err);
+    if (st == NC_OK) st = nc_h5_attr_i64(g, "raster_samples", r.samples, err);
+    free(ev);
+    return st;
+}
+
+static nc_status save_traces(const nc_record *rec, int layer, hid_t g, nc_error *err)
+{
+    nc_trace tr;
+    hid_t tg;
+    nc_record_trace(rec, layer, &tr);
+    int64_t k = tr.neurons, shape[3] = {tr.samples, tr.neurons, tr.T}, vshape[3] = {tr.samples, tr.neurons, tr.T + 1};
+    nc_status st = nc_h5_group_create(g, "traces", &tg, err);
+    if (st == NC_OK) st = nc_h5_write_i64(tg, "neuron", 1, &k, tr.neuron_index, err);
+    if (st == NC_OK) st = nc_h5_write_f32(tg, "threshold", 1, &k, tr.threshold, err);
+    if (st == NC_OK) st = nc_h5_write_f32(tg, "current", 3, shape, tr.current, err);
+    if (st == NC_OK) st = nc_h5_write_u8(tg, "spike", 3, shape, tr.spike, err);
+    if (st == NC_OK) st = nc_h5_write_f32(tg, "v", 3, vshape, tr.v, err);
+    nc_h5_close(&tg);
+    return st;
+}
+
+static nc_status save_layer(const nc_record *rec, int layer, hid_t layers, nc_error *err)
+{
+    char link[2 * NC_NAME_MAX + 16];
+    hid_t g;
+    const char *name = rec->net->nodes[rec->layers[layer].node].name;
+    nc_status st = nc_h5_group_create(layers, nc_h5_escape_name(name, link, sizeof link), &g, err);
+    if (st == NC_OK) st = save_layer_attrs(rec, layer, g, err);
+    if (st == NC_OK) st = save_channels(rec, layer, g, err);
+    if (st == NC_OK) st = save_events(rec, layer, g, err);
+    if (st == NC_OK) st = save_traces(rec, layer, g, err);
+    nc_h5_close(&g);
+    return st;
+}
+
+nc_status nc_record_save(const nc_record *rec, const char *path, nc_error *err)
+{
+    nc_h5_writer w;
+    hid_t layers = H5I_INVALID_HID;
+    nc_status st = nc_h5_create(&w, path, err);
+    if (st != NC_OK)
+        return st;
+    st = save_summary(rec, w.file, err);
+    if (st == NC_OK) st = save_totals(rec, w.file, err);
+    if (st == NC_OK) st = save_definitions(w.file, err);
+    if (st == NC_OK) st = nc_h5_group_create(w.file, "layers", &layers, err);
+    for (int i = 0; st == NC_OK && i < rec->n_layers; i++)
+        st = save_layer(rec, i, layers, err);
+    nc_h5_close(&layers);
+    if (st == NC_OK)
+        return nc_h5_commit(&w, err);
+    nc_h5_discard(&w);
+    nc_error_prefix(err, "saving recording '%s'", path);
+    return st;
+}

@@ -1,0 +1,409 @@
+/* test_record.c — nc_record fed by hand (metrics against numbers worked out
+ * on paper) and nc_simulate on the CPU engine against direct forwards. */
+#include <math.h>
+#include <stdint.h>
+
+#include "nc_test.h"
+#include "../core/nc_record.h"
+#include "../sim/nc_simulate.h"
+
+enum { T4 = 4, N2 = 2, NEUR = 4 };
+
+/* input [2, 1, 2] → IF "block/if1" (θ = 1 for channel 0, 2 for channel 1)
+ * → flatten → dense 4→3 → output.  The '/' in the name tests escaping. */
+static nc_net *small_net(nc_reset reset, nc_compare compare)
+{
+    nc_net *net = nc_net_new();
+    int in = nc_net_add_node(net, NC_NODE_INPUT, "in", 0, NULL);
+    net->nodes[in].ndim = 3;
+    net->nodes[in].shape[0] = 2, net->nodes[in].shape[1] = 1, net->nodes[in].shape[2] = 2;
+    int n1 = nc_net_add_node(net, NC_NODE_NEURON, "block/if1", 1, &in);
+    nc_neuron *nr = &net->nodes[n1].neuron;
+    const float theta[2] = {1.0f, 2.0f};
+    nr->model = NC_NEURON_IF;
+    nr->reset = reset;
+    nr->compare = compare;
+    nc_neuron_set_threshold(nr, 2, theta, NULL);
+    int f = nc_net_add_node(net, NC_NODE_FLATTEN, "flat", 1, &n1);
+    int d = nc_net_add_node(net, NC_NODE_DENSE, "fc", 1, &f);
+    net->nodes[d].weight = nc_tensor_new2(3, 4);
+    for (int i = 0; i < 12; i++)
+        net->nodes[d].weight->data[i] = (float)((i * 7) % 5) - 2.0f;
+    nc_net_add_node(net, NC_NODE_OUTPUT, "out", 1, &d);
+    nc_error err;
+    if (nc_net_infer_shapes(net, &err) != NC_OK)
+        printf("# infer: %s\n", err.message);
+    return net;
+}
+
+/* Input currents x[t][s][i] of the worked example (see the expectations). */
+static const float X[T4][N2][NEUR] = {
+    {{0.25f, 0, 2.5f, -1}, {1, 1, 0, 0.4f}},
+    {{0.25f, 0, 2.5f, -1}, {0, 1, 0, 0.4f}},
+    {{0.25f, 0, 2.5f, -1}, {0, 1, 0, 0.4f}},
+    {{0.25f, 0, 2.5f, -1}, {0, 1, 4, 0.4f}},
+};
+/* ANN activations a[s][i]. */
+static const float A[N2][NEUR] = {{0.25f, 0, 2.5f, 0}, {0.3f, 1, 1, 0.4f}};
+
+/* Direct IF simulation, the textbook loop: spikes[t][s][i] = θ or 0 and the
+ * membrane v[s][i][t], t = 0..T. */
+static void if_sim(nc_reset reset, nc_compare compare, float spikes[T4][N2][NEUR], float v[N2][NEUR][T4 + 1])
+{
+    for (int s = 0; s < N2; s++) {
+        for (int i = 0; i < NEUR; i++) {
+            float theta = i < 2 ? 1.0f : 2.0f;
+            v[s][i][0] = 0.5f * theta;
+            for (int t = 0; t < T4; t++) {
+                float m = v[s][i][t] + X[t][s][i];
+                int fire = compare == NC_FIRE_GE ? m >= theta : m > theta;
+                spikes[t][s][i] = fire ? theta : 0.0f;
+                v[s][i][t + 1] = !fire ? m : reset == NC_RESET_SUBTRACT ? m - theta : 0.0f;
+            }
+        }
+    }
+}
+
+/* SNN output [T, N, 3] whose running sums give accuracy 0.5, 0.5, 1, 0.5
+ * for labels {0, 2}. */
+static const float OUT[T4][N2][3] = {
+    {{0, 1, 0}, {0, 0, 1}},
+    {{2, 0, 0}, {0, 3, 0}},
+    {{0, 0, 0}, {0, 0, 5}},
+    {{0, 0, 3}, {0, 0, 0}},
+};
+static const int32_t LABELS[N2] = {0, 2};
+static const float ANN_OUT[N2][3] = {{1, 0, 0}, {1, 0, 0}}; /* 1 of 2 right */
+
+/* Feeds one batch; `chunks` splits the SNN steps over that many calls. */
+static nc_status feed_batch(nc_record *rec, nc_reset reset, nc_compare compare, int chunks, nc_error *err)
+{
+    float spikes[T4][N2][NEUR], v[N2][NEUR][T4 + 1];
+    if_sim(reset, compare, spikes, v);
+    nc_status st = nc_record_begin_batch(rec, N2, err);
+    if (st != NC_OK)
+        return st;
+    nc_record_observe_ann(rec, 1, &A[0][0], N2, NEUR);
+    nc_record_observe_ann(rec, 4, &ANN_OUT[0][0], N2, 3); /* not a layer: ignored */
+    st = nc_record_add_reference(rec, NC_RECORD_REF_ANN, &ANN_OUT[0][0], N2, 3, LABELS, err);
+    int per = T4 / chunks;
+    for (int c = 0; c < chunks; c++) {
+        nc_record_observe_snn_input(rec, 1, &X[c * per][0][0], (int64_t)per * N2, NEUR);
+        nc_record_observe_snn(rec, 1, &spikes[c * per][0][0], (int64_t)per * N2, NEUR);
+    }
+    return st == NC_OK ? nc_record_end_batch(rec, LABELS, &OUT[0][0][0], 3, err) : st;
+}
+
+static void test_hand_metrics(void)
+{
+    nc_net *net = small_net(NC_RESET_SUBTRACT, NC_FIRE_GE);
+    nc_record *rec;
+    nc_error err;
+    nc_record_spec spec = {.raster_neurons = 2, .trace_samples = 2};
+    NC_CHECK(nc_record_new(net, T4, &spec, &rec, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(nc_record_layer_count(rec) == 1, "one IF layer");
+    NC_CHECK(feed_batch(rec, NC_RESET_SUBTRACT, NC_FIRE_GE, 1, &err) == NC_OK, "%s", err.message);
+
+    nc_layer_stats s;
+    nc_record_layer_stats(rec, 0, &s);
+    NC_CHECK(s.spikes == 12, "spikes %lld", (long long)s.spikes);
+    NC_CHECK_CLOSE(s.firing_rate, 12.0 / 32.0, 1e-12, 0, "rate = spikes/(4·2·4)");
+    NC_CHECK_CLOSE(s.dead_fraction, 0.25, 1e-12, 0, "dead pairs s0i1, s0i3");
+    NC_CHECK_CLOSE(s.saturated_fraction, 0.25, 1e-12, 0, "saturated pairs s0i2, s1i1");
+    NC_CHECK_CLOSE(s.clipped_fraction, 1.0 / 8, 1e-12, 0, "z > θ only at s0i2");
+    NC_CHECK(nc_record_channel_spikes(rec, 0)[0] == 6 && nc_record_channel_spikes(rec, 0)[1] == 6, "channels");
+    NC_CHECK_CLOSE(nc_record_channel_rate(rec, 0, 0), 6.0 / 16, 1e-12, 0, "channel rate");
+
+    /* local: φ − ReLU(z) = {0,0,−.5,0 | 0,0,−.5,.1} */
+    NC_CHECK_CLOSE(s.local.mean, -0.9 / 8, 1e-6, 0, "local mean");
+    NC_CHECK_CLOSE(s.local.mse, 0.51 / 8, 1e-6, 0, "local mse");
+    NC_CHECK_CLOSE(s.clip.mean, -0.5 / 8, 1e-6, 0, "clip mean");
+    NC_CHECK_CLOSE(s.quant.mean, 0.1 / 8, 1e-6, 0, "quant mean (s1i3: q=.5, clip(z)=.4)");
+    NC_CHECK_CLOSE(s.uneven.mean, -0.5 / 8, 1e-6, 0, "uneven mean (s1i2: φ=.5, q=1)");
+    NC_CHECK_CLOSE(s.clip.mean + s.quant.mean + s.uneven.mean, s.local.mean, 1e-9, 0, "decomposition sums");
+    NC_CHECK_CLOSE(s.uneven.mean_abs, 0.5 / 8, 1e-6, 0, "uneven mean abs");
+
+    /* total: φ − a = {0,0,−.5,0 | −.05,0,−.5,.1} */
+    NC_CHECK(s.has_ann, "ANN activations seen");
+    NC_CHECK_CLOSE(s.total.mean, -0.95 / 8, 1e-6, 0, "total mean");
+    NC_CHECK_CLOSE(s.total.mse, 0.5125 / 8, 1e-6, 0, "total mse");
+    NC_CHECK_CLOSE(s.total.rel_l2, sqrt(0.5125 / 8.5625), 1e-6, 0, "total rel L2");
+
+    /* accuracy after each step and the reference */
+    const double acc[T4] = {0.5, 0.5, 1.0, 0.5};
+    for (int t = 1; t <= T4; t++)
+        NC_CHECK_CLOSE(nc_record_accuracy(rec, t), acc[t - 1], 1e-12, 0, "accuracy at t=%d", t);
+    NC_CHECK_CLOSE(nc_record_ann_accuracy(rec), 0.5, 1e-12, 0, "ANN accuracy");
+    NC_CHECK(isnan(nc_record_qcfs_accuracy(rec)), "no QCFS pass → NAN");
+
+    /* SOPs: fan-out 3 (dense 4→3), ANN MACs 12 per sample */
+    nc_record_totals tot;
+    nc_record_get_totals(rec, &tot);
+    NC_CHECK_CLOSE(s.fanout, 3.0, 1e-12, 0, "fanout");
+    NC_CHECK_CLOSE(s.sops, 36.0, 1e-12, 0, "sops = spikes × fanout");
+    NC_CHECK_CLOSE(s.ann_macs, 24.0, 1e-12, 0, "ann macs = fanout × neurons × samples");
+    NC_CHECK_CLOSE(tot.sops_per_mac, 36.0 / 24.0, 1e-12, 0, "net ratio");
+
+    /* raster: neurons 0 and 2; s0 neuron 0 fires at step 1 (0-based), neuron 2 always */
+    nc_raster r;
+    nc_record_raster(rec, 0, &r);
+    NC_CHECK(r.samples == 2 && r.neurons == 2 && r.neuron_index[1] == 2, "raster layout");
+    for (int t = 0; t < T4; t++) {
+        NC_CHECK(nc_raster_spike(&r, 0, 0, t) == (t == 1), "s0 n0 t%d", t);
+        NC_CHECK(nc_raster_spike(&r, 0, 1, t) == 1, "s0 n2 t%d", t);
+        NC_CHECK(nc_raster_spike(&r, 1, 1, t) == (t == 3), "s1 n2 t%d", t);
+    }
+    nc_record_free(rec);
+    nc_net_free(net);
+}
+
+/* Traces reconstructed from inputs and spikes equal the membrane of a direct
+ * IF simulation, for both reset modes and both comparisons. */
+static void check_traces(nc_reset reset, nc_compare compare)
+{
+    nc_net *net = small_net(reset, compare);
+    nc_record *rec;
+    nc_error err;
+    nc_record_spec spec = {.trace_samples = 2, .trace_neurons = 4};
+    float spikes[T4][N2][NEUR], v[N2][NEUR][T4 + 1];
+    if_sim(reset, compare, spikes, v);
+    NC_CHECK(nc_record_new(net, T4, &spec, &rec, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(feed_batch(rec, reset, compare, 2, &err) == NC_OK, "%s", err.message);
+    nc_trace tr;
+    nc_record_trace(rec, 0, &tr);
+    NC_CHECK(tr.samples == 2 && tr.neurons == 4, "trace layout");
+    for (int s = 0; s < N2; s++)
+        for (int j = 0; j < NEUR; j++)
+            for (int t = 0; t <= T4; t++)
+                NC_CHECK(tr.v[(s * 4 + j) * (T4 + 1) + t] == v[s][j][t], "v s%d j%d t%d: %g vs %g", s, j, t,
+                         tr.v[(s * 4 + j) * (T4 + 1) + t], v[s][j][t]);
+    nc_record_free(rec);
+    nc_net_free(net);
+}
+
+static void test_traces_subtract_ge(void) { check_traces(NC_RESET_SUBTRACT, NC_FIRE_GE); }
+static void test_traces_zero_gt(void) { check_traces(NC_RESET_ZERO, NC_FIRE_GT); }
+
+/* Two batches accumulate; a bad or unfinished batch adds nothing. */
+static void test_batches_and_bad_calls(void)
+{
+    nc_net *net = small_net(NC_RESET_SUBTRACT, NC_FIRE_GE);
+    nc_record *rec;
+    nc_error err;
+    NC_CHECK(nc_record_new(net, T4, NULL, &rec, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(feed_batch(rec, NC_RESET_SUBTRACT, NC_FIRE_GE, 1, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(feed_batch(rec, NC_RESET_SUBTRACT, NC_FIRE_GE, 4, &err) == NC_OK, "%s", err.message);
+    nc_layer_stats s;
+    nc_record_layer_stats(rec, 0, &s);
+    NC_CHECK(nc_record_samples(rec) == 4 && s.spikes == 24, "two batches");
+    NC_CHECK_CLOSE(s.firing_rate, 0.375, 1e-12, 0, "rate unchanged by repetition");
+    nc_raster r;
+    nc_record_raster(rec, 0, &r);
+    NC_CHECK(r.samples == 4, "default raster: first 4 samples");
+    for (int j = 0; j < r.neurons; j++)
+        for (int t = 0; t < T4; t++)
+            NC_CHECK(nc_raster_spike(&r, 2, j, t) == nc_raster_spike(&r, 0, j, t), "sample 2 = sample 0");
+
+    /* wrong per_row: sticky error, nothing added */
+    float junk[T4 * N2 * 3] = {0};
+    NC_CHECK(nc_record_begin_batch(rec, N2, &err) == NC_OK, "begin");
+    nc_record_observe_snn(rec, 1, junk, T4 * N2, 3);
+    NC_CHECK(nc_record_end_batch(rec, LABELS, &OUT[0][0][0], 3, &err) == NC_ERR_SHAPE, "bad call reported");
+    printf("# bad call: %s\n", err.message);
+    /* missing steps: refused */
+    NC_CHECK(nc_record_begin_batch(rec, N2, &err) == NC_OK, "begin");
+    NC_CHECK(nc_record_end_batch(rec, LABELS, &OUT[0][0][0], 3, &err) != NC_OK, "no spikes observed");
+    /* a begun, never ended batch (cancelled) */
+    NC_CHECK(nc_record_begin_batch(rec, N2, &err) == NC_OK, "begin");
+    nc_record_observe_snn_input(rec, 1, &X[0][0][0], T4 * N2, NEUR);
+    nc_record_layer_stats(rec, 0, &s);
+    NC_CHECK(nc_record_samples(rec) == 4 && s.spikes == 24, "totals untouched");
+    nc_record *none;
+    NC_CHECK(nc_record_new(net, 0, NULL, &none, &err) == NC_ERR_ARGUMENT && !none, "T = 0 refused");
+    nc_record_free(rec);
+    nc_net_free(net);
+}
+
+/* ---- with the CPU engine ---------------------------------------------------- */
+
+/* input [1,2,2] → flatten → dense 4→5 → IF (θ per channel) → dense 5→3 → output */
+static nc_net *engine_net(void)
+{
+    nc_net *net = nc_net_new();
+    int in = nc_net_add_node(net, NC_NODE_INPUT, "image", 0, NULL);
+    net->nodes[in].ndim = 3;
+    net->nodes[in].shape[0] = 1, net->nodes[in].shape[1] = 2, net->nodes[in].shape[2] = 2;
+    int f = nc_net_add_node(net, NC_NODE_FLATTEN, "flat", 1, &in);
+    int d1 = nc_net_add_node(net, NC_NODE_DENSE, "fc1", 1, &f);
+    net->nodes[d1].weight = nc_tensor_new2(5, 4);
+    net->nodes[d1].bias = nc_tensor_new1(5);
+    for (int i = 0; i < 20; i++)
+        net->nodes[d1].weight->data[i] = (float)(((i * 37) % 11) - 4) * 0.15f;
+    for (int i = 0; i < 5; i++)
+        net->nodes[d1].bias->data[i] = 0.05f * (float)i;
+    int n1 = nc_net_add_node(net, NC_NODE_NEURON, "if1", 1, &d1);
+    const float theta[5] = {0.8f, 1.0f, 0.6f, 1.2f, 0.9f};
+    net->nodes[n1].neuron.model = NC_NEURON_IF;
+    net->nodes[n1].neuron.levels = 4;
+    nc_neuron_set_threshold(&net->nodes[n1].neuron, 5, theta, NULL);
+    int d2 = nc_net_add_node(net, NC_NODE_DENSE, "fc2", 1, &n1);
+    net->nodes[d2].weight = nc_tensor_new2(3, 5);
+    for (int i = 0; i < 15; i++)
+        net->nodes[d2].weight->data[i] = (float)(((i * 13) % 7) - 3) * 0.3f;
+    nc_net_add_node(net, NC_NODE_OUTPUT, "logits", 1, &d2);
+    nc_error err;
+    if (nc_net_infer_shapes(net, &err) != NC_OK)
+        printf("# infer: %s\n", err.message);
+    return net;
+}
+
+static nc_dataset *tiny_dataset(int64_t count)
+{
+    static float images[64 * 4];
+    static int32_t labels[64];
+    static nc_dataset ds;
+    uint32_t x = 12345;
+    for (int64_t i = 0; i < count * 4; i++) {
+        x = x * 1664525u + 1013904223u;
+        images[i] = (float)(x >> 8) / (float)(1u << 24) * 2.0f;
+    }
+    for (int64_t i = 0; i < count; i++)
+        labels[i] = (int32_t)(i % 3);
+    ds = (nc_dataset){.count = count, .channels = 1, .height = 2, .width = 2, .images = images,
+                      .labels = labels, .num_classes = 3};
+    snprintf(ds.path, sizeof ds.path, "in-memory");
+    return &ds;
+}
+
+/* Counts spikes of node `node` over everything observed. */
+typedef struct spike_counter { int node; int64_t spikes; } spike_counter;
+
+static void count_spikes(void *user, int node, const float *data, int64_t rows, int64_t per_row)
+{
+    spike_counter *c = user;
+    for (int64_t i = 0; node == c->node && i < rows * per_row; i++)
+        c->spikes += data[i] != 0.0f;
+}
+
+/* Accuracy after each step and spikes, from one direct SNN forward. */
+static void direct_run(nc_engine *e, const nc_dataset *ds, int T, double *acc, int64_t *spikes, double *ann_acc)
+{
+    nc_tensor *in = nc_tensor_new4(ds->count, 1, 2, 2), *out = NULL;
+    memcpy(in->data, ds->images, (size_t)ds->count * 4 * sizeof(float));
+    spike_counter sc = {3, 0};
+    nc_observer ob = {count_spikes, NULL, &sc};
+    nc_run_options ro = {.mode = NC_MODE_SNN, .T = T, .observer = &ob};
+    nc_error err;
+    if (nc_engine_forward(e, in, &ro, &out, &err) != NC_OK) {
+        printf("# direct: %s\n", err.message);
+        return;
+    }
+    for (int t = 0; t < T; t++)
+        acc[t] = 0;
+    for (int64_t s = 0; s < ds->count; s++) {
+        double sum[3] = {0, 0, 0};
+        for (int t = 0; t < T; t++) {
+            int best = 0;
+            for (int k = 0; k < 3; k++)
+                sum[k] += out->data[((int64_t)t * ds->count + s) * 3 + k];
+            for (int k = 1; k < 3; k++)
+                best = sum[k] > sum[best] ? k : best;
+            acc[t] += (best == ds->labels[s]) / (double)ds->count;
+        }
+    }
+    *spikes = sc.spikes;
+    nc_tensor_free(out);
+    ro = (nc_run_options){.mode = NC_MODE_ANN};
+    nc_engine_forward(e, in, &ro, &out, &err);
+    *ann_acc = 0;
+    for (int64_t s = 0; out && s < ds->count; s++) {
+        const float *o = out->data + s * 3;
+        int best = o[1] > o[0] ? 1 : 0;
+        best = o[2] > o[best] ? 2 : best;
+        *ann_acc += (best == ds->labels[s]) / (double)ds->count;
+    }
+    nc_tensor_free(out);
+    nc_tensor_free(in);
+}
+
+static void test_simulate_cpu(void)
+{
+    enum { T = 8 };
+    nc_net *net = engine_net();
+    nc_dataset *ds = tiny_dataset(10);
+    nc_engine *e = nc_engine_cpu_new();
+    nc_error err;
+    nc_record *rec = NULL;
+    nc_simulate_options o = {.T = T, .batch_size = 4};
+    NC_CHECK(nc_simulate(e, net, ds, &o, NULL, NULL, &rec, &err) == NC_OK, "%s", err.message);
+    if (!rec)
+        goto done;
+    double acc[T], ann = 0;
+    int64_t spikes = 0;
+    direct_run(e, ds, T, acc, &spikes, &ann);
+    NC_CHECK(nc_record_samples(rec) == 10, "3 batches (4+4+2) = 10 images");
+    for (int t = 1; t <= T; t++)
+        NC_CHECK_CLOSE(nc_record_accuracy(rec, t), acc[t - 1], 1e-12, 0, "accuracy at t=%d", t);
+    NC_CHECK_CLOSE(nc_record_ann_accuracy(rec), ann, 1e-12, 0, "ANN accuracy");
+    NC_CHECK(!isnan(nc_record_qcfs_accuracy(rec)), "QCFS accuracy measured");
+    nc_layer_stats s;
+    nc_record_layer_stats(rec, 0, &s);
+    NC_CHECK(s.spikes == spikes, "spikes %lld vs direct %lld", (long long)s.spikes, (long long)spikes);
+    NC_CHECK(s.has_ann, "total error measured");
+    /* constant input current, v0 = θ/2: the IF gives q_T(z) exactly */
+    NC_CHECK(s.uneven.mean_abs < 1e-5, "no unevenness with a constant input (%g)", s.uneven.mean_abs);
+    NC_CHECK_CLOSE(s.clip.mean + s.quant.mean + s.uneven.mean, s.local.mean, 1e-9, 0, "decomposition sums");
+    /* the ANN activation of the first layer is ReLU(z) itself: total = local */
+    NC_CHECK_CLOSE(s.total.mean, s.local.mean, 1e-5, 0, "first layer: total error = local error");
+    printf("# simulate: acc(T) %.3f ann %.3f qcfs %.3f rate %.3f local mse %.4g\n", nc_record_accuracy(rec, T),
+           nc_record_ann_accuracy(rec), nc_record_qcfs_accuracy(rec), s.firing_rate, s.local.mse);
+done:
+    nc_record_free(rec);
+    nc_engine_free(e);
+    nc_net_free(net);
+}
+
+typedef struct cancel_state { int calls_after_first_batch; int64_t last_done; } cancel_state;
+
+static int cancel_after_first_batch(void *user, const nc_progress *p)
+{
+    cancel_state *c = user;
+    c->last_done = p->done;
+    NC_CHECK(strcmp(p->stage, "simulate") == 0 && p->total == 10, "progress stage and total");
+    return p->done >= 4;
+}
+
+static void test_simulate_cancel(void)
+{
+    nc_net *net = engine_net();
+    nc_dataset *ds = tiny_dataset(10);
+    nc_engine *e = nc_engine_cpu_new();
+    nc_error err;
+    nc_record *rec = NULL;
+    cancel_state cs = {0, 0};
+    nc_simulate_options o = {.T = 4, .batch_size = 4, .encoding = NC_ENCODING_POISSON, .seed = 7};
+    NC_CHECK(nc_simulate(e, net, ds, &o, cancel_after_first_batch, &cs, &rec, &err) == NC_ERR_CANCELLED,
+             "cancelled");
+    printf("# cancel: %s\n", err.message);
+    NC_CHECK(rec && nc_record_samples(rec) == 4, "partial record holds the first batch");
+    NC_CHECK(rec && !isnan(nc_record_accuracy(rec, 4)), "partial record readable");
+    nc_record_free(rec);
+    /* limit */
+    o.limit = 3;
+    NC_CHECK(nc_simulate(e, net, ds, &o, NULL, NULL, &rec, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(rec && nc_record_samples(rec) == 3, "limit 3");
+    nc_record_free(rec);
+    nc_engine_free(e);
+    nc_net_free(net);
+}
+
+int main(void)
+{
+    NC_RUN(test_hand_metrics);
+    NC_RUN(test_traces_subtract_ge);
+    NC_RUN(test_traces_zero_gt);
+    NC_RUN(test_batches_and_bad_calls);
+    NC_RUN(test_simulate_cpu);
+    NC_RUN(test_simulate_cancel);
+    return nc_test_done();
+}
