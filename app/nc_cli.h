@@ -12,10 +12,19 @@
 int nc_cmd_info(int argc, char **argv);
 int nc_cmd_eval(int argc, char **argv);
 int nc_cmd_engines(int argc, char **argv);
+int nc_cmd_convert(int argc, char **argv);
+int nc_cmd_run(int argc, char **argv);
+int nc_cmd_sweep(int argc, char **argv);
+int nc_cmd_bench(int argc, char **argv);
 
-/* Loads a model by its extension (.onnx; later .nir and .ncsnn).  On failure
- * prints the one-line error and returns NULL. */
+/* Loads a model by its extension (.onnx, or a converted project .ncsnn).  On
+ * failure prints the one-line error and returns NULL.  When pp is not NULL
+ * and the file is a project with stored preprocessing, *pp receives it and
+ * *has_pp is set. */
 nc_net *nc_cli_load_model(const char *path);
+nc_net *nc_cli_load_model_pp(const char *path, nc_preprocess *pp, int *has_pp);
+/* 1 if the net holds IF neurons (already converted), else 0. */
+int nc_cli_is_snn(const nc_net *net);
 
 /* Dataset options shared by eval, convert, run, sweep: --data, --mean, --std,
  * --scale, --limit.  nc_cli_data_option() handles one getopt result and
@@ -27,7 +36,16 @@ typedef struct nc_cli_data {
 } nc_cli_data;
 
 enum { NC_OPT_DATA = 1000, NC_OPT_MEAN, NC_OPT_STD, NC_OPT_SCALE, NC_OPT_LIMIT, NC_OPT_JSON, NC_OPT_ENGINE,
-       NC_OPT_BATCH, NC_OPT_THREADS };
+       NC_OPT_BATCH, NC_OPT_THREADS, NC_OPT_THRESHOLD, NC_OPT_PER_CHANNEL, NC_OPT_L, NC_OPT_MAXPOOL,
+       NC_OPT_CALIB_IMAGES, NC_OPT_V0, NC_OPT_RESET, NC_OPT_FIRE, NC_OPT_ENCODING, NC_OPT_SEED, NC_OPT_RECORD,
+       NC_OPT_PNG, NC_OPT_REPEATS, NC_OPT_WARMUP, NC_OPT_PLOTS };
+
+/* Conversion options shared by convert and sweep (--threshold, --per-channel,
+ * --L, --maxpool, --calib-images, --v0, --reset, --fire, -T). Returns 1 if it
+ * consumed the option, 0 if not, -1 on a bad value. */
+struct nc_pipeline_options;
+int nc_cli_convert_option(struct nc_pipeline_options *o, int opt, const char *arg);
+extern const char nc_cli_convert_help[];
 
 void nc_cli_data_init(nc_cli_data *d);
 int nc_cli_data_option(nc_cli_data *d, int opt, const char *arg);

@@ -24,11 +24,14 @@ nc_net *nc_cli_load_model(const char *path)
     nc_error err = {0};
     nc_net *net = NULL;
     nc_status st;
+    if (has_suffix(path, ".ncsnn"))
+        return nc_cli_load_model_pp(path, NULL, NULL);
     if (has_suffix(path, ".onnx"))
         st = nc_onnx_load(path, NULL, &net, &err);
     else
         st = nc_fail(&err, NC_ERR_UNSUPPORTED,
-                     "%s: unknown model format; give an ONNX model (.onnx)", path);
+                     "%s: unknown model format; give an ONNX model (.onnx) or a converted project (.ncsnn)",
+                     path);
     if (st != NC_OK) {
         nc_cli_error(&err);
         return NULL;
@@ -107,4 +110,110 @@ nc_engine *nc_cli_engine(const char *name, const nc_net *net, int threads)
         return NULL;
     }
     return e;
+}
+
+/* ---- models and conversion options ------------------------------------- */
+
+#include "nc_pipeline.h"
+#include "nc_project.h"
+
+nc_net *nc_cli_load_model_pp(const char *path, nc_preprocess *pp, int *has_pp)
+{
+    if (has_pp)
+        *has_pp = 0;
+    if (!has_suffix(path, ".ncsnn"))
+        return nc_cli_load_model(path);
+    nc_error err = {0};
+    nc_project *project = NULL;
+    if (nc_project_load(path, &project, &err) != NC_OK) {
+        nc_cli_error(&err);
+        return NULL;
+    }
+    nc_net *net = project->net;
+    project->net = NULL; /* the caller owns the net from here */
+    if (pp && project->has_preprocess) {
+        *pp = project->preprocess;
+        if (has_pp)
+            *has_pp = 1;
+    }
+    nc_project_free(project);
+    return net;
+}
+
+int nc_cli_is_snn(const nc_net *net)
+{
+    for (int i = 0; i < net->n_nodes; i++)
+        if (net->nodes[i].kind == NC_NODE_NEURON && net->nodes[i].neuron.model == NC_NEURON_IF)
+            return 1;
+    return 0;
+}
+
+const char nc_cli_convert_help[] =
+    "  --threshold M    max | p99 | p99.9 (default) | p99.99 | mmse: how λ is chosen from the\n"
+    "                   activations of each ReLU layer (percentiles over non-zero activations)\n"
+    "  --per-channel    one threshold per channel instead of one per layer\n"
+    "  --L N            QCFS quantisation steps (default 8)\n"
+    "  -T N             the timesteps mmse tunes the threshold for (default L)\n"
+    "  --maxpool S      avg | pre-spike (default, exact) | gated: how MaxPool runs on spikes\n"
+    "  --calib-images N training images used for calibration (default 2000)\n"
+    "  --v0 F           initial membrane potential as a fraction of θ (default 0.5)\n"
+    "  --reset R        subtract (default) | zero\n"
+    "  --fire C         ge (v ≥ θ, default) | gt (v > θ)\n";
+
+int nc_cli_convert_option(nc_pipeline_options *o, int opt, const char *arg)
+{
+    long v;
+    double d;
+    switch (opt) {
+    case NC_OPT_THRESHOLD:
+        if (nc_calib_method_parse(arg, &o->method) != 0) {
+            fprintf(stderr, "neurocuda: --threshold must be max, p99, p99.9, p99.99 or mmse, got '%s'\n", arg);
+            return -1;
+        }
+        return 1;
+    case NC_OPT_PER_CHANNEL: o->per_channel = 1; return 1;
+    case NC_OPT_L:
+        if ((v = nc_cli_parse_long("--L", arg, 1, 4096)) < 0)
+            return -1;
+        o->levels = (int)v;
+        return 1;
+    case 'T':
+        if ((v = nc_cli_parse_long("-T", arg, 1, 100000)) < 0)
+            return -1;
+        o->target_T = (int)v;
+        return 1;
+    case NC_OPT_MAXPOOL:
+        if (nc_maxpool_strategy_parse(arg, &o->maxpool) != 0) {
+            fprintf(stderr, "neurocuda: --maxpool must be avg, pre-spike or gated, got '%s'\n", arg);
+            return -1;
+        }
+        return 1;
+    case NC_OPT_CALIB_IMAGES:
+        if ((v = nc_cli_parse_long("--calib-images", arg, 1, 1L << 30)) < 0)
+            return -1;
+        o->calib_images = v;
+        return 1;
+    case NC_OPT_V0:
+        if (nc_cli_parse_double("--v0", arg, &d) != 0 || d < 0 || d > 1) {
+            fprintf(stderr, "neurocuda: --v0 is a fraction of the threshold from 0 to 1\n");
+            return -1;
+        }
+        o->snn.v0_fraction = (float)d;
+        return 1;
+    case NC_OPT_RESET:
+        if (strcmp(arg, "subtract") && strcmp(arg, "zero")) {
+            fprintf(stderr, "neurocuda: --reset must be subtract or zero, got '%s'\n", arg);
+            return -1;
+        }
+        o->snn.reset = strcmp(arg, "zero") == 0 ? NC_RESET_ZERO : NC_RESET_SUBTRACT;
+        return 1;
+    case NC_OPT_FIRE:
+        if (strcmp(arg, "ge") && strcmp(arg, "gt")) {
+            fprintf(stderr, "neurocuda: --fire must be ge or gt, got '%s'\n", arg);
+            return -1;
+        }
+        o->snn.compare = strcmp(arg, "gt") == 0 ? NC_FIRE_GT : NC_FIRE_GE;
+        return 1;
+    default: return 0;
+    }
 }

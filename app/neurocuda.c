@@ -15,6 +15,10 @@ typedef struct command {
 static const command commands[] = {
     {"info", nc_cmd_info, "show a model's nodes, shapes, MACs and conversion report"},
     {"eval", nc_cmd_eval, "test-set accuracy of the ANN"},
+    {"convert", nc_cmd_convert, "calibrate and convert an ANN into an SNN project (.ncsnn)"},
+    {"run", nc_cmd_run, "simulate an SNN: accuracy by timestep, firing rates, errors per layer"},
+    {"sweep", nc_cmd_sweep, "compare threshold choices: accuracy-vs-T curves side by side"},
+    {"bench", nc_cmd_bench, "time the ANN and the SNN on one batch (median of repeated runs)"},
     {"engines", nc_cmd_engines, "list the engines compiled in and whether they can run here"},
 };
 

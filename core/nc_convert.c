@@ -108,8 +108,8 @@ static nc_status pool_pre_spike(nc_net *net, int p, nc_error *err)
     const nc_node *pool = &net->nodes[r], *neuron = &net->nodes[p];
     net->nodes[r].maxpool_strategy = NC_MAXPOOL_PRE_SPIKE;
     if (!nc_report_add(&net->report, pool->name, "MaxPool", 0, NC_SUPPORT_CONVERTED, pool->name,
-                       "MaxPool moved before %s '%s' (max and a non-decreasing activation commute: exact); the "
-                       "SNN takes the max over input currents",
+                       "MaxPool moved before %s '%s' (max and a non-decreasing activation commute: the ANN is "
+                       "unchanged); the SNN takes the max over input currents instead of spikes",
                        nc_neuron_model_name(neuron->neuron.model), neuron->name))
         return report_oom(err);
     return NC_OK;

@@ -27,8 +27,11 @@
  *     counted (report APPROXIMATED: the ANN's function changes).
  *   NC_MAXPOOL_PRE_SPIKE: a MaxPool fed by a ReLU/Clip/QCFS neuron that feeds
  *     nothing else swaps places with it (Relu→MaxPool becomes MaxPool→Relu,
- *     exact because max and a non-decreasing function commute), so the SNN
- *     takes the max over input currents.  A MaxPool on currents (no neuron
+ *     exact in the ANN because max and a non-decreasing function commute),
+ *     so the SNN takes the max over input currents.  (Over time that max is
+ *     exact for the rates only if the engine pools the running sums of the
+ *     currents, out(t) = max_i S_i(t) − max_i S_i(t−1); a max of each step's
+ *     currents overestimates when the currents vary from step to step.)  A MaxPool on currents (no neuron
  *     before it) is exact as it is.  A MaxPool on spikes that cannot be
  *     swapped (its neuron feeds other nodes too) falls back to GATED.
  *   NC_MAXPOOL_GATED: kept after its neuron; in SNN mode the engine passes the

@@ -128,8 +128,10 @@ nc_status nc_h5_create(nc_h5_writer *w, const char *path, nc_error *err)
     fchmod(fd, stat(path, &st) == 0 ? (st.st_mode & 07777) : 0644);
     close(fd);
     hid_t fapl = strong_fapl();
-    /* 1.8+ format: object headers and the superblock carry checksums, so
-     * damaged metadata is detected instead of trusted. */
+    /* The 1.10 file format checksums every metadata object, chunk indexes
+     * included, so damage is detected instead of trusted (with the 1.8
+     * format a fuzz test loaded wrong weights through a damaged B-tree).
+     * Readers need HDF5 ≥ 1.10 (Debian 12 has 1.10.8; h5py uses it). */
     H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST);
     w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     char why[256];

@@ -8,6 +8,9 @@
  *   - Files are written to "<path>.tmp-XXXXXX" in the same folder, fsync'ed
  *     and renamed over <path>, so a failed or interrupted save never damages
  *     an existing file (nc_h5_create / nc_h5_commit / nc_h5_discard).
+ *   - Files are written in the HDF5 1.10 format (metadata checksums) and
+ *     every array is chunked with the Fletcher-32 filter, so damage anywhere
+ *     in a file is reported on reading rather than loaded as wrong numbers.
  *   - Reading follows hard links only: a soft or external link, a dataset
  *     whose raw data lies in external files, or a virtual dataset is refused
  *     (a project file must not make us open other files).

@@ -594,6 +594,7 @@ typedef struct importer {
     int *handled;         /* 1 once a node is reported (patterns take several) */
     int *entry;           /* report entry of each ONNX node, -1 before        */
     int *unchecked;       /* failed only because an input was unsupported     */
+    int *live;            /* 1 when a graph output depends on the node        */
     int *refs;            /* per IR node: ONNX consumers of values it computes */
     int cap_refs;
     nc_net *net;
@@ -2462,6 +2463,39 @@ static nc_status op_global_avgpool(nctx *c)
     return emit(c, NC_NODE_GLOBAL_AVGPOOL, 1, &x, 3, dims, &ir);
 }
 
+/* ReduceMean over H and W (how some exporters write adaptive average
+ * pooling to 1×1): a global average pool, flattened when keepdims=0. */
+static nc_status op_reduce_mean(nctx *c)
+{
+    value *x;
+    int64_t axes[CV_MAX_DIMS];
+    int n = 0, seen[4] = {0}, ir;
+    TRY(data_in(c, 0, &x));
+    TRY(axes_arg(c, axes, &n));
+    for (int k = 0; k < n; k++) {
+        int a = norm_axis(axes[k], x->ndim + 1);
+        if (a >= 0 && a < 4)
+            seen[a] = 1;
+    }
+    if (x->ndim != 3 || n != 2 || !seen[2] || !seen[3])
+        return unsup(c, "ReduceMean other than over the spatial axes (2, 3) of an [N, C, H, W] input");
+    int64_t pooled[3] = {x->dims[0], 1, 1};
+    TRY(emit(c, NC_NODE_GLOBAL_AVGPOOL, 1, &x, 3, pooled, &ir));
+    if (attr_int(c, "keepdims", 1))
+        return NC_OK;
+    char name[NC_NAME_MAX + 16];
+    snprintf(name, sizeof name, "%.*s_flatten", NC_NAME_MAX - 16, ir_node(c->imp, ir)->name);
+    value *o = out_value(c, 0);
+    int flat;
+    TRY(add_ir(c->imp, NC_NODE_FLATTEN, name, 1, &ir, 1, pooled, &flat));
+    if (o) { /* the flattened node computes the output now */
+        c->imp->refs[ir] -= o->n_consumers;
+        c->imp->refs[ir] += 1;
+        bind_value(c->imp, o, flat, 1, pooled);
+    }
+    return NC_OK;
+}
+
 /* ==== dispatch ============================================================== */
 
 typedef struct op_def {
@@ -2479,6 +2513,7 @@ static const op_def OPS[] = {
     {"MaxPool", op_pool, NULL},
     {"AveragePool", op_pool, NULL},
     {"GlobalAveragePool", op_global_avgpool, NULL},
+    {"ReduceMean", op_reduce_mean, NULL},
     {"BatchNormalization", op_batchnorm, NULL},
     {"Flatten", op_flatten, c_flatten},
     {"Reshape", op_reshape, c_reshape},
@@ -2607,6 +2642,8 @@ static nc_status convert_node(importer *imp, int k)
     if (imp->handled[k])
         return NC_OK;
     nctx_init(&c, imp, k);
+    if (!imp->live[k])
+        return report(&c, NC_SUPPORT_REMOVED, "", "its result is never used");
     int tainted = inputs_tainted(&c);
     const char *domain = S(c.p->domain);
     nc_status st;
@@ -2814,8 +2851,6 @@ static nc_status link_values(importer *imp)
                              "node '%s' (%s, opset %d) reads '%s', which is neither an initializer, a graph input "
                              "nor a node output (a missing initializer?); re-export the model",
                              node_display_name(p, k, name, sizeof name), S(p->op_type), imp->opset, p->input[i]);
-            imp->values[vi].n_consumers++;
-            imp->values[vi].consumer = k;
         }
     }
     for (size_t i = 0; i < imp->graph->n_output; i++) {
@@ -2827,6 +2862,28 @@ static nc_status link_values(importer *imp)
         imp->values[vi].n_consumers++;
     }
     return NC_OK;
+}
+
+/* Marks the nodes that graph outputs depend on (reverse topological order)
+ * and counts consumers among them only, so that a dead branch neither blocks
+ * folding nor fails the import. */
+static void find_live(importer *imp)
+{
+    for (int i = imp->n_nodes - 1; i >= 0; i--) {
+        int k = imp->order[i];
+        const Onnx__NodeProto *p = imp->graph->node[k];
+        for (size_t o = 0; o < p->n_output && !imp->live[k]; o++) {
+            int vi = p->output[o] && p->output[o][0] ? find_value(imp, p->output[o]) : -1;
+            imp->live[k] = vi >= 0 && imp->values[vi].n_consumers > 0;
+        }
+        for (size_t in = 0; imp->live[k] && in < p->n_input; in++) {
+            int vi = p->input[in] && p->input[in][0] ? find_value(imp, p->input[in]) : -1;
+            if (vi >= 0) {
+                imp->values[vi].n_consumers++;
+                imp->values[vi].consumer = k;
+            }
+        }
+    }
 }
 
 /* Kahn's algorithm over node → node edges; a leftover node lies on a cycle. */
@@ -2947,7 +3004,7 @@ static int foldable_now(importer *imp, int k)
     nctx_init(&c, imp, k);
     const op_def *d = find_op(c.op);
     const char *domain = S(c.p->domain);
-    if (!d || !d->konst || (domain[0] && strcmp(domain, "ai.onnx")))
+    if (!imp->live[k] || !d || !d->konst || (domain[0] && strcmp(domain, "ai.onnx")))
         return 0;
     for (size_t i = 0; i < c.p->n_input; i++) {
         value *v = in_value(&c, i);
@@ -3037,7 +3094,8 @@ static nc_status parse_model(importer *imp)
     imp->handled = calloc(n, sizeof(int));
     imp->entry = malloc(n * sizeof(int));
     imp->unchecked = calloc(n, sizeof(int));
-    if (!imp->order || !imp->handled || !imp->entry || !imp->unchecked)
+    imp->live = calloc(n, sizeof(int));
+    if (!imp->order || !imp->handled || !imp->entry || !imp->unchecked || !imp->live)
         return oom(imp);
     for (size_t k = 0; k < n; k++)
         imp->entry[k] = -1;
@@ -3058,6 +3116,7 @@ static nc_status import_run(importer *imp)
     TRY(setup_inputs(imp));
     TRY(link_values(imp));
     TRY(topo_sort(imp));
+    find_live(imp);
     return convert_graph(imp);
 }
 
@@ -3071,6 +3130,7 @@ static void importer_free(importer *imp)
     free(imp->handled);
     free(imp->entry);
     free(imp->unchecked);
+    free(imp->live);
     free(imp->refs);
     if (imp->model)
         onnx__model_proto__free_unpacked(imp->model, NULL);

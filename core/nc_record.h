@@ -214,7 +214,8 @@ void nc_record_trace(const nc_record *rec, int layer, nc_trace *out);
  *     rate_by_channel f64 [C], spike_count_by_channel i64 [C]
  *     traces/ neuron i64 [k], current f32 [S,k,T], spike u8 [S,k,T],
  *             v f32 [S,k,T+1]
- * The node name is escaped with nc_h5_escape_name ('/' → %2F). */
+ * The node name is escaped with nc_h5_escape_name ('/' → %2F).  Strings are
+ * fixed-length UTF-8 (see nc_h5util.h), so h5py returns bytes: .decode(). */
 nc_status nc_record_save(const nc_record *rec, const char *path, nc_error *err);
 
 #endif

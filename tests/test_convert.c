@@ -590,7 +590,7 @@ static void check_fixture(const char *name, const nc_dataset *train, const nc_da
     print_comment(nc_convert_summary_text(net, "p99.9 layer-wise", buf, sizeof buf));
     printf("# %s: ANN %.2f%%, QCFS (p99.9, L=8) %.2f%% on %lld test images\n", name, 100 * ann.accuracy,
            100 * q.accuracy, (long long)q.images);
-    for (int T = 8; T <= 64; T *= 2) /* for the record: IF neurons, v0 = θ/2, summed logits */
+    for (int T = 8; T <= 32; T *= 4) /* for the record: IF neurons, v0 = θ/2, summed logits */
         printf("# %s: SNN T=%d %.2f%%\n", name, T, 100 * snn_accuracy(e, test, T, test->count));
     failed = !(q.accuracy > ann.accuracy - 0.03);
 done:

@@ -215,6 +215,23 @@ static void test_avgpool_divisor(void)
     NC_CHECK_CLOSE(out[8], -16.0, 0, 0, "max over the single real tap");
 }
 
+/* Outputs wider than the kernels' column-tap table (1024) take another path. */
+static void test_pool_wide(void)
+{
+    nc_window g;
+    int k[2] = {1, 3}, s[2] = {1, 1}, p[4] = {0, 1, 0, 2}, d[2] = {1, 2};
+    NC_CHECK(nc_window_init(&g, 2, 2, 1500, k, s, p, d, 1) == 0 && g.ow > 1024, "wide");
+    int64_t n_in = 2 * 2 * 1500, n_out = 2 * 2 * g.ow;
+    float *in = rnd_array(n_in), *out = malloc(n_out * sizeof(float)), *ref = malloc(n_out * sizeof(float));
+    nc_avgpool(&g, 1, 1, in, out);
+    nc_ref_avgpool(&g, 1, 1, in, ref);
+    NC_CHECK(compare("wide avgpool", out, ref, n_out, 1e-6, 1e-5), "avg");
+    nc_maxpool(&g, 1, in, out);
+    nc_ref_maxpool(&g, 1, in, ref);
+    NC_CHECK(compare("wide maxpool", out, ref, n_out, 0, 0), "max");
+    free(in), free(out), free(ref);
+}
+
 static void test_global_avgpool_affine_add_concat(void)
 {
     float in[2 * 3 * 4], out[6];
@@ -324,6 +341,7 @@ int main(void)
     NC_RUN(test_dense_random);
     NC_RUN(test_pools_random);
     NC_RUN(test_avgpool_divisor);
+    NC_RUN(test_pool_wide);
     NC_RUN(test_global_avgpool_affine_add_concat);
     NC_RUN(test_neuron_functions);
     NC_RUN(test_if_random);

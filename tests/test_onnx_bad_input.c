@@ -334,6 +334,16 @@ static void test_storage_fields_ok(void)
     nc_net_free(net);
 }
 
+/* ReduceMean over H, W (opset 18, axes as an input) is a global average pool. */
+static void test_reduce_mean_ok(void)
+{
+    nc_net *net = NULL;
+    run_control("ok_reduce", NC_MODE_ANN, 1e-5, &net);
+    NC_CHECK(net && nc_net_find(net, "mean") >= 0 && net->nodes[nc_net_find(net, "mean")].kind == NC_NODE_GLOBAL_AVGPOOL,
+             "mean is a global average pool");
+    nc_net_free(net);
+}
+
 /* The PyTorch QCFS chain becomes one QCFS neuron per activation. */
 static void test_qcfs_chain(void)
 {
@@ -405,6 +415,7 @@ int main(void)
     NC_RUN(test_null_error);
     NC_RUN(test_external_data_ok);
     NC_RUN(test_storage_fields_ok);
+    NC_RUN(test_reduce_mean_ok);
     NC_RUN(test_qcfs_chain);
     cleanup();
     return nc_test_done();

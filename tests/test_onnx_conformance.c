@@ -22,7 +22,7 @@
 #define MAX_INPUTS 8
 
 static const char *const DATA_OPS[] = {"Conv", "Gemm", "MatMul", "Relu", "Clip", "MaxPool", "AveragePool",
-                                       "GlobalAveragePool", "BatchNormalization", "Flatten", "Reshape", "Add",
+                                       "GlobalAveragePool", "ReduceMean", "BatchNormalization", "Flatten", "Reshape", "Add",
                                        "Concat", "Dropout", "Identity", "Softmax", "LogSoftmax", NULL};
 static const char *const CONST_OPS[] = {"Constant", "Shape", "Gather", "Unsqueeze", "Squeeze", "Cast", "Slice",
                                         "Sub", "Mul", "Div", "ConstantOfShape", "Range", "Transpose", NULL};

@@ -5,7 +5,8 @@ tests/fixtures/onnx_bad/ (run from the repository root, or pass the folder).
 Bad models are built with onnx.helper (python3-onnx 1.12); a few good models
 serve as controls: ok_external (dynamo-style, opset 18, weights in
 ok_external.onnx.data), ok_fields (raw_data, float_data, double_data and
-int64_data initializers) and ok_qcfs (a QCFS network exported by PyTorch's
+int64_data initializers), ok_reduce (opset 18 ReduceMean as a global
+average pool) and ok_qcfs (a QCFS network exported by PyTorch's
 TorchScript exporter, python3-torch 1.13).  Controls come with an input and
 the expected output as TensorProto files (<name>_input.pb, <name>_output.pb).
 
@@ -233,6 +234,26 @@ def ok_fields():
     save_tensor(y, "ok_fields_output.pb")
 
 
+def ok_reduce():
+    """Opset 18 ReduceMean over H, W with axes as an input (a dynamo-style
+    adaptive average pool), keepdims=0, then a Gemm."""
+    w = RNG.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(3).astype(np.float32)
+    g = RNG.standard_normal((2, 3)).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"), numpy_helper.from_array(g, "g"),
+             numpy_helper.from_array(np.array([-1, -2], dtype=np.int64), "axes")]
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv"),
+        helper.make_node("ReduceMean", ["c", "axes"], ["m"], name="mean", keepdims=0),
+        helper.make_node("Gemm", ["m", "g"], ["y"], name="fc", transB=1),
+    ]
+    save(model(nodes, [vi("x", [2, 1, 5, 5])], [vi("y", [2, 2])], inits, opset=18), "ok_reduce.onnx")
+    x = RNG.standard_normal((2, 1, 5, 5)).astype(np.float32)
+    y = conv2d(x, w, b).mean(axis=(2, 3)) @ g.T.astype(np.float64)
+    save_tensor(x, "ok_reduce_input.pb")
+    save_tensor(y, "ok_reduce_output.pb")
+
+
 def ok_qcfs():
     """QCFS activations (scalar and per-channel λ) as PyTorch exports them."""
     import torch
@@ -265,7 +286,7 @@ def ok_qcfs():
 def main():
     os.makedirs(OUT, exist_ok=True)
     for make in (unsupported_ops, softmax_middle, external_bad, weight_input, dangling, cycle, huge_dims,
-                 raw_mismatch, channel_mismatch, two_inputs, ok_external, ok_fields, ok_qcfs):
+                 raw_mismatch, channel_mismatch, two_inputs, ok_external, ok_fields, ok_reduce, ok_qcfs):
         make()
     total = sum(os.path.getsize(path(f)) for f in os.listdir(OUT))
     print("wrote %d files, %d bytes, to %s" % (len(os.listdir(OUT)), total, OUT))

@@ -46,6 +46,19 @@ static void text_at(cairo_t *cr, double x, double y, const char *text, double al
     cairo_show_text(cr, text);
 }
 
+/* The plot area for a chart of size w × h: the margins leave room for the
+ * title, the y label and tick labels, the x labels and a legend on the right.
+ * Drawing and hit-testing both use it, so a click maps to what was drawn. */
+static frame chart_frame(double w, double h, const nc_plot_style *st, double legend_width)
+{
+    frame f = {st->font_size * 5.5, st->font_size * 3.2, w - 16 - legend_width, h - st->font_size * 4.5};
+    if (f.right < f.left + 40)
+        f.right = f.left + 40;
+    if (f.bottom < f.top + 40)
+        f.bottom = f.top + 40;
+    return f;
+}
+
 static frame begin_chart(cairo_t *cr, double w, double h, const nc_plot_style *st, const char *title,
                          const char *y_label, double legend_width)
 {
@@ -67,12 +80,7 @@ static frame begin_chart(cairo_t *cr, double w, double h, const nc_plot_style *s
         text_at(cr, 0, 0, y_label, 0.5, 0.5);
         cairo_restore(cr);
     }
-    frame f = {st->font_size * 5.5, st->font_size * 3.2, w - 16 - legend_width, h - st->font_size * 4.5};
-    if (f.right < f.left + 40)
-        f.right = f.left + 40;
-    if (f.bottom < f.top + 40)
-        f.bottom = f.top + 40;
-    return f;
+    return chart_frame(w, h, st, legend_width);
 }
 
 /* A "nice" tick step (1, 2 or 5 × 10^k) for a range split into about n parts. */

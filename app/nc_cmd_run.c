@@ -1,0 +1,191 @@
+/* nc_cmd_run.c — `neurocuda run SNN`: simulates a converted network over T
+ * steps and reports accuracy by step, firing rates and errors per layer. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nc_cli.h"
+#include "nc_cli_report.h"
+#include "nc_simulate.h"
+
+static void usage(FILE *out)
+{
+    fputs("Usage: neurocuda run SNN [--data DATASET] [-T N] [--engine cpu] [--encoding direct|poisson]\n"
+          "                     [--seed N] [--limit N] [--batch B] [--record FILE.h5] [--plots DIR] [--json]\n"
+          "\n"
+          "Simulates the spiking network in SNN (a project written by `neurocuda convert`) for T steps on\n"
+          "the test images, next to the ANN and the QCFS-ANN on the same images, and prints the accuracy\n"
+          "after every step, the firing rates, the calibration error per layer (clipping, quantisation,\n"
+          "unevenness) and the synaptic operations against the ANN's MACs.\n"
+          "\n"
+          "  --data DATASET   test split of this dataset (default fashion-mnist); the preprocessing saved\n"
+          "                   in the project is used unless --mean/--std/--scale are given\n"
+          "  -T N             timesteps (default 32)\n"
+          "  --engine NAME    cpu (default) | gpu | loihi\n"
+          "  --encoding E     direct (default: the analog image every step) | poisson (rate-coded spikes)\n"
+          "  --seed N         Poisson seed (default 1)\n"
+          "  --limit N        only the first N test images\n"
+          "  --batch B        images per batch (default 32)\n"
+          "  --record F.h5    save the recording (spike events, rates, errors, traces) as HDF5\n"
+          "  --plots DIR      write the charts as PNG files into DIR\n"
+          "  --json           one JSON object as the last line: accuracy_by_step (index t-1),\n"
+          "                   ann_accuracy, qcfs_accuracy, firing_rate_by_layer, calibration_error_by_layer\n",
+          out);
+}
+
+typedef struct run_args {
+    nc_cli_data data;
+    nc_simulate_options sim;
+    const char *engine, *record, *plots, *model;
+    int json, data_given;
+} run_args;
+
+static int parse_run_option(run_args *a, int opt, const char *arg)
+{
+    long v;
+    switch (opt) {
+    case NC_OPT_ENGINE: a->engine = arg; return 1;
+    case 'T':
+        if ((v = nc_cli_parse_long("-T", arg, 1, 100000)) < 0)
+            return -1;
+        a->sim.T = (int)v;
+        return 1;
+    case NC_OPT_ENCODING:
+        if (strcmp(arg, "direct") && strcmp(arg, "poisson")) {
+            fprintf(stderr, "neurocuda: --encoding must be direct or poisson, got '%s'\n", arg);
+            return -1;
+        }
+        a->sim.encoding = strcmp(arg, "poisson") == 0 ? NC_ENCODING_POISSON : NC_ENCODING_DIRECT;
+        return 1;
+    case NC_OPT_SEED:
+        if ((v = nc_cli_parse_long("--seed", arg, 0, 1L << 62)) < 0)
+            return -1;
+        a->sim.seed = (uint64_t)v;
+        return 1;
+    case NC_OPT_BATCH:
+        if ((v = nc_cli_parse_long("--batch", arg, 1, 1 << 16)) < 0)
+            return -1;
+        a->sim.batch_size = (int)v;
+        return 1;
+    case NC_OPT_RECORD: a->record = arg; return 1;
+    case NC_OPT_PLOTS: a->plots = arg; return 1;
+    case NC_OPT_JSON: a->json = 1; return 1;
+    default: return 0;
+    }
+}
+
+static int parse(int argc, char **argv, run_args *a)
+{
+    static const struct option options[] = {
+        {"data", required_argument, NULL, NC_OPT_DATA},     {"mean", required_argument, NULL, NC_OPT_MEAN},
+        {"std", required_argument, NULL, NC_OPT_STD},       {"scale", required_argument, NULL, NC_OPT_SCALE},
+        {"limit", required_argument, NULL, NC_OPT_LIMIT},   {"engine", required_argument, NULL, NC_OPT_ENGINE},
+        {"encoding", required_argument, NULL, NC_OPT_ENCODING}, {"seed", required_argument, NULL, NC_OPT_SEED},
+        {"batch", required_argument, NULL, NC_OPT_BATCH},   {"record", required_argument, NULL, NC_OPT_RECORD},
+        {"plots", required_argument, NULL, NC_OPT_PLOTS},   {"json", no_argument, NULL, NC_OPT_JSON},
+        {"help", no_argument, NULL, 'h'},                   {0}};
+    int opt;
+    while ((opt = getopt_long(argc, argv, "hT:", options, NULL)) != -1) {
+        if (opt == NC_OPT_MEAN || opt == NC_OPT_STD || opt == NC_OPT_SCALE)
+            a->data_given = 1;
+        int used = nc_cli_data_option(&a->data, opt, optarg);
+        if (used == 0)
+            used = parse_run_option(a, opt, optarg);
+        if (used < 0)
+            return 2;
+        if (used)
+            continue;
+        if (opt == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        usage(stderr);
+        return 2;
+    }
+    if (optind != argc - 1) {
+        fputs("neurocuda run: give exactly one SNN file (.ncsnn)\n", stderr);
+        usage(stderr);
+        return 2;
+    }
+    a->model = argv[optind];
+    return -1;
+}
+
+static void print_json(const run_args *a, const char *engine, const nc_record *rec)
+{
+    nc_json j;
+    nc_json_begin(&j, stdout);
+    nc_json_string(&j, "model", a->model);
+    nc_json_string(&j, "engine", engine);
+    nc_json_string(&j, "encoding", a->sim.encoding == NC_ENCODING_POISSON ? "poisson" : "direct");
+    nc_cli_json_record(&j, rec);
+    if (a->record)
+        nc_json_string(&j, "record", a->record);
+    nc_json_end(&j);
+}
+
+static int simulate(run_args *a, nc_net *net, nc_dataset *ds)
+{
+    nc_engine *engine = nc_cli_engine(a->engine, net, 0);
+    if (!engine)
+        return 1;
+    nc_error err = {0};
+    nc_record *rec = NULL;
+    a->sim.limit = a->data.limit;
+    nc_cli_install_sigint();
+    nc_status st = nc_simulate(engine, net, ds, &a->sim, nc_cli_progress, NULL, &rec, &err);
+    int rc = 0;
+    if (st == NC_ERR_CANCELLED && rec)
+        fprintf(stderr, "neurocuda: %s; showing the %lld images finished\n", err.message,
+                (long long)nc_record_samples(rec));
+    else if (st != NC_OK)
+        rc = nc_cli_error(&err);
+    if (rec && nc_record_samples(rec) > 0 && (st == NC_OK || st == NC_ERR_CANCELLED)) {
+        printf("SNN %s on %s (%s engine, T = %d, %s encoding)\n", a->model, ds->path, engine->ops->name, a->sim.T,
+               a->sim.encoding == NC_ENCODING_POISSON ? "Poisson" : "direct");
+        nc_cli_print_accuracy(rec);
+        nc_cli_print_layers(rec);
+        if (a->record && nc_record_save(rec, a->record, &err) != NC_OK)
+            rc = nc_cli_error(&err);
+        else if (a->record)
+            printf("Recording saved to %s\n", a->record);
+        if (a->plots && nc_cli_write_plots(rec, "SNN", a->plots) != 0)
+            rc = 1;
+        if (a->json)
+            print_json(a, engine->ops->name, rec);
+        if (st == NC_ERR_CANCELLED)
+            rc = 130;
+    }
+    nc_record_free(rec);
+    nc_engine_free(engine);
+    return rc;
+}
+
+int nc_cmd_run(int argc, char **argv)
+{
+    run_args a = {.engine = "cpu"};
+    nc_cli_data_init(&a.data);
+    a.sim.T = 32;
+    a.sim.seed = 1;
+    int rc = parse(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    nc_preprocess stored;
+    int has_stored = 0;
+    nc_net *net = nc_cli_load_model_pp(a.model, &stored, &has_stored);
+    if (!net)
+        return 1;
+    if (!nc_cli_is_snn(net)) {
+        fprintf(stderr, "neurocuda: %s holds no spiking neurons; convert it first: neurocuda convert %s -o "
+                        "model.ncsnn\n", a.model, a.model);
+        nc_net_free(net);
+        return 1;
+    }
+    if (has_stored && !a.data_given)
+        a.data.pp = stored;
+    nc_dataset *ds = nc_cli_open_data(&a.data, NC_SPLIT_TEST);
+    rc = ds ? simulate(&a, net, ds) : 1;
+    nc_dataset_free(ds);
+    nc_net_free(net);
+    return rc;
+}

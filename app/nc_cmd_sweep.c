@@ -1,0 +1,248 @@
+/* nc_cmd_sweep.c — `neurocuda sweep MODEL --threshold a,b,c`: one
+ * calibration, several threshold choices, their accuracy-versus-T curves side
+ * by side as a table and a PNG. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nc_cli.h"
+#include "nc_cli_report.h"
+#include "nc_pipeline.h"
+#include "nc_plot.h"
+#include "nc_simulate.h"
+
+#define MAX_METHODS 8
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: neurocuda sweep MODEL --threshold M1,M2,... [--data DATASET] [--mean M] [--std S]\n"
+            "                       [-T N] [--per-channel] [--L N] [--maxpool S] [--limit N]\n"
+            "                       [--engine cpu] [--png FILE] [--json]\n"
+            "\n"
+            "Converts MODEL once per threshold choice (one shared calibration) and simulates each SNN for\n"
+            "T steps on the test images: a table of accuracy by timestep, one column per choice, and with\n"
+            "--png the curves side by side (also .svg or .pdf).\n"
+            "\n"
+            "  --threshold LIST comma-separated: max, p99, p99.9, p99.99, mmse (default p99.9,mmse)\n"
+            "  -T N             timesteps (default 32; mmse is tuned for T)\n"
+            "  --limit N        test images (default 1000)\n"
+            "  --png FILE       write the chart\n"
+            "%s",
+            nc_cli_convert_help);
+}
+
+typedef struct sweep_args {
+    nc_cli_data data;
+    nc_pipeline_options opts;
+    nc_calib_method methods[MAX_METHODS];
+    int n_methods, T, json;
+    const char *engine, *png, *model;
+} sweep_args;
+
+static int parse_methods(sweep_args *a, const char *list)
+{
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", list);
+    a->n_methods = 0;
+    for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (a->n_methods == MAX_METHODS || nc_calib_method_parse(tok, &a->methods[a->n_methods]) != 0) {
+            fprintf(stderr, "neurocuda: --threshold takes up to %d of max, p99, p99.9, p99.99, mmse; got '%s'\n",
+                    MAX_METHODS, tok);
+            return -1;
+        }
+        a->n_methods++;
+    }
+    return a->n_methods > 0 ? 1 : -1;
+}
+
+static int parse(int argc, char **argv, sweep_args *a)
+{
+    static const struct option options[] = {
+        {"data", required_argument, NULL, NC_OPT_DATA},     {"mean", required_argument, NULL, NC_OPT_MEAN},
+        {"std", required_argument, NULL, NC_OPT_STD},       {"scale", required_argument, NULL, NC_OPT_SCALE},
+        {"limit", required_argument, NULL, NC_OPT_LIMIT},   {"engine", required_argument, NULL, NC_OPT_ENGINE},
+        {"threshold", required_argument, NULL, NC_OPT_THRESHOLD},
+        {"per-channel", no_argument, NULL, NC_OPT_PER_CHANNEL},
+        {"L", required_argument, NULL, NC_OPT_L},           {"maxpool", required_argument, NULL, NC_OPT_MAXPOOL},
+        {"calib-images", required_argument, NULL, NC_OPT_CALIB_IMAGES},
+        {"v0", required_argument, NULL, NC_OPT_V0},         {"reset", required_argument, NULL, NC_OPT_RESET},
+        {"fire", required_argument, NULL, NC_OPT_FIRE},     {"png", required_argument, NULL, NC_OPT_PNG},
+        {"json", no_argument, NULL, NC_OPT_JSON},           {"help", no_argument, NULL, 'h'},
+        {0}};
+    int opt;
+    while ((opt = getopt_long(argc, argv, "hT:", options, NULL)) != -1) {
+        int used = opt == NC_OPT_THRESHOLD ? parse_methods(a, optarg) : nc_cli_data_option(&a->data, opt, optarg);
+        if (used == 0 && opt == 'T') {
+            long v = nc_cli_parse_long("-T", optarg, 1, 100000);
+            a->T = (int)v;
+            used = v < 0 ? -1 : 1;
+        }
+        if (used == 0)
+            used = nc_cli_convert_option(&a->opts, opt, optarg);
+        if (used < 0)
+            return 2;
+        if (used)
+            continue;
+        switch (opt) {
+        case NC_OPT_ENGINE: a->engine = optarg; break;
+        case NC_OPT_PNG: a->png = optarg; break;
+        case NC_OPT_JSON: a->json = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fputs("neurocuda sweep: give exactly one MODEL (.onnx)\n", stderr);
+        usage(stderr);
+        return 2;
+    }
+    a->model = argv[optind];
+    a->opts.target_T = a->T;
+    return -1;
+}
+
+typedef struct sweep_curves {
+    int n, T;
+    char labels[MAX_METHODS][32];
+    double *acc[MAX_METHODS]; /* [T] each */
+    double ann;
+} sweep_curves;
+
+static void draw_sweep(cairo_t *cr, double w, double h, void *user)
+{
+    const sweep_curves *c = user;
+    double *x = malloc((size_t)c->T * sizeof *x);
+    if (!x)
+        return;
+    for (int t = 0; t < c->T; t++)
+        x[t] = t + 1;
+    nc_plot_series series[MAX_METHODS];
+    for (int k = 0; k < c->n; k++)
+        series[k] = (nc_plot_series){c->labels[k], c->T, x, c->acc[k]};
+    nc_plot_hline ann = {"ANN", c->ann};
+    nc_plot_lines_spec spec = {.title = "SNN accuracy versus timesteps, by threshold choice",
+                               .x_label = "timestep t", .y_label = "accuracy", .log2_x = c->T >= 4,
+                               .n_series = c->n, .series = series, .n_hlines = isfinite(c->ann), .hlines = &ann};
+    nc_plot_style st;
+    nc_plot_style_light(&st);
+    nc_plot_lines(cr, w, h, &st, &spec);
+    free(x);
+}
+
+/* Converts a clone of the calibrated net with method k and simulates it. */
+static int run_method(sweep_args *a, nc_engine *engine, const nc_net *prepared, nc_pipeline_result *cal,
+                      const nc_dataset *test, int k, sweep_curves *curves)
+{
+    nc_error err = {0};
+    nc_net *net = nc_net_clone(prepared);
+    nc_pipeline_options o = a->opts;
+    o.method = a->methods[k];
+    nc_status st = net ? nc_pipeline_finish(net, &o, cal, &err) : nc_fail(&err, NC_ERR_MEMORY, "out of memory");
+    nc_record *rec = NULL;
+    nc_simulate_options so = {.T = a->T, .limit = test->count, .skip_qcfs = 1};
+    if (st == NC_OK) /* load explicitly: a new clone may reuse a freed clone's address */
+        st = nc_engine_load(engine, net, &err);
+    if (st == NC_OK)
+        st = nc_simulate(engine, net, test, &so, nc_cli_progress, NULL, &rec, &err);
+    if (st == NC_OK) {
+        curves->acc[k] = malloc((size_t)a->T * sizeof(double));
+        for (int t = 1; t <= a->T && curves->acc[k]; t++)
+            curves->acc[k][t - 1] = nc_record_accuracy(rec, t);
+        curves->ann = nc_record_ann_accuracy(rec);
+        snprintf(curves->labels[k], sizeof curves->labels[k], "%s%s", nc_calib_method_name(o.method),
+                 o.per_channel ? " (channel)" : "");
+    }
+    nc_record_free(rec);
+    nc_net_free(net);
+    if (st == NC_OK && !curves->acc[k])
+        st = nc_fail(&err, NC_ERR_MEMORY, "out of memory");
+    return st == NC_OK ? 0 : nc_cli_error(&err);
+}
+
+static void print_curves(const sweep_args *a, const sweep_curves *c, const nc_dataset *test)
+{
+    int steps[40], n = nc_cli_table_steps(a->T, steps, 40);
+    printf("\nSNN accuracy by timestep on %lld test images (ANN %.4f)\n  %6s", (long long)test->count, c->ann, "t");
+    for (int k = 0; k < c->n; k++)
+        printf("  %12s", c->labels[k]);
+    printf("\n");
+    for (int i = 0; i < n; i++) {
+        printf("  %6d", steps[i]);
+        for (int k = 0; k < c->n; k++)
+            printf("  %12.4f", c->acc[k][steps[i] - 1]);
+        printf("\n");
+    }
+    if (a->json) {
+        nc_json j;
+        nc_json_begin(&j, stdout);
+        nc_json_string(&j, "model", a->model);
+        nc_json_int(&j, "T", a->T);
+        nc_json_number(&j, "ann_accuracy", c->ann);
+        nc_json_open(&j, "accuracy_by_step", '{');
+        for (int k = 0; k < c->n; k++) {
+            nc_json_open(&j, c->labels[k], '[');
+            for (int t = 0; t < a->T; t++)
+                nc_json_number(&j, NULL, c->acc[k][t]);
+            nc_json_close(&j, ']');
+        }
+        nc_json_close(&j, '}');
+        nc_json_end(&j);
+    }
+}
+
+static int sweep(sweep_args *a, nc_net *net, const nc_dataset *train, const nc_dataset *test)
+{
+    nc_engine *engine = nc_cli_engine(a->engine, net, 0);
+    if (!engine)
+        return 1;
+    nc_error err = {0};
+    nc_pipeline_result cal = {0};
+    sweep_curves curves = {.n = a->n_methods, .T = a->T, .ann = NAN};
+    nc_cli_install_sigint();
+    int rc = nc_pipeline_calibrate(engine, net, train, &a->opts, nc_cli_progress, NULL, &cal, &err) == NC_OK
+                 ? 0
+                 : nc_cli_error(&err);
+    for (int k = 0; k < a->n_methods && rc == 0; k++)
+        rc = run_method(a, engine, net, &cal, test, k, &curves);
+    if (rc == 0) {
+        print_curves(a, &curves, test);
+        char msg[1024];
+        if (a->png && nc_plot_save(a->png, 960, 540, draw_sweep, &curves, msg, sizeof msg) != 0) {
+            fprintf(stderr, "neurocuda: %s\n", msg);
+            rc = 1;
+        } else if (a->png)
+            printf("Chart written to %s\n", a->png);
+    }
+    for (int k = 0; k < a->n_methods; k++)
+        free(curves.acc[k]);
+    nc_pipeline_result_clear(&cal);
+    nc_engine_free(engine);
+    return rc;
+}
+
+int nc_cmd_sweep(int argc, char **argv)
+{
+    sweep_args a = {.engine = "cpu", .T = 32};
+    nc_cli_data_init(&a.data);
+    a.data.limit = 1000;
+    a.opts = nc_pipeline_options_default();
+    parse_methods(&a, "p99.9,mmse");
+    int rc = parse(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    nc_net *net = nc_cli_load_model(a.model);
+    if (!net)
+        return 1;
+    nc_cli_data train_spec = a.data;
+    train_spec.limit = a.opts.calib_images;
+    nc_dataset *train = nc_cli_open_data(&train_spec, NC_SPLIT_TRAIN);
+    nc_dataset *test = train ? nc_cli_open_data(&a.data, NC_SPLIT_TEST) : NULL;
+    rc = test ? sweep(&a, net, train, test) : 1;
+    nc_dataset_free(train);
+    nc_dataset_free(test);
+    nc_net_free(net);
+    return rc;
+}
