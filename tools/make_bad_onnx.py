@@ -6,7 +6,8 @@ Bad models are built with onnx.helper (python3-onnx 1.12); a few good models
 serve as controls: ok_external (dynamo-style, opset 18, weights in
 ok_external.onnx.data), ok_fields (raw_data, float_data, double_data and
 int64_data initializers), ok_reduce (opset 18 ReduceMean as a global
-average pool) and ok_qcfs (a QCFS network exported by PyTorch's
+average pool), ok_fold (which folds happen and which do not), ok_constfold
+(constant subgraphs) and ok_qcfs (a QCFS network exported by PyTorch's
 TorchScript exporter, python3-torch 1.13).  Controls come with an input and
 the expected output as TensorProto files (<name>_input.pb, <name>_output.pb).
 
@@ -254,6 +255,72 @@ def ok_reduce():
     save_tensor(y, "ok_reduce_output.pb")
 
 
+def ok_fold():
+    """Folding rules: a BN whose conv output is also read elsewhere becomes
+    an affine node; MatMul + Add becomes one dense layer with a bias; a dead
+    branch (Sigmoid whose result nobody reads) is removed."""
+    w = RNG.standard_normal((2, 2, 3, 3)).astype(np.float32)
+    gamma, beta = RNG.uniform(0.5, 1.5, 2).astype(np.float32), RNG.standard_normal(2).astype(np.float32)
+    mean, var = RNG.standard_normal(2).astype(np.float32), RNG.uniform(0.5, 2, 2).astype(np.float32)
+    m, b = RNG.standard_normal((32, 3)).astype(np.float32), RNG.standard_normal(3).astype(np.float32)
+    inits = [numpy_helper.from_array(a, n) for a, n in
+             ((w, "w"), (gamma, "gamma"), (beta, "beta"), (mean, "mean"), (var, "var"), (m, "m"), (b, "b"))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["bn"], name="bn"),
+        helper.make_node("Sigmoid", ["c"], ["unused"], name="dead"),
+        helper.make_node("Add", ["c", "bn"], ["s"], name="residual"),
+        helper.make_node("Relu", ["s"], ["r"], name="relu"),
+        helper.make_node("Flatten", ["r"], ["f"], name="flat"),
+        helper.make_node("MatMul", ["f", "m"], ["mm"], name="matmul"),
+        helper.make_node("Add", ["mm", "b"], ["y"], name="bias"),
+    ]
+    save(model(nodes, [vi("x", [1, 2, 4, 4])], [vi("y", [1, 3])], inits), "ok_fold.onnx")
+    x = RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    c = conv2d(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), w, np.zeros(2, np.float32))
+    bn = (gamma.reshape(1, 2, 1, 1) * (c - mean.reshape(1, 2, 1, 1)) / np.sqrt(var.reshape(1, 2, 1, 1) + 1e-5)
+          + beta.reshape(1, 2, 1, 1))
+    y = np.maximum(c + bn, 0).reshape(1, -1) @ m.astype(np.float64) + b
+    save_tensor(x, "ok_fold_input.pb")
+    save_tensor(y, "ok_fold_output.pb")
+
+
+def ok_constfold():
+    """Constant subgraphs evaluated at import: Shape, Gather, Unsqueeze,
+    ConstantOfShape, Concat, Slice, Cast, Range, Div, Transpose."""
+    big = RNG.standard_normal((48, 2)).astype(np.float32)
+    i64 = lambda v: numpy_helper.from_array(np.array(v, dtype=np.int64))  # noqa: E731
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "zero"], ["n"], name="batch", axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"], name="unsq"),
+        helper.make_node("ConstantOfShape", ["one"], ["m1"], name="minus_one", value=i64([-1])),
+        helper.make_node("ConstantOfShape", ["one"], ["seven"], name="seven", value=i64([7])),
+        helper.make_node("Concat", ["m1", "seven"], ["pair"], name="pair", axis=0),
+        helper.make_node("Slice", ["pair", "starts", "ends"], ["rest"], name="slice"),
+        helper.make_node("Concat", ["n1", "rest"], ["target"], name="target", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["flat"], name="view"),
+        helper.make_node("Range", ["r0", "r1", "r2"], ["idx"], name="range"),
+        helper.make_node("Cast", ["idx"], ["idxf"], name="cast", to=TensorProto.FLOAT),
+        helper.make_node("Div", ["idxf", "ten"], ["scale"], name="scale"),
+        helper.make_node("Mul", ["flat", "scale"], ["scaled"], name="mul"),
+        helper.make_node("Transpose", ["big"], ["bigT"], name="transpose", perm=[1, 0]),
+        helper.make_node("Gather", ["bigT", "one_scalar"], ["shift"], name="pick", axis=0),
+        helper.make_node("Add", ["scaled", "shift"], ["y"], name="shift_add"),
+    ]
+    consts = {"zero": np.array(0, np.int64), "axes0": np.array([0], np.int64), "one": np.array([1], np.int64),
+              "starts": np.array([0], np.int64), "ends": np.array([1], np.int64),
+              "r0": np.array(1, np.int64), "r1": np.array(49, np.int64), "r2": np.array(1, np.int64),
+              "ten": np.array(10, np.float32), "one_scalar": np.array(1, np.int64), "big": big}
+    inits = [numpy_helper.from_array(v, k) for k, v in consts.items()]
+    save(model(nodes, [vi("x", [2, 3, 4, 4])], [vi("y", [2, 48])], inits), "ok_constfold.onnx")
+    x = RNG.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    scale = np.arange(1, 49, dtype=np.float32) / np.float32(10)
+    y = x.reshape(2, 48) * scale + big.T[1]
+    save_tensor(x, "ok_constfold_input.pb")
+    save_tensor(y, "ok_constfold_output.pb")
+
+
 def ok_qcfs():
     """QCFS activations (scalar and per-channel λ) as PyTorch exports them."""
     import torch
@@ -286,7 +353,8 @@ def ok_qcfs():
 def main():
     os.makedirs(OUT, exist_ok=True)
     for make in (unsupported_ops, softmax_middle, external_bad, weight_input, dangling, cycle, huge_dims,
-                 raw_mismatch, channel_mismatch, two_inputs, ok_external, ok_fields, ok_reduce, ok_qcfs):
+                 raw_mismatch, channel_mismatch, two_inputs, ok_external, ok_fields, ok_reduce, ok_fold,
+                 ok_constfold, ok_qcfs):
         make()
     total = sum(os.path.getsize(path(f)) for f in os.listdir(OUT))
     print("wrote %d files, %d bytes, to %s" % (len(os.listdir(OUT)), total, OUT))
