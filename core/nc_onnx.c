@@ -989,10 +989,9 @@ static nc_status attr_pair(nctx *c, const char *name, int want, int *out)
 
 static loader *LD(nctx *c) { return &c->imp->L; }
 
-static nc_status const_what(nctx *c, char *buf, size_t size)
+static void const_what(nctx *c, char *buf, size_t size)
 {
     snprintf(buf, size, "node '%s' (%s) output", c->name, c->op);
-    return NC_OK;
 }
 
 static nc_status new_out(nctx *c, int is_int, int ndim, const int64_t *dims, cval **out)
@@ -1681,11 +1680,7 @@ static nc_status need_rank(nctx *c, const value *x, int ndim, const char *what)
                  dims_str(x->ndim, x->dims, buf, sizeof buf), ndim);
 }
 
-static float *float_array(importer *imp, int64_t n)
-{
-    (void)imp;
-    return calloc(n > 0 ? (size_t)n : 1, sizeof(float));
-}
+static float *float_array(int64_t n) { return calloc(n > 0 ? (size_t)n : 1, sizeof(float)); }
 
 /* The constant k, broadcast against data x, as one value per channel (axis 0
  * of the per-sample shape); it may not vary along any other axis. */
@@ -1708,7 +1703,7 @@ static nc_status per_channel(nctx *c, const cval *k, const value *x, float **vec
         varies = 1;
     }
     int64_t C = x->dims[0];
-    float *v = float_array(c->imp, C);
+    float *v = float_array(C);
     if (!v)
         return oom(c->imp);
     for (int64_t ch = 0; ch < C; ch++)
@@ -1980,7 +1975,7 @@ static nc_status op_sub(nctx *c)
     TRY(per_channel(c, (a->c ? a : b)->c, x, &shift));
     int64_t C = x->dims[0];
     if (a->c) { /* k − x */
-        if (!(scale = float_array(c->imp, C))) {
+        if (!(scale = float_array(C))) {
             free(shift);
             return oom(c->imp);
         }
@@ -2044,7 +2039,7 @@ static nc_status op_batchnorm(nctx *c)
             return node_fail(c, NC_ERR_SHAPE, "input %d has %lld values for %lld channels", i + 1,
                              (long long)k[i]->n, (long long)C);
     double eps = attr_float(c, "epsilon", 1e-5f);
-    float *scale = float_array(c->imp, C), *shift = float_array(c->imp, C);
+    float *scale = float_array(C), *shift = float_array(C);
     if (!scale || !shift) {
         free(scale);
         free(shift);
@@ -2886,41 +2881,58 @@ static void find_live(importer *imp)
     }
 }
 
-/* Kahn's algorithm over node → node edges; a leftover node lies on a cycle. */
-static nc_status topo_sort(importer *imp)
+/* The node that produces input i of p, or -1 (initializer, graph input). */
+static int input_producer(const importer *imp, const Onnx__NodeProto *p, size_t i)
 {
-    int n = imp->n_nodes, head = 0, tail = 0, n_edges = 0;
-    int *indeg = calloc((size_t)n + 1, sizeof *indeg), *start = calloc((size_t)n + 2, sizeof *start);
-    int *edges = NULL;
-    nc_status st = NC_OK;
-    for (int pass = 0; pass < 2 && indeg && start; pass++) {
-        if (pass == 1 && !(edges = malloc((size_t)(n_edges + 1) * sizeof *edges)))
-            break;
-        int *fill = pass ? indeg : NULL; /* pass 1 reuses indeg as a cursor, then recounts */
-        for (int k = 0; k < n; k++) {
-            const Onnx__NodeProto *p = imp->graph->node[k];
-            for (size_t i = 0; i < p->n_input; i++) {
-                int vi = p->input[i] && p->input[i][0] ? find_value(imp, p->input[i]) : -1;
-                int from = vi >= 0 ? imp->values[vi].producer : -1;
-                if (from < 0)
-                    continue;
-                if (pass == 0)
-                    start[from + 1]++, n_edges++;
-                else
-                    edges[start[from] + fill[from]++] = k;
+    int vi = p->input[i] && p->input[i][0] ? find_value(imp, p->input[i]) : -1;
+    return vi >= 0 ? imp->values[vi].producer : -1;
+}
+
+/* Node → node edges as adjacency lists: the readers of node k are
+ * edges[start[k] .. start[k+1]). */
+static nc_status build_edges(importer *imp, int **start_out, int **edges_out)
+{
+    int n = imp->n_nodes;
+    int *start = calloc((size_t)n + 2, sizeof *start), *fill = calloc((size_t)n + 1, sizeof *fill), *edges = NULL;
+    if (start && fill) {
+        for (int k = 0; k < n; k++)
+            for (size_t i = 0; i < imp->graph->node[k]->n_input; i++) {
+                int from = input_producer(imp, imp->graph->node[k], i);
+                if (from >= 0)
+                    start[from + 1]++;
             }
-        }
-        if (pass == 0)
-            for (int k = 0; k < n; k++)
-                start[k + 1] += start[k];
-        else
-            memset(indeg, 0, (size_t)n * sizeof *indeg);
+        for (int k = 0; k < n; k++)
+            start[k + 1] += start[k];
+        edges = malloc(((size_t)start[n] + 1) * sizeof *edges);
     }
-    if (!indeg || !start || !edges) {
-        free(indeg), free(start), free(edges);
+    if (!start || !fill || !edges) {
+        free(start), free(fill), free(edges);
         return oom(imp);
     }
-    for (int e = 0; e < n_edges; e++)
+    for (int k = 0; k < n; k++)
+        for (size_t i = 0; i < imp->graph->node[k]->n_input; i++) {
+            int from = input_producer(imp, imp->graph->node[k], i);
+            if (from >= 0)
+                edges[start[from] + fill[from]++] = k;
+        }
+    free(fill);
+    *start_out = start;
+    *edges_out = edges;
+    return NC_OK;
+}
+
+/* Kahn's algorithm (ONNX files should be sorted already, but need not be);
+ * a node left over lies on a cycle. */
+static nc_status topo_sort(importer *imp)
+{
+    int n = imp->n_nodes, head = 0, tail = 0, *start = NULL, *edges = NULL;
+    TRY(build_edges(imp, &start, &edges));
+    int *indeg = calloc((size_t)n + 1, sizeof *indeg);
+    if (!indeg) {
+        free(start), free(edges);
+        return oom(imp);
+    }
+    for (int e = 0; e < start[n]; e++)
         indeg[edges[e]]++;
     for (int k = 0; k < n; k++)
         if (!indeg[k])
@@ -2931,11 +2943,12 @@ static nc_status topo_sort(importer *imp)
             if (--indeg[edges[e]] == 0)
                 imp->order[tail++] = edges[e];
     }
+    nc_status st = NC_OK;
     if (tail < n) {
         int bad = 0;
+        char name[NC_NAME_MAX];
         while (!indeg[bad])
             bad++;
-        char name[NC_NAME_MAX];
         st = ifail(imp, NC_ERR_FORMAT, "the graph has a cycle through node '%s' (%s); ONNX graphs must be acyclic",
                    node_display_name(imp->graph->node[bad], bad, name, sizeof name),
                    S(imp->graph->node[bad]->op_type));

@@ -67,7 +67,9 @@ void nc_ref_dense(int64_t rows, int fin, int fout, const float *in, const float 
  * padded input [−pad0, in + pad1) when count_include_pad, else those inside
  * the real input; positions past the padded border (a ceil_mode overhang)
  * never count.  This is ONNX Runtime's and PyTorch's rule.
- * Max: padding acts as −inf (never chosen). */
+ * Max: padding acts as −inf (never chosen).
+ * A window with no real input at all (only possible when pad ≥ kernel,
+ * which ONNX forbids) gives 0 in both. */
 void nc_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const float *in, float *out);
 void nc_ref_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const float *in,
                     float *out);
@@ -112,6 +114,8 @@ float nc_qcfs1(float x, float lambda, int levels, float shift); /* one value */
  * time-major.  For every neuron, v = v0_fraction·θ, then per step t:
  *     m = v + x_t;  s = (m ≥ θ) (or m > θ);  out_t = s·θ;
  *     v = s ? (reset subtract ? m − θ : 0) : m.
+ * A NaN membrane never fires.  Blocks of neurons run all T steps while their
+ * membranes stay in L1; in and out may be the same buffer (in place).
  * θ = threshold[channel] when n_threshold == C, else threshold[0].
  * in_step / out_step: floats between consecutive steps (in_step = 0 repeats
  * one input at every step, for a direct-encoded constant current).
@@ -137,7 +141,7 @@ void nc_ref_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner
  * values, out holds T·n).  The random numbers are a counter-based splitmix64
  * of (seed, t·n + i): deterministic for a seed, and independent of how the
  * work is split over threads.  first_step lets a caller do steps
- * [first_step, first_step + T) only. */
+ * [first_step, first_step + T) only; out then holds those T steps. */
 void nc_poisson_encode(uint64_t seed, int first_step, int T, int64_t n, const float *in, float *out);
 
 #endif

@@ -167,6 +167,48 @@ static void test_ann_cnn(void)
     nc_net_free(net);
 }
 
+/* Big enough that conv, pools and neurons split their rows over threads:
+ * 1 and 2 threads agree with the naive kernels. */
+static void test_threads(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {3, 16, 16};
+    int x = add_input(net, 3, xs);
+    int cv = add_conv(net, "conv", x, 8, 3, 3, 1);
+    int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
+    int ap = add1(net, NC_NODE_AVGPOOL, "pool", r);
+    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 2;
+    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 2;
+    add1(net, NC_NODE_OUTPUT, "y", ap);
+    NC_CHECK(infer(net), "shapes");
+    enum { N = 37 };
+    int64_t bs[4] = {N, 3, 16, 16};
+    nc_tensor *in = rnd_tensor(4, bs, -1, 1);
+    nc_window gc, gp;
+    int k3[2] = {3, 3}, k2[2] = {2, 2}, one[2] = {1, 1}, p1[4] = {1, 1, 1, 1}, p0[4] = {0};
+    nc_window_init(&gc, 3, 16, 16, k3, one, p1, one, 0);
+    nc_window_init(&gp, 8, 16, 16, k2, k2, p0, one, 0);
+    float *a = malloc(N * 8 * 256 * sizeof(float)), *ref = malloc(N * 8 * 64 * sizeof(float));
+    nc_ref_conv2d(&gc, 8, 1, N, in->data, net->nodes[cv].weight->data, net->nodes[cv].bias->data, a);
+    nc_relu(N * 8 * 256, a, a);
+    nc_ref_avgpool(&gp, 0, N, a, ref);
+    for (int threads = 1; threads <= 2; threads++) {
+        nc_engine *e = nc_engine_cpu_new();
+        e->threads = threads;
+        nc_tensor *out = NULL;
+        nc_error err = {0};
+        NC_CHECK(nc_engine_load(e, net, &err) == NC_OK, "load");
+        NC_CHECK(nc_engine_forward(e, in, NULL, &out, &err) == NC_OK, "forward: %s", err.message);
+        if (out)
+            NC_CHECK(compare("threads", out->data, ref, N * 8 * 64, 1e-5, 1e-4), "%d threads", threads);
+        nc_tensor_free(out);
+        nc_engine_free(e);
+    }
+    free(a), free(ref);
+    nc_tensor_free(in);
+    nc_net_free(net);
+}
+
 /* x [2, 4, 4] → conv → relu → add(relu, x) → concat(add, conv) → gap → flatten */
 static void test_residual_concat(void)
 {
@@ -559,6 +601,37 @@ static void test_observer(void)
     nc_net_free(net);
 }
 
+/* One engine, several passes of different modes and sizes: buffers are
+ * reused between passes, results must not depend on what ran before. */
+static void test_reuse(void)
+{
+    nc_net *net = small_mlp();
+    float th = 0.4f;
+    set_if(net, 2, 1, &th, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int64_t shape[2] = {5, 2};
+    nc_tensor *in = rnd_tensor(2, shape, 0, 1), *small = nc_tensor_new2(2, 2);
+    nc_run_options snn = {.mode = NC_MODE_SNN, .T = 7}, ann = {.mode = NC_MODE_ANN};
+    nc_tensor *first = NULL, *again = NULL, *a1 = NULL, *a2 = NULL, *tmp = NULL;
+    nc_error err = {0};
+    nc_engine *e = nc_engine_cpu_new();
+    NC_CHECK(nc_engine_load(e, net, &err) == NC_OK, "load");
+    NC_CHECK(nc_engine_forward(e, in, &snn, &first, &err) == NC_OK, "snn 1");
+    NC_CHECK(nc_engine_forward(e, in, &ann, &a1, &err) == NC_OK, "ann 1");
+    snn.T = 40;
+    NC_CHECK(nc_engine_forward(e, small, &snn, &tmp, &err) == NC_OK, "a bigger pass in between");
+    snn.T = 7;
+    NC_CHECK(nc_engine_forward(e, in, &snn, &again, &err) == NC_OK, "snn 2");
+    NC_CHECK(nc_engine_forward(e, in, &ann, &a2, &err) == NC_OK, "ann 2");
+    if (first && again)
+        NC_CHECK(compare("snn again", again->data, first->data, nc_tensor_numel(first), 0, 0), "snn repeats");
+    if (a1 && a2)
+        NC_CHECK(compare("ann again", a2->data, a1->data, nc_tensor_numel(a1), 0, 0), "ann repeats");
+    nc_tensor_free(first), nc_tensor_free(again), nc_tensor_free(a1), nc_tensor_free(a2), nc_tensor_free(tmp);
+    nc_tensor_free(in), nc_tensor_free(small);
+    nc_engine_free(e);
+    nc_net_free(net);
+}
+
 /* ---- MaxPool strategies ------------------------------------------------------------ */
 
 /* x [1, 2, 2] → IF (θ 1, v0 0) → maxpool 2×2 → flatten → output, T = 6.
@@ -676,6 +749,7 @@ int main(void)
 {
     NC_RUN(test_ann_cnn);
     NC_RUN(test_residual_concat);
+    NC_RUN(test_threads);
     NC_RUN(test_if_equals_qcfs);
     NC_RUN(test_spike_trains);
     NC_RUN(test_two_layer_train);
@@ -683,6 +757,7 @@ int main(void)
     NC_RUN(test_poisson);
     NC_RUN(test_cancel);
     NC_RUN(test_observer);
+    NC_RUN(test_reuse);
     NC_RUN(test_maxpool_strategies);
     NC_RUN(test_errors);
     NC_RUN(test_registry);

@@ -334,6 +334,43 @@ static void test_storage_fields_ok(void)
     nc_net_free(net);
 }
 
+/* Which folds happen: MatMul+Add → one dense layer with a bias; a BN whose
+ * conv output has another reader → an affine node; a dead branch → removed. */
+static void test_fold_rules(void)
+{
+    nc_net *net = NULL;
+    run_control("ok_fold", NC_MODE_ANN, 1e-5, &net);
+    if (!net)
+        return;
+    int bn = nc_net_find(net, "bn"), mm = nc_net_find(net, "matmul");
+    NC_CHECK(bn >= 0 && net->nodes[bn].kind == NC_NODE_AFFINE, "BN with a shared input is an affine node");
+    NC_CHECK(mm >= 0 && net->nodes[mm].kind == NC_NODE_DENSE && net->nodes[mm].bias, "MatMul+Add is a dense+bias");
+    NC_CHECK(nc_net_find(net, "bias") < 0 && nc_net_find(net, "dead") < 0, "no node for the Add or the dead branch");
+    const nc_report *r = &net->report;
+    NC_CHECK(r->count == 8, "every ONNX node reported (%d)", r->count);
+    for (int i = 0; i < r->count; i++) {
+        if (!strcmp(r->entries[i].source_name, "bias"))
+            NC_CHECK(r->entries[i].support == NC_SUPPORT_FOLDED && !strcmp(r->entries[i].target, "matmul"),
+                     "bias Add folded into matmul");
+        if (!strcmp(r->entries[i].source_name, "dead"))
+            NC_CHECK(r->entries[i].support == NC_SUPPORT_REMOVED, "dead branch removed");
+    }
+    nc_net_free(net);
+}
+
+/* Shape → Gather → Unsqueeze → Concat → Reshape and friends fold at import. */
+static void test_constant_folding(void)
+{
+    nc_net *net = NULL;
+    run_control("ok_constfold", NC_MODE_ANN, 1e-5, &net);
+    if (!net)
+        return;
+    NC_CHECK(net->n_nodes == 4, "input, flatten, affine, output (got %d nodes)", net->n_nodes);
+    NC_CHECK(nc_report_count(&net->report, NC_SUPPORT_FOLDED) == 14, "14 folded nodes (got %d)",
+             nc_report_count(&net->report, NC_SUPPORT_FOLDED));
+    nc_net_free(net);
+}
+
 /* ReduceMean over H, W (opset 18, axes as an input) is a global average pool. */
 static void test_reduce_mean_ok(void)
 {
@@ -415,6 +452,8 @@ int main(void)
     NC_RUN(test_null_error);
     NC_RUN(test_external_data_ok);
     NC_RUN(test_storage_fields_ok);
+    NC_RUN(test_fold_rules);
+    NC_RUN(test_constant_folding);
     NC_RUN(test_reduce_mean_ok);
     NC_RUN(test_qcfs_chain);
     cleanup();

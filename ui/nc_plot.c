@@ -200,68 +200,149 @@ static void x_axis(cairo_t *cr, const frame *f, const nc_plot_style *st, const n
         text_at(cr, (f->left + f->right) / 2, f->bottom + st->font_size * 2.2, s->x_label, 0.5, 0);
 }
 
-void nc_plot_lines(cairo_t *cr, double width, double height, const nc_plot_style *st, const nc_plot_lines_spec *s)
+/* ---- lines --------------------------------------------------------------- */
+
+static int lines_labels(const nc_plot_lines_spec *s, const char **labels, int *n_series, int *n_hl)
+{
+    *n_series = s->n_series < NC_PLOT_MAX_SERIES ? s->n_series : NC_PLOT_MAX_SERIES;
+    *n_hl = s->n_hlines < NC_PLOT_MAX_SERIES ? s->n_hlines : NC_PLOT_MAX_SERIES;
+    for (int k = 0; k < *n_series; k++)
+        labels[k] = s->series[k].label;
+    for (int k = 0; k < *n_hl; k++)
+        labels[*n_series + k] = s->hlines[k].label;
+    return *n_series + *n_hl;
+}
+
+void nc_plot_lines_layout(cairo_t *cr, double width, double height, const nc_plot_style *st,
+                          const nc_plot_lines_spec *s, nc_plot_lines_geometry *g)
 {
     const char *labels[2 * NC_PLOT_MAX_SERIES];
-    int n_series = s->n_series < NC_PLOT_MAX_SERIES ? s->n_series : NC_PLOT_MAX_SERIES;
-    int n_hl = s->n_hlines < NC_PLOT_MAX_SERIES ? s->n_hlines : NC_PLOT_MAX_SERIES;
-    for (int k = 0; k < n_series; k++)
-        labels[k] = s->series[k].label;
-    for (int k = 0; k < n_hl; k++)
-        labels[n_series + k] = s->hlines[k].label;
-    double lw = legend_width(cr, st, n_series + n_hl, labels);
-    frame f = begin_chart(cr, width, height, st, s->title, s->y_label, lw);
-    double x0, x1, y0, y1;
-    lines_range(s, &x0, &x1, &y0, &y1);
-    y_axis(cr, &f, st, y0, y1);
-    x_axis(cr, &f, st, s, x0, x1);
+    int n_series, n_hl;
+    int n = lines_labels(s, labels, &n_series, &n_hl);
     cairo_save(cr);
-    cairo_rectangle(cr, f.left, f.top - 2, f.right - f.left, f.bottom - f.top + 4);
-    cairo_clip(cr);
+    cairo_select_font_face(cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    double lw = legend_width(cr, st, n, labels);
+    cairo_restore(cr);
+    frame f = chart_frame(width, height, st, lw);
+    g->frame = (nc_plot_rect){f.left, f.top, f.right, f.bottom};
+    g->log2_x = s->log2_x;
+    lines_range(s, &g->x0, &g->x1, &g->y0, &g->y1);
+}
+
+void nc_plot_lines_to_px(const nc_plot_lines_geometry *g, double x, double y, double *px, double *py)
+{
+    frame f = {g->frame.left, g->frame.top, g->frame.right, g->frame.bottom};
+    *px = map_x(x, g->log2_x, g->x0, g->x1, &f);
+    *py = f.bottom - (y - g->y0) / (g->y1 - g->y0) * (f.bottom - f.top);
+}
+
+void nc_plot_lines_from_px(const nc_plot_lines_geometry *g, double px, double py, double *x, double *y)
+{
+    const nc_plot_rect *f = &g->frame;
+    double u = (px - f->left) / fmax(f->right - f->left, 1e-9);
+    *x = g->log2_x ? exp2(log2(g->x0) + u * (log2(g->x1) - log2(g->x0))) : g->x0 + u * (g->x1 - g->x0);
+    *y = g->y0 + (f->bottom - py) / fmax(f->bottom - f->top, 1e-9) * (g->y1 - g->y0);
+}
+
+int nc_plot_lines_nearest(const nc_plot_lines_geometry *g, const nc_plot_lines_spec *s, double px, double py,
+                          double max_dist, int *series, int *index)
+{
+    double best = max_dist * max_dist;
+    int found = 0;
+    for (int k = 0; k < s->n_series && k < NC_PLOT_MAX_SERIES; k++)
+        for (int i = 0; i < s->series[k].n; i++) {
+            double x = s->series[k].x[i], y = s->series[k].y[i], qx, qy;
+            if (!isfinite(y) || (g->log2_x && x <= 0))
+                continue;
+            nc_plot_lines_to_px(g, x, y, &qx, &qy);
+            double d = (qx - px) * (qx - px) + (qy - py) * (qy - py);
+            if (d <= best)
+                best = d, *series = k, *index = i, found = 1;
+        }
+    return found;
+}
+
+static void draw_hlines(cairo_t *cr, const nc_plot_lines_geometry *g, const nc_plot_style *st,
+                        const nc_plot_lines_spec *s, int n_hl)
+{
     for (int k = 0; k < n_hl; k++) {
-        double y = f.bottom - (s->hlines[k].y - y0) / (y1 - y0) * (f.bottom - f.top);
+        double px, y;
+        nc_plot_lines_to_px(g, g->x0, s->hlines[k].y, &px, &y);
         set_color(cr, st->foreground);
         set_hline_dash(cr, k);
         cairo_set_line_width(cr, 1.5);
-        cairo_move_to(cr, f.left, y);
-        cairo_line_to(cr, f.right, y);
+        cairo_move_to(cr, g->frame.left, y);
+        cairo_line_to(cr, g->frame.right, y);
         cairo_stroke(cr);
         cairo_set_dash(cr, NULL, 0, 0);
     }
-    for (int k = 0; k < n_series; k++) {
-        const nc_plot_series *p = &s->series[k];
-        set_color(cr, st->series[k % NC_PLOT_MAX_SERIES]);
-        cairo_set_line_width(cr, 2.2);
-        int pen_down = 0;
-        for (int i = 0; i < p->n; i++) {
-            if (!isfinite(p->y[i]) || (s->log2_x && p->x[i] <= 0)) {
-                pen_down = 0;
-                continue;
-            }
-            double x = map_x(p->x[i], s->log2_x, x0, x1, &f);
-            double y = f.bottom - (p->y[i] - y0) / (y1 - y0) * (f.bottom - f.top);
-            if (pen_down)
-                cairo_line_to(cr, x, y);
-            else
-                cairo_move_to(cr, x, y);
-            pen_down = 1;
+}
+
+/* One path per series; a non-finite value lifts the pen. */
+static void draw_series(cairo_t *cr, const nc_plot_lines_geometry *g, const nc_plot_style *st,
+                        const nc_plot_lines_spec *s, int k)
+{
+    const nc_plot_series *p = &s->series[k];
+    set_color(cr, st->series[k % NC_PLOT_MAX_SERIES]);
+    cairo_set_line_width(cr, 2.2);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    int pen_down = 0;
+    for (int i = 0; i < p->n; i++) {
+        if (!isfinite(p->y[i]) || (s->log2_x && p->x[i] <= 0)) {
+            pen_down = 0;
+            continue;
         }
-        cairo_stroke(cr);
+        double x, y;
+        nc_plot_lines_to_px(g, p->x[i], p->y[i], &x, &y);
+        if (pen_down)
+            cairo_line_to(cr, x, y);
+        else
+            cairo_move_to(cr, x, y);
+        pen_down = 1;
     }
-    cairo_restore(cr);
+    cairo_stroke(cr);
+    if (p->n == 1 && isfinite(p->y[0])) { /* a lone point is invisible as a line */
+        double x, y;
+        nc_plot_lines_to_px(g, p->x[0], p->y[0], &x, &y);
+        cairo_arc(cr, x, y, 3, 0, 2 * M_PI);
+        cairo_fill(cr);
+    }
+}
+
+static void stroke_frame(cairo_t *cr, const nc_plot_style *st, const frame *f)
+{
     set_color(cr, st->foreground);
     cairo_set_line_width(cr, 1);
-    cairo_rectangle(cr, f.left, f.top, f.right - f.left, f.bottom - f.top);
+    cairo_rectangle(cr, f->left, f->top, f->right - f->left, f->bottom - f->top);
     cairo_stroke(cr);
+}
+
+void nc_plot_lines(cairo_t *cr, double width, double height, const nc_plot_style *st, const nc_plot_lines_spec *s)
+{
+    const char *labels[2 * NC_PLOT_MAX_SERIES];
+    int n_series, n_hl;
+    lines_labels(s, labels, &n_series, &n_hl);
+    nc_plot_lines_geometry g;
+    nc_plot_lines_layout(cr, width, height, st, s, &g);
+    begin_chart(cr, width, height, st, s->title, s->y_label, 0);
+    frame f = {g.frame.left, g.frame.top, g.frame.right, g.frame.bottom};
+    y_axis(cr, &f, st, g.y0, g.y1);
+    x_axis(cr, &f, st, s, g.x0, g.x1);
+    cairo_save(cr);
+    cairo_rectangle(cr, f.left, f.top - 2, f.right - f.left, f.bottom - f.top + 4);
+    cairo_clip(cr);
+    draw_hlines(cr, &g, st, s, n_hl);
+    for (int k = 0; k < n_series; k++)
+        draw_series(cr, &g, st, s, k);
+    cairo_restore(cr);
+    stroke_frame(cr, st, &f);
     legend(cr, &f, st, n_series + n_hl, labels, n_series);
 }
 
-void nc_plot_bars(cairo_t *cr, double width, double height, const nc_plot_style *st, const nc_plot_bars_spec *s)
+/* ---- bars ---------------------------------------------------------------- */
+
+static void bars_range(const nc_plot_bars_spec *s, int groups, double *lo_out, double *hi_out)
 {
-    int groups = s->n_groups < NC_PLOT_MAX_SERIES ? s->n_groups : NC_PLOT_MAX_SERIES;
-    double lw = legend_width(cr, st, groups > 1 ? groups : 0, s->group_labels);
-    frame f = begin_chart(cr, width, height, st, s->title, s->y_label, lw);
-    f.bottom -= st->font_size * 2; /* room for slanted category names */
     double lo = 0, hi = 0;
     for (int c = 0; c < s->n_categories; c++) {
         double pos = 0, neg = 0;
@@ -281,70 +362,355 @@ void nc_plot_bars(cairo_t *cr, double width, double height, const nc_plot_style 
     if (hi - lo < 1e-12)
         hi = lo + 1;
     hi += (hi - lo) * 0.05;
-    y_axis(cr, &f, st, lo, hi);
-    double slot = (f.right - f.left) / (s->n_categories > 0 ? s->n_categories : 1);
+    *lo_out = lo, *hi_out = hi;
+}
+
+void nc_plot_bars_layout(cairo_t *cr, double width, double height, const nc_plot_style *st,
+                         const nc_plot_bars_spec *s, nc_plot_bars_geometry *g)
+{
+    int groups = s->n_groups < NC_PLOT_MAX_SERIES ? s->n_groups : NC_PLOT_MAX_SERIES;
+    cairo_save(cr);
+    cairo_select_font_face(cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    double lw = legend_width(cr, st, groups > 1 ? groups : 0, s->group_labels);
+    cairo_restore(cr);
+    frame f = chart_frame(width, height, st, lw);
+    f.bottom -= st->font_size * 2; /* room for slanted category names */
+    g->frame = (nc_plot_rect){f.left, f.top, f.right, f.bottom};
+    g->groups = groups;
+    bars_range(s, groups, &g->lo, &g->hi);
+    g->slot = (f.right - f.left) / (s->n_categories > 0 ? s->n_categories : 1);
+}
+
+/* Bar (c, g) as a rectangle; its value range is [from, to].  Stacked bars
+ * start where the previous group of the same sign ended. */
+static void bar_rect(const nc_plot_bars_geometry *g, const nc_plot_bars_spec *s, int c, int k, double *x,
+                     double *y, double *w, double *h)
+{
+    double from = 0, v = s->values[c * s->n_groups + k];
+    if (s->stacked)
+        for (int j = 0; j < k; j++) {
+            double u = s->values[c * s->n_groups + j];
+            if (isfinite(u) && (u >= 0) == (v >= 0))
+                from += u;
+        }
+    double to = from + v, span = g->frame.bottom - g->frame.top;
+    double bar_w = s->stacked ? g->slot * 0.7 : g->slot * 0.8 / g->groups;
+    *x = g->frame.left + c * g->slot + (s->stacked ? g->slot * 0.15 : g->slot * 0.1 + k * bar_w);
+    double ya = g->frame.bottom - (from - g->lo) / (g->hi - g->lo) * span;
+    double yb = g->frame.bottom - (to - g->lo) / (g->hi - g->lo) * span;
+    *y = fmin(ya, yb), *w = bar_w, *h = fabs(ya - yb);
+}
+
+int nc_plot_bars_hit(const nc_plot_bars_geometry *g, const nc_plot_bars_spec *s, double px, double py,
+                     int *category, int *group)
+{
+    if (s->n_categories < 1 || px < g->frame.left || px >= g->frame.right || py < g->frame.top ||
+        py > g->frame.bottom + 40)
+        return 0;
+    int c = (int)((px - g->frame.left) / g->slot);
+    if (c >= s->n_categories)
+        c = s->n_categories - 1;
+    *category = c, *group = -1;
+    for (int k = 0; k < g->groups; k++) {
+        double x, y, w, h;
+        if (!isfinite(s->values[c * s->n_groups + k]))
+            continue;
+        bar_rect(g, s, c, k, &x, &y, &w, &h);
+        int inside_x = px >= x && px < x + w;
+        int inside_y = py >= y - 1 && py <= y + h + 1;
+        /* grouped bars are told apart by x (a short bar is still easy to
+         * hover); stacked ones by y */
+        if (inside_x && (!s->stacked || inside_y)) {
+            *group = k;
+            break;
+        }
+    }
+    return 1;
+}
+
+void nc_plot_bars(cairo_t *cr, double width, double height, const nc_plot_style *st, const nc_plot_bars_spec *s)
+{
+    nc_plot_bars_geometry g;
+    nc_plot_bars_layout(cr, width, height, st, s, &g);
+    begin_chart(cr, width, height, st, s->title, s->y_label, 0);
+    frame f = {g.frame.left, g.frame.top, g.frame.right, g.frame.bottom};
+    y_axis(cr, &f, st, g.lo, g.hi);
     for (int c = 0; c < s->n_categories; c++) {
-        double base_pos = 0, base_neg = 0;
-        for (int g = 0; g < groups; g++) {
-            double v = s->values[c * s->n_groups + g];
-            if (!isfinite(v))
+        for (int k = 0; k < g.groups; k++) {
+            double x, y, w, h;
+            if (!isfinite(s->values[c * s->n_groups + k]))
                 continue;
-            double bar_w = s->stacked ? slot * 0.7 : slot * 0.8 / groups;
-            double x = f.left + c * slot + (s->stacked ? slot * 0.15 : slot * 0.1 + g * bar_w);
-            double from = s->stacked ? (v >= 0 ? base_pos : base_neg) : 0, to = from + v;
-            if (s->stacked && v >= 0)
-                base_pos = to;
-            else if (s->stacked)
-                base_neg = to;
-            double ya = f.bottom - (from - lo) / (hi - lo) * (f.bottom - f.top);
-            double yb = f.bottom - (to - lo) / (hi - lo) * (f.bottom - f.top);
-            set_color(cr, st->series[g % NC_PLOT_MAX_SERIES]);
-            cairo_rectangle(cr, x, fmin(ya, yb), bar_w, fabs(ya - yb));
+            bar_rect(&g, s, c, k, &x, &y, &w, &h);
+            set_color(cr, st->series[k % NC_PLOT_MAX_SERIES]);
+            cairo_rectangle(cr, x, y, w, h);
             cairo_fill(cr);
         }
         set_color(cr, st->foreground);
         cairo_save(cr);
-        cairo_translate(cr, f.left + (c + 0.5) * slot, f.bottom + 6);
+        cairo_translate(cr, f.left + (c + 0.5) * g.slot, f.bottom + 6);
         cairo_rotate(cr, M_PI / 6);
         text_at(cr, 0, 0, s->categories[c] ? s->categories[c] : "", 0, 0);
         cairo_restore(cr);
     }
-    set_color(cr, st->foreground);
-    cairo_set_line_width(cr, 1);
-    cairo_rectangle(cr, f.left, f.top, f.right - f.left, f.bottom - f.top);
-    cairo_stroke(cr);
-    if (groups > 1)
-        legend(cr, &f, st, groups, s->group_labels, groups);
+    stroke_frame(cr, st, &f);
+    if (g.groups > 1)
+        legend(cr, &f, st, g.groups, s->group_labels, g.groups);
 }
 
-/* Spikes become one path of small rectangles, filled once: thousands of cairo
- * calls per frame would be far slower than one fill. */
+/* ---- raster -------------------------------------------------------------- */
+
+void nc_plot_raster_layout(double width, double height, const nc_plot_style *st, const nc_plot_raster_spec *s,
+                           nc_plot_raster_geometry *g)
+{
+    frame f = chart_frame(width, height, st, 0);
+    g->frame = (nc_plot_rect){f.left, f.top, f.right, f.bottom};
+    g->t0 = s->first_step, g->t1 = s->last_step > g->t0 ? s->last_step : g->t0 + 1;
+    g->n0 = s->first_neuron, g->n1 = s->last_neuron > g->n0 ? s->last_neuron : g->n0 + 1;
+    g->cell_w = (f.right - f.left) / (g->t1 - g->t0);
+    g->cell_h = (f.bottom - f.top) / (g->n1 - g->n0);
+    /* More cells than pixels: spikes are binned into one cell per pixel, so
+     * the path never holds more rectangles than the plot has pixels. */
+    int px_w = (int)fmax(1, floor(f.right - f.left)), px_h = (int)fmax(1, floor(f.bottom - f.top));
+    g->grid_w = g->t1 - g->t0 < px_w ? g->t1 - g->t0 : px_w;
+    g->grid_h = g->n1 - g->n0 < px_h ? g->n1 - g->n0 : px_h;
+}
+
+int nc_plot_raster_hit(const nc_plot_raster_geometry *g, double px, double py, int *neuron, int *step)
+{
+    if (px < g->frame.left || px >= g->frame.right || py < g->frame.top || py >= g->frame.bottom)
+        return 0;
+    *step = g->t0 + (int)((px - g->frame.left) / g->cell_w);
+    *neuron = g->n0 + (int)((py - g->frame.top) / g->cell_h);
+    if (*step >= g->t1)
+        *step = g->t1 - 1;
+    if (*neuron >= g->n1)
+        *neuron = g->n1 - 1;
+    return 1;
+}
+
+static int raster_bit(const nc_plot_raster_spec *s, int i, int t)
+{
+    int64_t bit = (int64_t)i * s->n_steps + t;
+    return (s->bits[bit >> 3] >> (bit & 7)) & 1;
+}
+
+int64_t nc_plot_raster_count(const nc_plot_raster_spec *s)
+{
+    int64_t count = 0;
+    int t0 = s->first_step < 0 ? 0 : s->first_step, n0 = s->first_neuron < 0 ? 0 : s->first_neuron;
+    for (int i = n0; i < s->last_neuron && i < s->n_neurons; i++)
+        for (int t = t0; t < s->last_step && t < s->n_steps; t++)
+            count += raster_bit(s, i, t);
+    return count;
+}
+
+/* Marks the grid cells that hold at least one spike: [grid_h][grid_w]. */
+static void raster_fill_grid(const nc_plot_raster_spec *s, const nc_plot_raster_geometry *g, uint8_t *grid)
+{
+    int span_t = g->t1 - g->t0, span_n = g->n1 - g->n0;
+    for (int i = g->n0 < 0 ? 0 : g->n0; i < g->n1 && i < s->n_neurons; i++) {
+        uint8_t *row = grid + (size_t)((int64_t)(i - g->n0) * g->grid_h / span_n) * g->grid_w;
+        for (int t = g->t0 < 0 ? 0 : g->t0; t < g->t1 && t < s->n_steps; t++) {
+            int64_t bit = (int64_t)i * s->n_steps + t;
+            if (s->bits[bit >> 3] == 0 && (bit & 7) == 0) { /* skip empty bytes */
+                t += 7;
+                continue;
+            }
+            if ((s->bits[bit >> 3] >> (bit & 7)) & 1)
+                row[(int64_t)(t - g->t0) * g->grid_w / span_t] = 1;
+        }
+    }
+}
+
+/* Adds one rectangle per run of marked cells in each grid row: a dense
+ * raster costs as many rectangles as it has runs, not spikes. */
+static void raster_path(cairo_t *cr, const nc_plot_raster_geometry *g, const uint8_t *grid)
+{
+    double gw = (g->frame.right - g->frame.left) / g->grid_w, gh = (g->frame.bottom - g->frame.top) / g->grid_h;
+    /* cells of a few pixels get a gap so single spikes stay apart */
+    double mark_w = gw >= 3 ? gw * 0.8 : gw, mark_h = gh >= 3 ? gh * 0.8 : fmax(gh, 0.6);
+    for (int r = 0; r < g->grid_h; r++) {
+        const uint8_t *row = grid + (size_t)r * g->grid_w;
+        for (int c = 0; c < g->grid_w; c++) {
+            if (!row[c])
+                continue;
+            int end = c + 1;
+            if (gw < 3)
+                while (end < g->grid_w && row[end])
+                    end++;
+            cairo_rectangle(cr, g->frame.left + c * gw, g->frame.top + r * gh, (end - c - 1) * gw + mark_w,
+                            mark_h);
+            c = end - 1;
+        }
+    }
+}
+
 void nc_plot_raster(cairo_t *cr, double width, double height, const nc_plot_style *st,
                     const nc_plot_raster_spec *s)
 {
-    frame f = begin_chart(cr, width, height, st, s->title, "neuron", 0);
-    int t0 = s->first_step, t1 = s->last_step > t0 ? s->last_step : t0 + 1;
-    int n0 = s->first_neuron, n1 = s->last_neuron > n0 ? s->last_neuron : n0 + 1;
-    double cw = (f.right - f.left) / (t1 - t0), ch = (f.bottom - f.top) / (n1 - n0);
-    double mark_w = fmax(cw * 0.8, 0.6), mark_h = fmax(ch * 0.8, 0.6);
-    for (int i = n0; i < n1 && i < s->n_neurons; i++) {
-        for (int t = t0; t < t1 && t < s->n_steps; t++) {
-            int64_t bit = (int64_t)i * s->n_steps + t;
-            if (s->bits[bit >> 3] & (1u << (bit & 7)))
-                cairo_rectangle(cr, f.left + (t - t0) * cw, f.top + (i - n0) * ch, mark_w, mark_h);
-        }
+    nc_plot_raster_geometry g;
+    nc_plot_raster_layout(width, height, st, s, &g);
+    begin_chart(cr, width, height, st, s->title, "neuron", 0);
+    frame f = {g.frame.left, g.frame.top, g.frame.right, g.frame.bottom};
+    uint8_t *grid = calloc((size_t)g.grid_w * (size_t)g.grid_h, 1);
+    if (grid) {
+        raster_fill_grid(s, &g, grid);
+        raster_path(cr, &g, grid);
+        free(grid);
     }
     set_color(cr, st->series[0]);
     cairo_fill(cr);
     set_color(cr, st->foreground);
     char label[32];
-    snprintf(label, sizeof label, "t = %d", t0 + 1);
+    snprintf(label, sizeof label, "t = %d", g.t0 + 1);
     text_at(cr, f.left, f.bottom + 6, label, 0, 0);
-    snprintf(label, sizeof label, "t = %d", t1);
+    snprintf(label, sizeof label, "t = %d", g.t1);
     text_at(cr, f.right, f.bottom + 6, label, 1, 0);
-    cairo_set_line_width(cr, 1);
-    cairo_rectangle(cr, f.left, f.top, f.right - f.left, f.bottom - f.top);
+    snprintf(label, sizeof label, "%d", g.n0);
+    text_at(cr, f.left - 6, f.top, label, 1, 0);
+    snprintf(label, sizeof label, "%d", g.n1 - 1);
+    text_at(cr, f.left - 6, f.bottom, label, 1, 1);
+    stroke_frame(cr, st, &f);
+}
+
+/* ---- windows over an axis (zoom and pan) ----------------------------------- */
+
+void nc_plot_subsample(int64_t total, int k, int64_t *out)
+{
+    for (int j = 0; j < k; j++)
+        out[j] = (int64_t)((double)j * (double)total / k);
+}
+
+static void clamp_window(int *first, int *last, int total, int span)
+{
+    if (span > total)
+        span = total;
+    if (*first < 0)
+        *first = 0;
+    if (*first + span > total)
+        *first = total - span;
+    *last = *first + span;
+}
+
+void nc_plot_window_zoom(int *first, int *last, int total, double anchor, double factor, int min_span)
+{
+    int span = *last - *first;
+    int new_span = (int)lround(span / factor);
+    if (new_span < min_span)
+        new_span = min_span;
+    if (new_span > total)
+        new_span = total;
+    if (anchor < 0)
+        anchor = 0;
+    if (anchor > 1)
+        anchor = 1;
+    /* keep the data under the pointer where it is */
+    double pivot = *first + anchor * span;
+    int f = (int)lround(pivot - anchor * new_span);
+    clamp_window(&f, last, total, new_span);
+    *first = f;
+}
+
+void nc_plot_window_pan(int *first, int *last, int total, int delta)
+{
+    int span = *last - *first, f = *first + delta;
+    clamp_window(&f, last, total, span);
+    *first = f;
+}
+
+/* ---- membrane trace -------------------------------------------------------- */
+
+static void trace_range(const nc_plot_trace_spec *s, double *lo, double *hi)
+{
+    *lo = fmin(0, -0.1 * s->threshold), *hi = s->threshold * 1.15;
+    for (int t = 0; t <= s->T; t++) {
+        double m = s->v[t];
+        if (t > 0 && s->current)
+            m = s->v[t - 1] + s->current[t - 1];
+        if (isfinite(m))
+            *lo = fmin(*lo, m), *hi = fmax(*hi, m);
+        if (isfinite(s->v[t]))
+            *lo = fmin(*lo, s->v[t]), *hi = fmax(*hi, s->v[t]);
+    }
+    if (*hi - *lo < 1e-9)
+        *hi = *lo + 1;
+}
+
+void nc_plot_trace_layout(double width, double height, const nc_plot_style *st, const nc_plot_trace_spec *s,
+                          nc_plot_lines_geometry *g)
+{
+    frame f = chart_frame(width, height, st, 0);
+    g->frame = (nc_plot_rect){f.left, f.top, f.right, f.bottom};
+    g->log2_x = 0;
+    g->x0 = 0, g->x1 = s->T > 0 ? s->T : 1;
+    trace_range(s, &g->y0, &g->y1);
+}
+
+/* The membrane rises to m_t = v_{t−1} + x_t and, when it fired, drops to
+ * v_t in the same step: a saw-tooth that shows the spike reaching θ. */
+static void trace_membrane(cairo_t *cr, const nc_plot_lines_geometry *g, const nc_plot_trace_spec *s)
+{
+    double x, y;
+    nc_plot_lines_to_px(g, 0, s->v[0], &x, &y);
+    cairo_move_to(cr, x, y);
+    for (int t = 1; t <= s->T; t++) {
+        if (s->current) {
+            nc_plot_lines_to_px(g, t, s->v[t - 1] + s->current[t - 1], &x, &y);
+            cairo_line_to(cr, x, y);
+        }
+        nc_plot_lines_to_px(g, t, s->v[t], &x, &y);
+        cairo_line_to(cr, x, y);
+    }
     cairo_stroke(cr);
+}
+
+static void trace_spikes(cairo_t *cr, const nc_plot_lines_geometry *g, const nc_plot_trace_spec *s)
+{
+    for (int t = 1; t <= s->T; t++) {
+        if (!s->spike[t - 1])
+            continue;
+        double x, y;
+        nc_plot_lines_to_px(g, t, s->threshold, &x, &y);
+        cairo_move_to(cr, x, g->frame.top + 2);
+        cairo_line_to(cr, x, g->frame.top + 14);
+    }
+    cairo_set_line_width(cr, 2.5);
+    cairo_stroke(cr);
+}
+
+void nc_plot_trace(cairo_t *cr, double width, double height, const nc_plot_style *st, const nc_plot_trace_spec *s)
+{
+    nc_plot_lines_geometry g;
+    nc_plot_trace_layout(width, height, st, s, &g);
+    begin_chart(cr, width, height, st, s->title, "membrane potential", 0);
+    frame f = {g.frame.left, g.frame.top, g.frame.right, g.frame.bottom};
+    y_axis(cr, &f, st, g.y0, g.y1);
+    nc_plot_lines_spec xs = {.x_label = "timestep t"};
+    x_axis(cr, &f, st, &xs, g.x0, g.x1);
+    cairo_save(cr);
+    cairo_rectangle(cr, f.left, f.top, f.right - f.left, f.bottom - f.top);
+    cairo_clip(cr);
+    double x, y;
+    nc_plot_lines_to_px(&g, 0, s->threshold, &x, &y);
+    set_color(cr, st->series[5]);
+    set_hline_dash(cr, 0);
+    cairo_set_line_width(cr, 1.5);
+    cairo_move_to(cr, f.left, y);
+    cairo_line_to(cr, f.right, y);
+    cairo_stroke(cr);
+    cairo_set_dash(cr, NULL, 0, 0);
+    text_at(cr, f.right - 6, y - 4, "θ", 1, 1);
+    set_color(cr, st->series[0]);
+    cairo_set_line_width(cr, 2);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    if (s->T > 0)
+        trace_membrane(cr, &g, s);
+    if (s->spike) {
+        set_color(cr, st->foreground);
+        trace_spikes(cr, &g, s);
+    }
+    cairo_restore(cr);
+    stroke_frame(cr, st, &f);
 }
 
 static int has_suffix(const char *s, const char *suffix)

@@ -7,7 +7,10 @@
  *                    lines for the ANN and QCFS-ANN accuracy);
  *   nc_plot_bars   — per-layer values, grouped or stacked (firing rates;
  *                    calibration error decomposed into clip/quant/uneven);
- *   nc_plot_raster — spikes of chosen neurons over time, one rectangle path. */
+ *   nc_plot_raster — spikes of chosen neurons over time, one rectangle path
+ *                    (binned to one cell per pixel when zoomed out);
+ *   nc_plot_trace  — the membrane potential of one neuron with θ and spikes.
+ * Geometry helpers (layout, hit-testing, zoom windows) follow the charts. */
 #ifndef NC_PLOT_H
 #define NC_PLOT_H
 
@@ -79,6 +82,89 @@ typedef struct nc_plot_raster_spec {
 
 void nc_plot_raster(cairo_t *cr, double width, double height, const nc_plot_style *style,
                     const nc_plot_raster_spec *spec);
+
+/* ---- geometry: where a chart puts things ---------------------------------
+ * The drawing functions above and the widgets' hit-testing share these, so a
+ * pointer position maps to exactly what was drawn.  The layouts that measure
+ * legend text take a cairo_t (any surface will do, e.g. a 1×1 image). */
+
+typedef struct nc_plot_rect {
+    double left, top, right, bottom; /* the plot area, in the chart's units */
+} nc_plot_rect;
+
+typedef struct nc_plot_lines_geometry {
+    nc_plot_rect frame;
+    int log2_x;
+    double x0, x1, y0, y1;           /* data values at the frame's edges */
+} nc_plot_lines_geometry;
+
+void nc_plot_lines_layout(cairo_t *cr, double width, double height, const nc_plot_style *style,
+                          const nc_plot_lines_spec *spec, nc_plot_lines_geometry *out);
+/* Data (x, y) to chart units and back. */
+void nc_plot_lines_to_px(const nc_plot_lines_geometry *g, double x, double y, double *px, double *py);
+void nc_plot_lines_from_px(const nc_plot_lines_geometry *g, double px, double py, double *x, double *y);
+/* The data point nearest to (px, py) within max_dist chart units: 1 and
+ * *series, *index; 0 when none is that close. */
+int nc_plot_lines_nearest(const nc_plot_lines_geometry *g, const nc_plot_lines_spec *spec, double px,
+                          double py, double max_dist, int *series, int *index);
+
+typedef struct nc_plot_bars_geometry {
+    nc_plot_rect frame;
+    int groups;                      /* groups drawn (≤ NC_PLOT_MAX_SERIES)  */
+    double lo, hi;                   /* values at the bottom and top         */
+    double slot;                     /* width of one category                */
+} nc_plot_bars_geometry;
+
+void nc_plot_bars_layout(cairo_t *cr, double width, double height, const nc_plot_style *style,
+                         const nc_plot_bars_spec *spec, nc_plot_bars_geometry *out);
+/* 1 when (px, py) is over a category's slot (or its name below the frame):
+ * *category, and *group = the bar under the pointer or −1 (between bars). */
+int nc_plot_bars_hit(const nc_plot_bars_geometry *g, const nc_plot_bars_spec *spec, double px, double py,
+                     int *category, int *group);
+
+typedef struct nc_plot_raster_geometry {
+    nc_plot_rect frame;
+    int t0, t1, n0, n1;              /* visible window [t0, t1) × [n0, n1)   */
+    double cell_w, cell_h;           /* size of one (step, neuron) cell       */
+    int grid_w, grid_h;              /* cells drawn: at most one per pixel    */
+} nc_plot_raster_geometry;
+
+void nc_plot_raster_layout(double width, double height, const nc_plot_style *style,
+                           const nc_plot_raster_spec *spec, nc_plot_raster_geometry *out);
+/* 1 when (px, py) is inside the plot: the neuron (row) and step under it. */
+int nc_plot_raster_hit(const nc_plot_raster_geometry *g, double px, double py, int *neuron, int *step);
+/* Spikes inside the spec's visible window. */
+int64_t nc_plot_raster_count(const nc_plot_raster_spec *spec);
+
+/* k evenly spaced indices out of total: out[j] = ⌊j·total/k⌋ (the rule
+ * core/nc_record.h uses to choose raster neurons). */
+void nc_plot_subsample(int64_t total, int k, int64_t *out);
+/* A visible window [*first, *last) of an axis of `total` cells, zoomed by
+ * `factor` (> 1 zooms in) around `anchor` (0..1 across the window) so that
+ * the cell under the pointer stays put; never narrower than min_span nor
+ * outside [0, total). */
+void nc_plot_window_zoom(int *first, int *last, int total, double anchor, double factor, int min_span);
+/* The window moved by delta cells, kept inside [0, total). */
+void nc_plot_window_pan(int *first, int *last, int total, int delta);
+
+/* ---- membrane trace ----------------------------------------------------- */
+
+typedef struct nc_plot_trace_spec {
+    const char *title;
+    int T;
+    const float *v;                /* membrane after each step, [T + 1], v_0 first */
+    const float *current;          /* input current x_t, [T]; NULL: no rise drawn  */
+    const uint8_t *spike;          /* s_t, [T] (0/1); NULL: no spike marks          */
+    double threshold;              /* θ, a dashed line                               */
+} nc_plot_trace_spec;
+
+/* The membrane of one IF neuron over time: it rises by x_t to v_{t−1} + x_t
+ * and drops by θ where it fired (marked at the top), with θ dashed. */
+void nc_plot_trace(cairo_t *cr, double width, double height, const nc_plot_style *style,
+                   const nc_plot_trace_spec *spec);
+/* Its axes (x: t = 0..T, y: the membrane's range and θ). */
+void nc_plot_trace_layout(double width, double height, const nc_plot_style *style, const nc_plot_trace_spec *spec,
+                          nc_plot_lines_geometry *out);
 
 /* Writes a chart to `path` (.png, .svg or .pdf by extension) through a
  * temporary file and rename.  draw(cr, width, height, user) paints it.

@@ -1,0 +1,182 @@
+/* nc-accuracy-chart.c — accuracy versus timesteps (see nc-accuracy-chart.h). */
+#include "nc-accuracy-chart.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    char *label;
+    int T;
+    double *x, *y;           /* t = 1..T and accuracy(t)                      */
+    double ann, qcfs;        /* NAN when unknown                              */
+    int64_t samples;
+} Run;
+
+struct _NcAccuracyChart {
+    NcChart parent_instance;
+    GPtrArray *runs;         /* of Run*, oldest first                          */
+};
+
+G_DEFINE_FINAL_TYPE(NcAccuracyChart, nc_accuracy_chart, NC_TYPE_CHART)
+
+static void run_free(Run *r)
+{
+    g_free(r->label), g_free(r->x), g_free(r->y);
+    g_free(r);
+}
+
+static Run *newest(NcAccuracyChart *self)
+{
+    return self->runs->len ? g_ptr_array_index(self->runs, self->runs->len - 1) : NULL;
+}
+
+/* The chart's spec points into the runs; the caller keeps the label texts. */
+static void build_spec(NcAccuracyChart *self, nc_plot_lines_spec *spec, nc_plot_series *series,
+                       nc_plot_hline *hlines, char labels[2][64])
+{
+    *spec = (nc_plot_lines_spec){.title = "Accuracy versus timesteps", .x_label = "timestep t",
+                                 .y_label = "test accuracy", .fixed_y = 1, .y_min = 0, .y_max = 1,
+                                 .series = series, .hlines = hlines};
+    for (guint i = 0; i < self->runs->len; i++) {
+        Run *r = g_ptr_array_index(self->runs, i);
+        series[spec->n_series++] = (nc_plot_series){r->label, r->samples ? r->T : 0, r->x, r->y};
+    }
+    Run *r = newest(self);
+    if (r && isfinite(r->ann)) {
+        snprintf(labels[0], 64, "ANN %.1f%%", 100 * r->ann);
+        hlines[spec->n_hlines++] = (nc_plot_hline){labels[0], r->ann};
+    }
+    if (r && isfinite(r->qcfs)) {
+        snprintf(labels[1], 64, "QCFS-ANN %.1f%%", 100 * r->qcfs);
+        hlines[spec->n_hlines++] = (nc_plot_hline){labels[1], r->qcfs};
+    }
+}
+
+static void accuracy_draw(NcChart *chart, cairo_t *cr, double w, double h, const nc_plot_style *st)
+{
+    NcAccuracyChart *self = NC_ACCURACY_CHART(chart);
+    nc_plot_lines_spec spec;
+    nc_plot_series series[NC_ACCURACY_CHART_MAX_RUNS];
+    nc_plot_hline hlines[2];
+    char labels[2][64];
+    build_spec(self, &spec, series, hlines, labels);
+    nc_plot_lines(cr, w, h, st, &spec);
+}
+
+static gboolean accuracy_has_data(NcChart *chart)
+{
+    Run *r = newest(NC_ACCURACY_CHART(chart));
+    return r && r->samples > 0;
+}
+
+static char *accuracy_query(NcChart *chart, double x, double y, double w, double h)
+{
+    NcAccuracyChart *self = NC_ACCURACY_CHART(chart);
+    nc_plot_lines_spec spec;
+    nc_plot_series series[NC_ACCURACY_CHART_MAX_RUNS];
+    nc_plot_hline hlines[2];
+    char labels[2][64];
+    build_spec(self, &spec, series, hlines, labels);
+    cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+    cairo_t *cr = cairo_create(surface);
+    nc_plot_style st;
+    nc_chart_get_style(chart, &st);
+    nc_plot_lines_geometry g;
+    nc_plot_lines_layout(cr, w, h, &st, &spec, &g);
+    cairo_destroy(cr);
+    cairo_surface_destroy(surface);
+    int k, i;
+    if (!nc_plot_lines_nearest(&g, &spec, x, y, 12, &k, &i))
+        return g_strdup("accuracy(t): fraction of test images whose output, summed over steps 1..t, "
+                        "has its largest value at the label");
+    Run *r = g_ptr_array_index(self->runs, k);
+    g_autofree char *label = g_markup_escape_text(r->label, -1);
+    return g_strdup_printf("<b>%s</b>\nt = %d: %.2f%% of %" G_GINT64_FORMAT " images", label, i + 1,
+                           100 * r->y[i], r->samples);
+}
+
+static void nc_accuracy_chart_finalize(GObject *object)
+{
+    g_ptr_array_unref(NC_ACCURACY_CHART(object)->runs);
+    G_OBJECT_CLASS(nc_accuracy_chart_parent_class)->finalize(object);
+}
+
+static void nc_accuracy_chart_class_init(NcAccuracyChartClass *klass)
+{
+    NcChartClass *chart_class = NC_CHART_CLASS(klass);
+    G_OBJECT_CLASS(klass)->finalize = nc_accuracy_chart_finalize;
+    chart_class->draw = accuracy_draw;
+    chart_class->has_data = accuracy_has_data;
+    chart_class->query = accuracy_query;
+}
+
+static void nc_accuracy_chart_init(NcAccuracyChart *self)
+{
+    self->runs = g_ptr_array_new_with_free_func((GDestroyNotify)run_free);
+    nc_chart_set_name(NC_CHART(self), "accuracy");
+    nc_chart_set_placeholder(NC_CHART(self), "Convert and run the model to see the accuracy grow with the timesteps.");
+}
+
+GtkWidget *nc_accuracy_chart_new(void) { return g_object_new(NC_TYPE_ACCURACY_CHART, NULL); }
+
+void nc_accuracy_chart_begin_run(NcAccuracyChart *self, const char *label)
+{
+    g_return_if_fail(NC_IS_ACCURACY_CHART(self));
+    if (self->runs->len >= NC_ACCURACY_CHART_MAX_RUNS)
+        g_ptr_array_remove_index(self->runs, 0);
+    Run *r = g_new0(Run, 1);
+    r->label = g_strdup(label);
+    r->ann = r->qcfs = NAN;
+    g_ptr_array_add(self->runs, r);
+    nc_chart_changed(NC_CHART(self));
+}
+
+void nc_accuracy_chart_update(NcAccuracyChart *self, const NcRunData *data)
+{
+    g_return_if_fail(NC_IS_ACCURACY_CHART(self));
+    Run *r = newest(self);
+    if (!r || !data->has_record)
+        return;
+    if (r->T != data->T) {
+        r->T = data->T;
+        r->x = g_renew(double, r->x, r->T);
+        r->y = g_renew(double, r->y, r->T);
+        for (int t = 0; t < r->T; t++)
+            r->x[t] = t + 1;
+    }
+    memcpy(r->y, data->accuracy, (size_t)r->T * sizeof(double));
+    r->ann = data->ann_accuracy, r->qcfs = data->qcfs_accuracy;
+    r->samples = data->samples;
+    nc_chart_changed(NC_CHART(self));
+}
+
+void nc_accuracy_chart_end_run(NcAccuracyChart *self, const char *note)
+{
+    Run *r = newest(self);
+    if (!r || !note)
+        return;
+    char *label = g_strdup_printf("%s (%s)", r->label, note);
+    g_free(r->label);
+    r->label = label;
+    nc_chart_changed(NC_CHART(self));
+}
+
+void nc_accuracy_chart_clear_history(NcAccuracyChart *self)
+{
+    if (self->runs->len > 1)
+        g_ptr_array_remove_range(self->runs, 0, self->runs->len - 1);
+    nc_chart_changed(NC_CHART(self));
+}
+
+guint nc_accuracy_chart_get_n_runs(NcAccuracyChart *self) { return self->runs->len; }
+
+int nc_accuracy_chart_get_n_points(NcAccuracyChart *self, guint run)
+{
+    if (run >= self->runs->len)
+        return 0;
+    Run *r = g_ptr_array_index(self->runs, run);
+    int n = 0;
+    for (int t = 0; r->samples && t < r->T; t++)
+        n += isfinite(r->y[t]);
+    return n;
+}

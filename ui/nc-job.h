@@ -1,0 +1,67 @@
+/* nc-job.h — one conversion + simulation run, off the main thread.
+ *
+ * A job clones the source network, then in a GTask worker:
+ *   opens the datasets → nc_pipeline_convert (calibration, thresholds, QCFS,
+ *   IF) → nc_record_new → nc_simulate_into,
+ * the same calls the CLI makes.  The worker never touches a widget: its
+ * progress callback copies a snapshot (NcRunData) into a mutex-protected slot
+ * and, if none is queued yet, queues an idle on the main context that emits
+ * ::progress with the newest snapshot (older unseen ones are dropped: the
+ * views only ever need the latest).  Cancelling the GCancellable makes the
+ * progress callback return non-zero, which stops the pipeline cleanly; the
+ * record then holds the batches finished before. */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "../core/nc_record.h"
+#include "../sim/nc_pipeline.h"
+#include "nc-run-data.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+    char *dataset;            /* nc_dataset_open spec ("fashion-mnist", a path) */
+    nc_preprocess pp;
+    int64_t images;           /* test images to simulate                       */
+    nc_pipeline_options pipeline;
+    int T;
+    nc_encoding encoding;
+    char *engine;             /* "cpu", "gpu", "loihi"                          */
+    int batch_size;
+    int raster_neurons;       /* also the traced neurons, so any raster row has a trace */
+} NcJobSettings;
+
+void nc_job_settings_clear(NcJobSettings *s);
+void nc_job_settings_copy(NcJobSettings *dst, const NcJobSettings *src);
+/* "p99.9 · layer · L 8" — names a run in the accuracy chart's legend. */
+char *nc_job_settings_describe(const NcJobSettings *s, gboolean converts);
+
+#define NC_JOB_ERROR (nc_job_error_quark())
+GQuark nc_job_error_quark(void); /* codes are nc_status values */
+
+#define NC_TYPE_JOB (nc_job_get_type())
+G_DECLARE_FINAL_TYPE(NcJob, nc_job, NC, JOB, GObject)
+
+/* `source` is cloned; it may be an ANN (converted by the job) or an SNN
+ * (already converted: simulated as it is). */
+NcJob *nc_job_new(const nc_net *source, const char *source_path, const NcJobSettings *settings);
+
+void nc_job_run_async(NcJob *self, GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data);
+/* FALSE with G_IO_ERROR_CANCELLED when cancelled, or NC_JOB_ERROR. */
+gboolean nc_job_run_finish(NcJob *self, GAsyncResult *result, GError **error);
+
+/* After the run (also a cancelled or failed one): what it produced, owned by
+ * the job; NULL when it did not get that far. */
+const nc_net *nc_job_get_net(NcJob *self);
+const nc_record *nc_job_get_record(NcJob *self);
+const nc_pipeline_result *nc_job_get_pipeline_result(NcJob *self);
+const NcJobSettings *nc_job_get_settings(NcJob *self);
+const char *nc_job_get_source_path(NcJob *self);
+gboolean nc_job_converts(NcJob *self); /* FALSE when the source was an SNN */
+double nc_job_get_seconds(NcJob *self);  /* wall time of the run */
+
+/* 1 if the net holds integrate-and-fire neurons (already converted). */
+gboolean nc_net_is_snn(const nc_net *net);
+
+G_END_DECLS
