@@ -314,10 +314,24 @@ static nc_status infer_per_channel(nc_node *node, const nc_node *in, int count, 
     return NC_OK;
 }
 
+/* NIR neuron models: weight is [NC_NPARAM_COUNT, numel of the input]. */
+static nc_status infer_nir_neuron(nc_node *node, const nc_node *in, nc_error *err)
+{
+    const nc_tensor *p = node->weight;
+    if (node->neuron.model > NC_NEURON_DELAY)
+        return node_fail(err, NC_ERR_ARGUMENT, node, "unknown neuron model");
+    if (!p || p->ndim != 2 || p->shape[0] != NC_NPARAM_COUNT || p->shape[1] != nc_node_numel(in))
+        return node_fail(err, NC_ERR_SHAPE, node, "needs a [parameters, values] array with one column per input value");
+    if (!(node->neuron.dt > 0) || !isfinite(node->neuron.dt))
+        return node_fail(err, NC_ERR_ARGUMENT, node, "needs a positive time step dt");
+    set_shape(node, in->ndim, in->shape);
+    return NC_OK;
+}
+
 static nc_status infer_node(nc_net *net, int index, nc_error *err)
 {
     nc_node *node = &net->nodes[index];
-    int needs_inputs = node->kind != NC_NODE_INPUT;
+    int needs_inputs = node->kind != NC_NODE_INPUT && node->kind != NC_NODE_RECURRENT;
     if (needs_inputs && node->n_inputs < 1)
         return node_fail(err, NC_ERR_FORMAT, node, "has no input");
     for (int i = 0; i < node->n_inputs; i++)
@@ -362,10 +376,23 @@ static nc_status infer_node(nc_net *net, int index, nc_error *err)
                 return node_fail(err, NC_ERR_ARGUMENT, node, "QCFS needs L ≥ 1");
             return infer_per_channel(node, in, node->neuron.n_threshold, "threshold", err);
         }
+        if (node->neuron.model >= NC_NEURON_LIF) /* NIR models: per-value parameters */
+            return infer_nir_neuron(node, in, err);
         set_shape(node, in->ndim, in->shape);
         return NC_OK;
     case NC_NODE_OUTPUT:
         set_shape(node, in->ndim, in->shape);
+        return NC_OK;
+    case NC_NODE_SCALE:
+        if (!node->weight || (nc_tensor_numel(node->weight) != 1 && nc_tensor_numel(node->weight) != nc_node_numel(in)))
+            return node_fail(err, NC_ERR_SHAPE, node, "needs a scale of 1 value or one per input value");
+        set_shape(node, in->ndim, in->shape);
+        return NC_OK;
+    case NC_NODE_RECURRENT:
+        if (node->n_inputs != 0 || node->recur_source <= index || node->recur_source >= net->n_nodes)
+            return node_fail(err, NC_ERR_FORMAT, node, "must have no inputs and delay a node that comes after it");
+        if (node->ndim < 1 || nc_node_numel(node) < 1)
+            return node_fail(err, NC_ERR_SHAPE, node, "has no shape");
         return NC_OK;
     case NC_NODE_KIND_COUNT: break;
     }
@@ -382,6 +409,11 @@ nc_status nc_net_infer_shapes(nc_net *net, nc_error *err)
         nc_status st = infer_node(net, i, err);
         if (st != NC_OK)
             return st;
+    }
+    for (int i = 0; i < net->n_nodes; i++) { /* a recurrent node has its source's shape */
+        const nc_node *r = &net->nodes[i];
+        if (r->kind == NC_NODE_RECURRENT && !same_shape(r, &net->nodes[r->recur_source]))
+            return node_fail(err, NC_ERR_SHAPE, r, "shape differs from the node it delays");
     }
     return NC_OK;
 }
@@ -401,6 +433,7 @@ int64_t nc_node_macs(const nc_net *net, int index)
     case NC_NODE_GLOBAL_AVGPOOL:
         return nc_node_numel(&net->nodes[node->inputs[0]]);
     case NC_NODE_AFFINE:
+    case NC_NODE_SCALE:
         return nc_node_numel(node);
     default:
         return 0;
@@ -483,7 +516,7 @@ const char *nc_node_kind_name(nc_node_kind kind)
 {
     static const char *names[NC_NODE_KIND_COUNT] = {
         "input", "conv2d", "dense", "avgpool", "maxpool", "global-avgpool",
-        "flatten", "add", "concat", "affine", "neuron", "output"};
+        "flatten", "add", "concat", "affine", "neuron", "output", "scale", "recurrent"};
     return (unsigned)kind < NC_NODE_KIND_COUNT ? names[kind] : "unknown";
 }
 
@@ -494,6 +527,14 @@ const char *nc_neuron_model_name(nc_neuron_model m)
     case NC_NEURON_CLIP: return "clip";
     case NC_NEURON_QCFS: return "qcfs";
     case NC_NEURON_IF: return "if";
+    case NC_NEURON_LIF: return "lif";
+    case NC_NEURON_CUBA_LIF: return "cuba-lif";
+    case NC_NEURON_LI: return "li";
+    case NC_NEURON_CUBA_LI: return "cuba-li";
+    case NC_NEURON_INTEGRATOR: return "integrator";
+    case NC_NEURON_NIR_IF: return "nir-if";
+    case NC_NEURON_THRESHOLD: return "threshold";
+    case NC_NEURON_DELAY: return "delay";
     }
     return "unknown";
 }

@@ -29,6 +29,13 @@ typedef enum nc_node_kind {
     NC_NODE_AFFINE,
     NC_NODE_NEURON,
     NC_NODE_OUTPUT,
+    /* Added for NIR imports (core/nc_nir.h): */
+    NC_NODE_SCALE,     /* y = weight ⊙ x: weight has the input's numel, or 1 value */
+    NC_NODE_RECURRENT, /* the output of node recur_source (a LATER node) one step
+                        * earlier, zeros at step 0: a recurrent edge of a cycle.
+                        * No inputs; its shape is set when built and must equal
+                        * the source's.  A net with one needs step-by-step
+                        * simulation (sim/nc_neuron_models.h). */
     NC_NODE_KIND_COUNT
 } nc_node_kind;
 
@@ -36,8 +43,37 @@ typedef enum nc_neuron_model {
     NC_NEURON_RELU,  /* max(0, x)                                            */
     NC_NEURON_CLIP,  /* min(max(x, clip_min), clip_max)  (ReLU6 and friends) */
     NC_NEURON_QCFS,  /* λ·clip(floor(x·L/λ + φ)/L, 0, 1), λ = threshold      */
-    NC_NEURON_IF     /* integrate-and-fire, θ = threshold (see nc_if_*)      */
+    NC_NEURON_IF,    /* integrate-and-fire, θ = threshold (see nc_if_*)      */
+    /* Added for NIR imports: stateful models with per-value parameters in the
+     * node's `weight` (see nc_neuron_param below), simulated with forward
+     * Euler at neuron.dt; the update of each is in sim/nc_neuron_models.h.
+     * Spiking models output 1 for a spike (not θ). */
+    NC_NEURON_LIF,        /* NIR LIF: τ, r, v_leak, v_threshold, v_reset      */
+    NC_NEURON_CUBA_LIF,   /* NIR CubaLIF: + τ_syn, w_in (current synapse)     */
+    NC_NEURON_LI,         /* NIR LI: leaky integrator, outputs v (no spikes)  */
+    NC_NEURON_CUBA_LI,    /* NIR CubaLI: outputs v                            */
+    NC_NEURON_INTEGRATOR, /* NIR I: v += r·x, outputs v                       */
+    NC_NEURON_NIR_IF,     /* NIR IF with per-value r, v_threshold, v_reset and
+                           * unit spikes (an IF that NC_NEURON_IF cannot say)  */
+    NC_NEURON_THRESHOLD,  /* NIR Threshold: 1 where x > v_threshold, else 0   */
+    NC_NEURON_DELAY       /* NIR Delay: y(t) = x(t − round(delay/dt)), 0 before */
 } nc_neuron_model;
+
+/* Rows of the [NC_NPARAM_COUNT, numel] `weight` tensor of a neuron node whose
+ * model is one of the NIR models above: one value per element of the node,
+ * in the file's units (time constants and delays in seconds).  Rows a model
+ * does not use are 0. */
+typedef enum nc_neuron_param {
+    NC_NPARAM_TAU,         /* τ (LIF, LI) or τ_mem (CubaLIF, CubaLI)     */
+    NC_NPARAM_TAU_SYN,     /* τ_syn (CubaLIF, CubaLI)                    */
+    NC_NPARAM_R,           /* r                                          */
+    NC_NPARAM_V_LEAK,      /* v_leak                                     */
+    NC_NPARAM_V_THRESHOLD, /* v_threshold (and Threshold's threshold)    */
+    NC_NPARAM_V_RESET,     /* v_reset                                    */
+    NC_NPARAM_W_IN,        /* w_in (CubaLIF, CubaLI)                     */
+    NC_NPARAM_DELAY,       /* Delay's delay                              */
+    NC_NPARAM_COUNT
+} nc_neuron_param;
 
 typedef enum nc_reset { NC_RESET_SUBTRACT, NC_RESET_ZERO } nc_reset;
 typedef enum nc_compare { NC_FIRE_GE, NC_FIRE_GT } nc_compare;
@@ -61,6 +97,10 @@ typedef struct nc_neuron {
     float v0_fraction;         /* IF: v(0) = v0_fraction·θ, default 0.5           */
     nc_reset reset;            /* IF: reset by subtraction (default) or to zero  */
     nc_compare compare;        /* IF: fire when v ≥ θ (default) or v > θ          */
+    /* NIR models only (see nc_neuron_param); reset also applies to them:
+     * ZERO = v ← v_reset (NIR's rule), SUBTRACT = v ← v − v_threshold. */
+    float dt;                  /* seconds per simulation step (forward Euler)     */
+    int integrate_dt;          /* NIR_IF, INTEGRATOR: 1: v += dt·r·x; 0: v += r·x */
 } nc_neuron;
 
 #define NC_NAME_MAX 256
@@ -87,6 +127,7 @@ typedef struct nc_node {
     nc_tensor *bias;            /* owned, may be NULL                             */
 
     nc_neuron neuron;           /* NEURON only                                    */
+    int recur_source;           /* RECURRENT only: index of the node it delays    */
 } nc_node;
 
 /* What happened to each node of the source file during import/conversion. */

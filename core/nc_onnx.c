@@ -2491,6 +2491,67 @@ static nc_status op_reduce_mean(nctx *c)
     return NC_OK;
 }
 
+/* Pad: all-zero pads do nothing (the TorchScript exporter writes one before
+ * every AvgPool2d).  Zero-valued constant padding of H and W becomes a 1×1
+ * average pool with that padding and count_include_pad = 1: it copies the
+ * input and puts zeros around it, exactly, with no new node kind. */
+static nc_status pad_amounts(nctx *c, const value *x, int64_t *pads, int *n)
+{
+    value *p = in_value(c, 1);
+    size_t count = 0;
+    const int64_t *attr_pads = attr_ints(c, "pads", &count);
+    if (p && p->name && p->name[0]) {
+        if (!p->c)
+            return unsup(c, "Pad with pads computed at run time");
+        count = (size_t)p->c->n;
+        for (size_t j = 0; j < count && j < 2 * CV_MAX_DIMS; j++)
+            pads[j] = cv_geti(p->c, (int64_t)j);
+    } else if (attr_pads) {
+        for (size_t j = 0; j < count && j < 2 * CV_MAX_DIMS; j++)
+            pads[j] = attr_pads[j];
+    }
+    if (count != (size_t)(2 * (x->ndim + 1)))
+        return node_fail(c, NC_ERR_FORMAT, "pads has %zu values for a %d-d input", count, x->ndim + 1);
+    *n = (int)count;
+    return NC_OK;
+}
+
+static nc_status op_pad(nctx *c)
+{
+    value *x, *fill = in_value(c, 2);
+    char mode[32];
+    int64_t pads[2 * CV_MAX_DIMS] = {0};
+    int n = 0, ir, rank;
+    TRY(data_in(c, 0, &x));
+    TRY(pad_amounts(c, x, pads, &n));
+    rank = n / 2;
+    int all_zero = 1;
+    for (int j = 0; j < n; j++)
+        all_zero &= pads[j] == 0;
+    if (all_zero)
+        return remove_node(c, x, "all pads are zero");
+    attr_string(c, "mode", mode, sizeof mode);
+    if (mode[0] && strcmp(mode, "constant"))
+        return unsup(c, "Pad mode '%s' (only constant zero padding is supported)", mode);
+    if (fill && fill->name && fill->name[0] && (!fill->c || (fill->c->n > 0 && cv_get(fill->c, 0) != 0)))
+        return unsup(c, "Pad with a non-zero value");
+    if (rank != 4 || pads[0] || pads[1] || pads[4] || pads[5])
+        return unsup(c, "Pad of axes other than H and W of an [N, C, H, W] input");
+    for (int j = 0; j < n; j++)
+        if (pads[j] < 0 || pads[j] > INT_MAX / 4)
+            return unsup(c, "negative padding (cropping)");
+    nc_node t;
+    memset(&t, 0, sizeof t);
+    t.kernel[0] = t.kernel[1] = t.stride[0] = t.stride[1] = t.dilation[0] = t.dilation[1] = 1;
+    t.pad[0] = (int)pads[2], t.pad[1] = (int)pads[3], t.pad[2] = (int)pads[6], t.pad[3] = (int)pads[7];
+    t.count_include_pad = 1;
+    int64_t dims[3];
+    TRY(window_shape(c, x, x->dims[0], &t, dims));
+    TRY(emit(c, NC_NODE_AVGPOOL, 1, &x, 3, dims, &ir));
+    copy_window(ir_node(c->imp, ir), &t);
+    return NC_OK;
+}
+
 /* ==== dispatch ============================================================== */
 
 typedef struct op_def {
@@ -2522,6 +2583,7 @@ static const op_def OPS[] = {
     {"Concat", op_concat, c_concat},
     {"Dropout", op_dropout, c_unary},
     {"Identity", op_identity, c_unary},
+    {"Pad", op_pad, NULL},
     {"Cast", op_cast, c_cast},
     {"Softmax", op_softmax, NULL},
     {"LogSoftmax", op_softmax, NULL},

@@ -1,7 +1,45 @@
 /* nc_gpu.h — the C face of the CUDA code in gpu/.  Compiled only when the
  * build finds nvcc (NC_HAVE_CUDA in nc_config.h); everything here returns
  * errors instead of exiting, so a machine without a GPU or driver gets a clear
- * reason and the CPU engine goes on. */
+ * reason and the CPU engine goes on.
+ *
+ * The GPU engine ("gpu", gpu/nc_engine_gpu.cu) runs everything the CPU engine
+ * runs (sim/engine_cpu.c is the reference) in ANN, QCFS and SNN mode:
+ *   - values live on the device, batch-major [rows, C, H, W] like the CPU
+ *     engine; in SNN mode rows = T·N, time-major, so each conv/dense layer is
+ *     GEMMs over all T steps at once (T folded into the GEMM);
+ *   - a value that is the same at every step (direct-encoded input and what is
+ *     computed from it before the first IF neuron: layer 1) is computed once;
+ *   - the IF recurrence of a layer is ONE kernel, one thread per neuron, the
+ *     steps innermost per thread ([T, N·numel] layout: coalesced), membrane in
+ *     a register, writing only the spike values (θ or 0);
+ *   - a conv/dense bias is added in the kernel of the neuron (or MaxPool) that
+ *     reads the layer, when that is its only reader and no observer is set;
+ *   - convolutions: im2col in chunks of samples that fit in half the L2 cache
+ *     (NC_GPU_CHUNK_MB overrides), each chunk one strided-batched cuBLAS GEMM;
+ *     grouped convs with < 4 outputs per group (depthwise) a direct kernel;
+ *   - observers get node outputs copied to the host only when set, in chunks
+ *     of whole steps (SNN) or the batch (ANN/QCFS).
+ * Backward passes (BPTT fine-tuning) are NOT implemented yet: the engine does
+ * not claim NC_CAP_TRAINING; they belong to the "Fine-tuning" issue.
+ *
+ * Precision modes (products of the conv and dense layers):
+ *   fp32        cuBLAS CUBLAS_COMPUTE_32F, no TF32: products as exact as the
+ *               CPU engine (only the summation order differs);
+ *   tf32        CUBLAS_COMPUTE_32F_FAST_TF32 (operands rounded to 10 bits);
+ *   bf16        operands in bf16, fp32 accumulation.  Spikes are exact: an
+ *               operand derived from IF spikes (θ·{0,1}, through flatten,
+ *               gated MaxPool and AvgPools of a constant window count D) is
+ *               fed as the integer count q = x·D/θ and θ/D is folded into the
+ *               weights before rounding them to bf16;
+ *   split-bf16  the same spike operands with the θ/D-scaled fp32 weights split
+ *               into 3 bf16 parts (hi + mid + lo, 24 significand bits): three
+ *               bf16 GEMMs accumulated in fp32 give fp32-accurate products at
+ *               tensor-core speed; split-bf16x2 uses 2 parts (16 bits).  An
+ *               analog operand (the input image, ANN mode, after Add/Concat)
+ *               runs in fp32 in the split modes.
+ * The default is fp32, or the value of the environment variable
+ * NC_GPU_PRECISION when a gpu engine is created. */
 #ifndef NC_GPU_H
 #define NC_GPU_H
 
@@ -10,6 +48,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "../sim/nc_engine.h"
 
 typedef struct nc_gpu_info {
     int available;          /* 1 when a usable device was found             */
@@ -27,6 +67,77 @@ typedef struct nc_gpu_info {
 /* Fills info about device 0; never fails: an unusable GPU is described in
  * info->reason with available = 0. */
 void nc_gpu_query(nc_gpu_info *info);
+
+/* ---- the engine ---------------------------------------------------------- */
+
+typedef enum nc_gpu_precision {
+    NC_GPU_FP32,
+    NC_GPU_TF32,
+    NC_GPU_BF16,
+    NC_GPU_SPLIT_BF16,   /* 3 bf16 parts of the weights */
+    NC_GPU_SPLIT_BF16X2, /* 2 bf16 parts                */
+    NC_GPU_PRECISION_COUNT
+} nc_gpu_precision;
+
+/* "fp32", "tf32", "bf16", "split-bf16", "split-bf16x2". */
+const char *nc_gpu_precision_name(nc_gpu_precision p);
+/* Parses a name above (also "split-bf16x3" = split-bf16); 0 ok, -1 unknown. */
+int nc_gpu_precision_parse(const char *text, nc_gpu_precision *out);
+
+/* Creates the GPU engine on device 0 (a CUDA stream and a cuBLAS handle of its
+ * own).  Fails with NC_ERR_UNSUPPORTED and the reason from nc_gpu_query when
+ * there is no usable device, NC_ERR_DEVICE when CUDA or cuBLAS fail, and
+ * NC_ERR_ARGUMENT when NC_GPU_PRECISION holds an unknown name.  Free it with
+ * nc_engine_free. */
+nc_status nc_engine_gpu_new(nc_engine **out, nc_error *err);
+
+/* 1 if e is a GPU engine. */
+int nc_engine_is_gpu(const nc_engine *e);
+
+/* Sets the precision of e (a GPU engine; before or after load).  Fails with
+ * NC_ERR_ARGUMENT for another engine. */
+nc_status nc_engine_gpu_set_precision(nc_engine *e, nc_gpu_precision p, nc_error *err);
+nc_gpu_precision nc_engine_gpu_get_precision(const nc_engine *e);
+
+/* Times forward passes of e on `input` with CUDA events on the engine's
+ * stream: the input is uploaded once, then `warmup` untimed and `repeats`
+ * timed passes run on the device (the output stays on the device, no
+ * observer; opts->observer is ignored).  *times_ms receives `repeats` times
+ * in milliseconds (caller's array); *median_ms their median. */
+nc_status nc_engine_gpu_time_forward(nc_engine *e, const nc_tensor *input, const nc_run_options *opts,
+                                     int warmup, int repeats, double *times_ms, double *median_ms,
+                                     nc_error *err);
+
+/* The device's measured GEMM peak in precision p, in TFLOP/s: an
+ * n × n × n product of random matrices through cuBLAS (n = 8192, or
+ * NC_GPU_PEAK_N), the median of 10 timed runs after 3 warm-ups (CUDA events).
+ * For the split modes one "product" is the 3 (2) bf16 GEMMs of the split,
+ * counted as 2n³ flops. */
+nc_status nc_gpu_measure_peak(nc_gpu_precision p, double *tflops, nc_error *err);
+
+/* ---- test hooks: single kernels on host data ----------------------------- */
+
+/* The IF kernel of the engine on host arrays (copied to and from the
+ * device): the recurrence of nc_if_run in sim/nc_cpu_ops.h over T steps of
+ * n samples of [c, inner] values, in_step = 0 for a constant current.  bias
+ * (may be NULL) holds c values added to every input before it is integrated,
+ * as a fused conv bias is. */
+nc_status nc_gpu_test_if(int T, long long n, int c, long long inner, const float *threshold,
+                         int n_threshold, float v0_fraction, int reset_zero, int fire_gt,
+                         const float *bias, const float *in, long long in_step, float *out,
+                         long long out_step, nc_error *err);
+
+/* The engine's GEMM in precision p on host arrays: out[rows, fout] =
+ * in[rows, fin] · weight[fout, fin]ᵀ.  spike_scale (may be NULL): in holds
+ * spikes whose per-feature value is spike_scale[f] (θ); they are fed as 0/1
+ * with θ folded into the weights, the engine's exact spike path. */
+nc_status nc_gpu_test_gemm(nc_gpu_precision p, long long rows, int fin, int fout, const float *in,
+                           const float *weight, const float *spike_scale, float *out, nc_error *err);
+
+/* Poisson encoding on the device (same stream of numbers as
+ * nc_poisson_encode in sim/nc_cpu_ops.h). */
+nc_status nc_gpu_test_poisson(unsigned long long seed, int T, long long n, const float *in, float *out,
+                              nc_error *err);
 
 #ifdef __cplusplus
 }

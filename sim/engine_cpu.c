@@ -13,12 +13,19 @@
  * element-wise node (neuron, affine, flatten, output) takes over its input's
  * buffer when it is that input's last reader, and works in place.
  *
+ * Recurrent nets.  A net with an NC_NODE_RECURRENT node runs step by step
+ * (forward_steps): every node keeps all T steps and step t of every node runs
+ * before step t+1 of any, with the same kernels on N rows and the neuron
+ * states carried from step to step (sim/nc_neuron_models.h).  NIR neuron
+ * models and recurrent edges have no ANN function: SNN mode only.
+ *
  * Threads.  Dense GEMMs use OpenBLAS's threads; conv2d and the row-wise loops
  * (pools, neurons, IF, affine, encoding) split their rows over plain pthreads
  * when a layer is big enough to pay for starting them (see run_conv).  One
  * engine runs one forward pass at a time. */
 #include "nc_cpu_ops.h"
 #include "nc_engine.h"
+#include "nc_neuron_models.h"
 
 #include <cblas.h>
 #include <pthread.h>
@@ -26,6 +33,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* NIR neuron models run through sim/nc_neuron_models.c; 0 until that file
+ * is part of the sim library (then they fail with NC_ERR_UNSUPPORTED). */
+#ifndef NC_CPU_NIR_MODELS
+#define NC_CPU_NIR_MODELS 0
+#endif
 
 #define NC_CPU_MAX_THREADS 64
 /* Below this many floats a row-wise loop runs on the calling thread only:
@@ -45,6 +58,7 @@ typedef struct pool_block {
 typedef struct cpu_state {
     nc_window *win; /* per node: window geometry of conv2d and pools      */
     int *last_use;  /* per node: index of the last node that reads it     */
+    int recurrent;  /* the net has a recurrent edge: run step by step      */
     pool_block *pool;
     int n_pool, pool_capacity;
 } cpu_state;
@@ -69,13 +83,19 @@ typedef struct run_ctx {
     float *work;
     size_t work_floats;
     nc_error *err;
+    int seq;            /* the input is a sequence [T, N, ...]            */
+    /* step-by-step mode (forward_steps): node outputs go to step_out, a
+     * stateful neuron carries its state in step_state */
+    int stepping;
+    float *step_out;
+    float *step_state;
 } run_ctx;
 
 /* ---- row-parallel jobs ---------------------------------------------------- */
 
 typedef enum job_op {
-    JOB_CONV, JOB_AVGPOOL, JOB_MAXPOOL, JOB_GAP, JOB_AFFINE, JOB_RELU, JOB_CLIP, JOB_QCFS, JOB_IF,
-    JOB_GATED, JOB_POISSON
+    JOB_CONV, JOB_AVGPOOL, JOB_MAXPOOL, JOB_GAP, JOB_AFFINE, JOB_SCALE, JOB_RELU, JOB_CLIP, JOB_QCFS,
+    JOB_IF, JOB_NIR, JOB_GATED, JOB_POISSON
 } job_op;
 
 /* One layer's row-wise work: rows [r0, r1) of `in` and `out`.  For IF and
@@ -96,6 +116,7 @@ typedef struct row_job {
     uint64_t seed;             /* Poisson                                  */
     float *work;               /* conv: one workspace per thread slot      */
     size_t work_floats;        /* conv: floats per slot                    */
+    float *state;              /* IF: carried membranes (NULL: start anew) */
 } row_job;
 
 /* Runs rows [r0, r1) of job j; `slot` (0 … threads−1) picks the workspace. */
@@ -117,6 +138,9 @@ static void job_run(const row_job *j, int64_t r0, int64_t r1, int slot)
     case JOB_AFFINE:
         nc_affine(n, j->c, j->inner, j->node->weight->data, j->node->bias->data, in, out);
         break;
+    case JOB_SCALE:
+        nc_scale(n, j->in_row, j->node->weight->data, nc_tensor_numel(j->node->weight), in, out);
+        break;
     case JOB_RELU: nc_relu(n * j->in_row, in, out); break;
     case JOB_CLIP: nc_clip(n * j->in_row, nr->clip_min, nr->clip_max, in, out); break;
     case JOB_QCFS:
@@ -124,9 +148,15 @@ static void job_run(const row_job *j, int64_t r0, int64_t r1, int slot)
         break;
     case JOB_IF: {
         nc_if_params p = {nr->threshold, nr->n_threshold, nr->v0_fraction, nr->reset, nr->compare};
-        nc_if_run(&p, j->T, n, j->c, j->inner, in, j->in_step, out, j->out_step, NULL);
+        if (j->state)
+            nc_if_run_state(&p, j->T, n, j->c, j->inner, in, j->in_step, out, j->out_step,
+                            j->state + r0 * j->in_row);
+        else
+            nc_if_run(&p, j->T, n, j->c, j->inner, in, j->in_step, out, j->out_step, NULL);
         break;
     }
+    case JOB_NIR: /* not split: the state of a NIR model is not laid out per sample */
+        break;
     case JOB_GATED:
         nc_maxpool_gated(j->g, j->T, n, in, j->in_step, out, j->out_step,
                          j->counts + r0 * (j->in_row));
@@ -254,6 +284,10 @@ static void pool_trim(cpu_state *st, int all)
 
 static nc_status value_alloc(run_ctx *c, int i, int64_t rows, int constant, cpu_value *v)
 {
+    if (c->step_out) { /* step-by-step: this step's slice of the node's buffer */
+        *v = (cpu_value){c->step_out, rows, 0, 0};
+        return NC_OK;
+    }
     size_t floats, bytes;
     int64_t numel = nc_node_numel(&c->net->nodes[i]);
     if (nc_mul_size((size_t)rows, (size_t)numel, &floats) || nc_mul_size(floats, sizeof(float), &bytes))
@@ -337,6 +371,10 @@ static nc_status value_expanded(run_ctx *c, int i, const cpu_value *v, float **t
 static nc_status run_input(run_ctx *c, int i, const nc_tensor *input, cpu_value *out)
 {
     int64_t numel = numel_of(c, i);
+    if (c->seq) { /* [T, N, ...] already is the time-major layout */
+        *out = (cpu_value){input->data, (int64_t)c->T * c->N, 0, 0};
+        return NC_OK;
+    }
     if (!c->snn || c->opts->encoding == NC_ENCODING_DIRECT) {
         /* borrowed: the caller's tensor outlives the forward pass */
         *out = (cpu_value){input->data, c->N, c->snn, 0};
@@ -446,11 +484,14 @@ static nc_status run_pool(run_ctx *c, int i, cpu_value *out)
         j.c = (int)n->shape[0];
         j.inner = j.in_row / j.c;
     } else if (n->kind == NC_NODE_AVGPOOL || (c->snn && n->maxpool_strategy == NC_MAXPOOL_AVG)) {
+        /* AVG: the MaxPool's window run as an average (its count_include_pad) */
         j.op = JOB_AVGPOOL;
     } else {
-        /* ANN/QCFS, and PRE_SPIKE in SNN: the max of this step's inputs.  Exact
-         * for an SNN when the converter has put the MaxPool before the IF, so
-         * that its inputs are currents, not spikes (max and IF commute there). */
+        /* ANN/QCFS, and PRE_SPIKE in SNN: the max of this step's inputs.  The
+         * engine does not reorder: PRE_SPIKE is exact when the converter has
+         * moved the MaxPool before the IF (ReLU and max commute in the ANN), so
+         * that it pools currents and one IF spikes on the pooled current.  On
+         * spikes it would be the "max of spikes" that overestimates rates. */
         j.op = JOB_MAXPOOL;
     }
     job_parallel(&j, c->threads, in->rows, in->rows * j.in_row);
@@ -471,6 +512,26 @@ static nc_status run_affine(run_ctx *c, int i, cpu_value *out)
     return NC_OK;
 }
 
+/* NIR's Scale: a weight per value, or one for all. */
+static nc_status run_scale(run_ctx *c, int i, cpu_value *out)
+{
+    const float *src;
+    nc_status s = value_like_input(c, i, out, &src);
+    if (s != NC_OK)
+        return s;
+    row_job j = {.op = JOB_SCALE, .node = &c->net->nodes[i], .in = src, .out = out->data,
+                 .in_row = numel_of(c, i), .out_row = numel_of(c, i)};
+    job_parallel(&j, c->threads, out->rows, out->rows * j.in_row);
+    return NC_OK;
+}
+
+static int is_nir_model(nc_neuron_model m)
+{
+    return m == NC_NEURON_LIF || m == NC_NEURON_CUBA_LIF || m == NC_NEURON_LI || m == NC_NEURON_CUBA_LI ||
+           m == NC_NEURON_INTEGRATOR || m == NC_NEURON_NIR_IF || m == NC_NEURON_THRESHOLD ||
+           m == NC_NEURON_DELAY;
+}
+
 /* The function a neuron computes on one value in this mode, as a job op. */
 static job_op neuron_op(const run_ctx *c, const nc_node *n)
 {
@@ -482,14 +543,71 @@ static job_op neuron_op(const run_ctx *c, const nc_node *n)
         return c->opts->mode == NC_MODE_QCFS ? JOB_QCFS : JOB_RELU;
     case NC_NEURON_IF:
         return c->snn ? JOB_IF : c->opts->mode == NC_MODE_QCFS ? JOB_QCFS : JOB_RELU;
+    case NC_NEURON_LIF:
+    case NC_NEURON_CUBA_LIF:
+    case NC_NEURON_LI:
+    case NC_NEURON_CUBA_LI:
+    case NC_NEURON_INTEGRATOR:
+    case NC_NEURON_NIR_IF:
+    case NC_NEURON_THRESHOLD:
+    case NC_NEURON_DELAY: return JOB_NIR;
     }
     return JOB_RELU;
+}
+
+/* Floats of a new state array, or NULL. */
+static float *floats_new(int64_t count)
+{
+    return count >= 0 ? malloc((size_t)(count > 0 ? count : 1) * sizeof(float)) : NULL;
+}
+
+/* A new NIR model state for N samples, at its start; NULL on out of memory. */
+static float *nir_state_new(const nc_node *n, int64_t N)
+{
+#if NC_CPU_NIR_MODELS
+    nc_nm_params p = nc_nm_params_of(n);
+    float *state = floats_new(nc_nm_state_floats(&p, N));
+    if (state)
+        nc_nm_state_init(&p, N, state);
+    return state;
+#else
+    (void)n, (void)N;
+    return NULL;
+#endif
+}
+
+/* A NIR neuron model over all steps (or this step, step by step), with the
+ * update of sim/nc_neuron_models.h; its state starts at 0 for every pass. */
+static nc_status run_nir(run_ctx *c, int i, row_job *j, cpu_value *out)
+{
+    const nc_node *n = &c->net->nodes[i];
+    if (!c->snn)
+        return node_fail(c, i, NC_ERR_UNSUPPORTED, "a NIR neuron model has no ANN function; run it in SNN mode");
+#if !NC_CPU_NIR_MODELS
+    (void)n, (void)j, (void)out;
+    return node_fail(c, i, NC_ERR_UNSUPPORTED, "NIR neuron models are not in this build yet");
+#else
+    const cpu_value *in = input_value(c, i, 0);
+    nc_status s = in->constant ? value_alloc(c, i, (int64_t)c->T * c->N, 0, out)
+                               : value_like_input(c, i, out, &j->in);
+    if (s != NC_OK)
+        return s;
+    nc_nm_params p = nc_nm_params_of(n);
+    float *state = c->step_state ? c->step_state : nir_state_new(n, c->N);
+    if (!state)
+        return node_fail(c, i, NC_ERR_MEMORY, "out of memory for the neuron state");
+    nc_nm_run(&p, c->T, c->N, in->constant ? in->data : j->in, in->constant ? 0 : c->N * j->in_row,
+              out->data, c->N * j->out_row, state);
+    if (state != c->step_state)
+        free(state);
+    return NC_OK;
+#endif
 }
 
 static nc_status observe_input(run_ctx *c, int i)
 {
     const nc_observer *ob = c->opts->observer;
-    if (!c->snn || !ob || !ob->observe_input)
+    if (!c->snn || c->stepping || !ob || !ob->observe_input)
         return NC_OK;
     int src = c->net->nodes[i].inputs[0];
     float *tmp;
@@ -507,9 +625,11 @@ static nc_status run_neuron(run_ctx *c, int i, cpu_value *out)
     nc_status s = observe_input(c, i);
     if (s != NC_OK)
         return s;
-    row_job j = {.op = neuron_op(c, n), .node = n};
+    row_job j = {.op = neuron_op(c, n), .node = n, .state = c->step_state};
     channel_split(n, &j.c, &j.inner);
     j.in_row = j.out_row = numel_of(c, i);
+    if (j.op == JOB_NIR)
+        return run_nir(c, i, &j, out);
     const cpu_value *in = input_value(c, i, 0);
     if (j.op == JOB_IF && in->constant) {
         /* a constant current drives T different steps: a new T·N buffer */
@@ -585,6 +705,9 @@ static nc_status run_node(run_ctx *c, int i, const nc_tensor *input, cpu_value *
     case NC_NODE_CONCAT: return run_merge(c, i, out);
     case NC_NODE_AFFINE: return run_affine(c, i, out);
     case NC_NODE_NEURON: return run_neuron(c, i, out);
+    case NC_NODE_SCALE: return run_scale(c, i, out);
+    case NC_NODE_RECURRENT: /* only reached outside SNN mode: forward_steps handles it */
+        return node_fail(c, i, NC_ERR_UNSUPPORTED, "a recurrent edge has no ANN function; run it in SNN mode");
     case NC_NODE_KIND_COUNT: break;
     }
     return node_fail(c, i, NC_ERR_INTERNAL, "unknown node kind");
@@ -592,12 +715,14 @@ static nc_status run_node(run_ctx *c, int i, const nc_tensor *input, cpu_value *
 
 /* ---- forward ---------------------------------------------------------------- */
 
+/* [N, shape] always; [T, N, shape] (a sequence, no encoding) in SNN mode. */
 static nc_status check_input(run_ctx *c, const nc_tensor *input)
 {
     const nc_node *in = &c->net->nodes[c->net->input];
-    int fits = input && input->ndim == in->ndim + 1 && input->shape[0] >= 1;
+    c->seq = c->snn && input && input->ndim == in->ndim + 2 && input->shape[0] == c->T;
+    int fits = input && input->ndim == in->ndim + 1 + c->seq && input->shape[c->seq] >= 1;
     for (int d = 0; fits && d < in->ndim; d++)
-        fits = input->shape[d + 1] == in->shape[d];
+        fits = input->shape[d + 1 + c->seq] == in->shape[d];
     if (fits)
         return NC_OK;
     char a[128], b[128];
@@ -605,8 +730,8 @@ static nc_status check_input(run_ctx *c, const nc_tensor *input)
     if (input)
         nc_shape_str(input->ndim, input->shape, b, sizeof b);
     return nc_fail(c->err, NC_ERR_SHAPE,
-                   "cpu engine: input '%s' expects a batch of shape [N, %s], got %s", in->name,
-                   a + 1 /* drop '[' */, input ? b : "no tensor");
+                   "cpu engine: input '%s' expects a batch of shape [N, %s%s, got %s", in->name,
+                   a + 1 /* drop '[' */, c->snn ? " (or a sequence [T, N, ...])" : "", input ? b : "no tensor");
 }
 
 static nc_status observe_and_report(run_ctx *c, int i)
@@ -658,6 +783,124 @@ static nc_status make_output(run_ctx *c, nc_tensor **out)
     return NC_OK;
 }
 
+/* ---- step by step (recurrent nets) ---------------------------------------- */
+
+/* The carried state of node i in step-by-step mode: IF membranes, a NIR
+ * model's state, or none (*state = NULL). */
+static nc_status step_state_new(run_ctx *c, int i, float **state)
+{
+    const nc_node *n = &c->net->nodes[i];
+    *state = NULL;
+    if (n->kind != NC_NODE_NEURON)
+        return NC_OK;
+    const nc_neuron *nr = &n->neuron;
+    if (is_nir_model(nr->model)) {
+        if (!NC_CPU_NIR_MODELS)
+            return node_fail(c, i, NC_ERR_UNSUPPORTED, "NIR neuron models are not in this build yet");
+        *state = nir_state_new(n, c->N);
+    } else if (nr->model == NC_NEURON_IF) {
+        nc_if_params p = {nr->threshold, nr->n_threshold, nr->v0_fraction, nr->reset, nr->compare};
+        int ch;
+        int64_t inner;
+        channel_split(n, &ch, &inner);
+        if ((*state = floats_new(c->N * numel_of(c, i))))
+            nc_if_state_init(&p, c->N, ch, inner, *state);
+    } else {
+        return NC_OK;
+    }
+    return *state ? NC_OK : node_fail(c, i, NC_ERR_MEMORY, "out of memory for the neuron state");
+}
+
+/* Step t of node i, from step t of its inputs (step t − 1 of the source for
+ * a recurrent edge), written into step t of full[i]. */
+static nc_status step_node(run_ctx *c, int i, int t, const nc_tensor *input, const cpu_value *full,
+                           float *state)
+{
+    const nc_node *n = &c->net->nodes[i];
+    int64_t step = c->N * numel_of(c, i);
+    float *out = full[i].data + t * step;
+    if (n->kind == NC_NODE_INPUT) {
+        if (c->seq)
+            memcpy(out, input->data + t * step, (size_t)step * sizeof(float));
+        else if (c->opts->encoding == NC_ENCODING_POISSON)
+            nc_poisson_encode(c->opts->seed, t, 1, step, input->data, out);
+        else
+            memcpy(out, input->data, (size_t)step * sizeof(float));
+        return NC_OK;
+    }
+    if (n->kind == NC_NODE_RECURRENT) {
+        if (t == 0)
+            memset(out, 0, (size_t)step * sizeof(float));
+        else
+            memcpy(out, full[n->recur_source].data + (t - 1) * step, (size_t)step * sizeof(float));
+        return NC_OK;
+    }
+    for (int k = 0; k < n->n_inputs; k++) { /* views of this step, never taken over */
+        int src = n->inputs[k];
+        c->val[src] = (cpu_value){full[src].data + t * c->N * numel_of(c, src), c->N, 0, 0};
+    }
+    cpu_value v;
+    c->step_out = out;
+    c->step_state = state;
+    nc_status s = run_node(c, i, input, &v);
+    c->step_out = NULL;
+    c->step_state = NULL;
+    return s;
+}
+
+/* Observers see every node's T·N rows once all steps ran. */
+static void observe_steps(run_ctx *c, const cpu_value *full)
+{
+    const nc_observer *ob = c->opts->observer;
+    int64_t rows = (int64_t)c->T * c->N;
+    for (int i = 0; ob && i < c->net->n_nodes; i++) {
+        const nc_node *n = &c->net->nodes[i];
+        if (ob->observe_input && n->kind == NC_NODE_NEURON)
+            ob->observe_input(ob->user, i, full[n->inputs[0]].data, rows, numel_of(c, i));
+        if (ob->observe)
+            ob->observe(ob->user, i, full[i].data, rows, numel_of(c, i));
+    }
+}
+
+/* A net with recurrent edges (see the top of this file); progress counts
+ * steps.  On success c->val holds every node's T·N rows. */
+static nc_status forward_steps(run_ctx *c, const nc_tensor *input)
+{
+    int n_nodes = c->net->n_nodes, T = c->T;
+    cpu_value *full = calloc((size_t)n_nodes, sizeof *full);
+    float **state = calloc((size_t)n_nodes, sizeof *state);
+    nc_status s = full && state ? NC_OK : nc_fail(c->err, NC_ERR_MEMORY, "cpu engine: out of memory");
+    for (int i = 0; i < n_nodes && s == NC_OK; i++) {
+        const nc_node *n = &c->net->nodes[i];
+        if (n->kind == NC_NODE_MAXPOOL && n->maxpool_strategy == NC_MAXPOOL_GATED)
+            s = node_fail(c, i, NC_ERR_UNSUPPORTED, "the gated max pool cannot run in a recurrent net");
+        if (s == NC_OK)
+            s = value_alloc(c, i, (int64_t)T * c->N, 0, &full[i]);
+        if (s == NC_OK)
+            s = step_state_new(c, i, &state[i]);
+    }
+    c->stepping = 1;
+    c->T = 1; /* the layer functions run one step at a time */
+    for (int t = 0; t < T && s == NC_OK; t++) {
+        for (int i = 0; i < n_nodes && s == NC_OK; i++)
+            s = step_node(c, i, t, input, full, state[i]);
+        nc_progress p = {"simulate", t + 1, T, 0.0};
+        if (s == NC_OK && c->opts->progress && c->opts->progress(c->opts->progress_user, &p) != 0)
+            s = nc_fail(c->err, NC_ERR_CANCELLED, "cpu engine: cancelled after step %d of %d", t + 1, T);
+    }
+    c->stepping = 0;
+    c->T = T;
+    for (int i = 0; full && i < n_nodes; i++)
+        c->val[i] = full[i]; /* the caller frees them, and reads the output */
+    if (s == NC_OK)
+        observe_steps(c, full);
+    for (int i = 0; state && i < n_nodes; i++)
+        free(state[i]);
+    free(state);
+    free(full);
+    return s;
+}
+
 static nc_status check_options(const nc_run_options *o, nc_error *err)
 {
     if (o->mode != NC_MODE_ANN && o->mode != NC_MODE_QCFS && o->mode != NC_MODE_SNN)
@@ -691,18 +934,22 @@ static nc_status cpu_forward(nc_engine *e, const nc_tensor *input, const nc_run_
                  .threads = cpu_threads(e)};
     if ((s = check_input(&c, input)) != NC_OK)
         return s;
-    c.N = input->shape[0];
+    c.N = input->shape[c.seq];
     c.val = calloc((size_t)c.net->n_nodes, sizeof *c.val);
     if (!c.val)
         return nc_fail(err, NC_ERR_MEMORY, "cpu engine: out of memory");
     int blas_threads = openblas_get_num_threads(); /* restored after the pass */
     openblas_set_num_threads(c.threads);
-    for (int i = 0; i < c.net->n_nodes && s == NC_OK; i++) {
-        s = run_node(&c, i, input, &c.val[i]);
-        if (s == NC_OK)
-            s = observe_and_report(&c, i);
-        if (s == NC_OK)
-            release_after(&c, i);
+    if (c.snn && c.st->recurrent) {
+        s = forward_steps(&c, input);
+    } else {
+        for (int i = 0; i < c.net->n_nodes && s == NC_OK; i++) {
+            s = run_node(&c, i, input, &c.val[i]);
+            if (s == NC_OK)
+                s = observe_and_report(&c, i);
+            if (s == NC_OK)
+                release_after(&c, i);
+        }
     }
     if (s == NC_OK)
         s = make_output(&c, out);
@@ -766,23 +1013,52 @@ static nc_status load_check_node(const nc_net *net, int i, nc_error *err)
     for (int k = 0; k < n->n_inputs; k++)
         if (n->inputs[k] < 0 || n->inputs[k] >= i)
             return load_fail(n, err, "reads a node that does not come before it");
-    if (n->kind != NC_NODE_INPUT && n->n_inputs < 1)
+    if (n->kind != NC_NODE_INPUT && n->kind != NC_NODE_RECURRENT && n->n_inputs < 1)
         return load_fail(n, err, "has no input");
-    int64_t in_numel = n->n_inputs ? nc_node_numel(&net->nodes[n->inputs[0]]) : 0;
+    int64_t numel = nc_node_numel(n), in_numel = n->n_inputs ? nc_node_numel(&net->nodes[n->inputs[0]]) : 0;
     int ch = nc_node_channels(n);
     switch (n->kind) {
+    case NC_NODE_ADD:
+        for (int k = 0; k < n->n_inputs; k++)
+            if (nc_node_numel(&net->nodes[n->inputs[k]]) != numel)
+                return load_fail(n, err, "inputs differ in size from the output");
+        break;
+    case NC_NODE_CONCAT: {
+        int64_t sum = 0;
+        for (int k = 0; k < n->n_inputs; k++)
+            sum += nc_node_numel(&net->nodes[n->inputs[k]]);
+        if (sum != numel)
+            return load_fail(n, err, "output size is not the sum of the inputs");
+        break;
+    }
+    case NC_NODE_SCALE:
+        if (in_numel != numel || !n->weight || (nc_tensor_numel(n->weight) != numel && nc_tensor_numel(n->weight) != 1))
+            return load_fail(n, err, "needs one weight per value, or one for all");
+        break;
+    case NC_NODE_RECURRENT: {
+        int src = n->recur_source;
+        if (n->n_inputs != 0 || src <= i || src >= net->n_nodes || nc_node_numel(&net->nodes[src]) != numel)
+            return load_fail(n, err, "must delay a later node of its own size and read nothing else");
+        break;
+    }
     case NC_NODE_DENSE:
         if (!n->weight || n->weight->ndim != 2 || n->weight->shape[1] != in_numel ||
             n->weight->shape[0] != nc_node_numel(n) || (n->bias && nc_tensor_numel(n->bias) != n->shape[0]))
             return load_fail(n, err, "weight [Fout, Fin] does not fit the input and output");
         break;
     case NC_NODE_AFFINE:
-        if (!n->weight || !n->bias || nc_tensor_numel(n->weight) != ch || nc_tensor_numel(n->bias) != ch)
+        if (in_numel != numel || !n->weight || !n->bias || nc_tensor_numel(n->weight) != ch ||
+            nc_tensor_numel(n->bias) != ch)
             return load_fail(n, err, "needs a scale and a shift per channel");
         break;
     case NC_NODE_NEURON: {
         const nc_neuron *nr = &n->neuron;
         int needs = nr->model == NC_NEURON_QCFS || nr->model == NC_NEURON_IF;
+        if (in_numel != numel)
+            return load_fail(n, err, "changes the number of values");
+        if (is_nir_model(nr->model) && (!n->weight || n->weight->ndim != 2 ||
+                                              n->weight->shape[0] != NC_NPARAM_COUNT || n->weight->shape[1] != numel))
+            return load_fail(n, err, "needs its parameters as a [NC_NPARAM_COUNT, values] weight");
         if (needs && (!nr->threshold || (nr->n_threshold != 1 && nr->n_threshold != ch)))
             return load_fail(n, err, "needs 1 threshold or one per channel");
         if (needs && nr->levels < 1)
@@ -827,6 +1103,7 @@ static nc_status cpu_load(nc_engine *e, const nc_net *net, nc_error *err)
             s = load_window(net, i, &st->win[i], err);
         for (int k = 0; s == NC_OK && k < n->n_inputs; k++)
             st->last_use[n->inputs[k]] = i; /* nodes are in topological order */
+        st->recurrent |= n->kind == NC_NODE_RECURRENT;
     }
     if (s != NC_OK) {
         state_free(st);

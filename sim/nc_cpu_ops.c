@@ -467,6 +467,20 @@ void nc_affine(int64_t rows, int c, int64_t inner, const float *scale, const flo
         }
 }
 
+void nc_scale(int64_t rows, int64_t numel, const float *w, int64_t n_w, const float *in, float *out)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *x = in + r * numel;
+        float *y = out + r * numel;
+        if (n_w == 1)
+            for (int64_t k = 0; k < numel; k++)
+                y[k] = x[k] * w[0];
+        else
+            for (int64_t k = 0; k < numel; k++)
+                y[k] = x[k] * w[k];
+    }
+}
+
 void nc_add(int64_t n, const float *a, const float *b, float *out)
 {
     for (int64_t i = 0; i < n; i++)
@@ -539,17 +553,23 @@ static inline void if_step(int ge, int sub, const float *x, const float *th, flo
     }
 }
 
+static float if_theta(const nc_if_params *p, int c, int64_t inner, int64_t e)
+{
+    return p->threshold[p->n_threshold == c ? (e / inner) % c : 0];
+}
+
 /* Runs neurons [e0, e0 + len) of the flat n·C·inner range over all steps;
  * their membranes stay in L1 for all T steps.  Input and output go through
- * local copies, so in == out (in place) is fine. */
+ * local copies, so in == out (in place) is fine.  v_init: the membranes
+ * before the first step, or NULL for v0_fraction·θ. */
 static void if_block(const nc_if_params *p, int T, int c, int64_t inner, const float *in,
                      int64_t in_step, float *out, int64_t out_step, int64_t e0, int len,
-                     float *v_final)
+                     const float *v_init, float *v_final)
 {
     float v[NC_IF_BLOCK], th[NC_IF_BLOCK], x[NC_IF_BLOCK], o[NC_IF_BLOCK];
     for (int j = 0; j < NC_IF_BLOCK; j++) { /* lanes past len compute on zeros, unused */
-        th[j] = j < len ? p->threshold[p->n_threshold == c ? ((e0 + j) / inner) % c : 0] : 1.0f;
-        v[j] = p->v0_fraction * th[j];
+        th[j] = j < len ? if_theta(p, c, inner, e0 + j) : 1.0f;
+        v[j] = j < len && v_init ? v_init[e0 + j] : p->v0_fraction * th[j];
         x[j] = 0.0f;
     }
     int ge = p->compare == NC_FIRE_GE, sub = p->reset == NC_RESET_SUBTRACT;
@@ -569,14 +589,33 @@ static void if_block(const nc_if_params *p, int T, int c, int64_t inner, const f
         memcpy(v_final + e0, v, (size_t)len * sizeof(float));
 }
 
-void nc_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
-               int64_t in_step, float *out, int64_t out_step, float *v_final)
+static void if_all(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
+                   int64_t in_step, float *out, int64_t out_step, const float *v_init, float *v_final)
 {
     int64_t total = n * c * inner;
     for (int64_t e0 = 0; e0 < total; e0 += NC_IF_BLOCK) {
         int len = (int)(total - e0 < NC_IF_BLOCK ? total - e0 : NC_IF_BLOCK);
-        if_block(p, T, c, inner, in, in_step, out, out_step, e0, len, v_final);
+        if_block(p, T, c, inner, in, in_step, out, out_step, e0, len, v_init, v_final);
     }
+}
+
+void nc_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
+               int64_t in_step, float *out, int64_t out_step, float *v_final)
+{
+    if_all(p, T, n, c, inner, in, in_step, out, out_step, NULL, v_final);
+}
+
+void nc_if_state_init(const nc_if_params *p, int64_t n, int c, int64_t inner, float *v)
+{
+    for (int64_t e = 0; e < n * c * inner; e++)
+        v[e] = p->v0_fraction * if_theta(p, c, inner, e);
+}
+
+void nc_if_run_state(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
+                     int64_t in_step, float *out, int64_t out_step, float *v)
+{
+    /* each block reads its membranes before it writes them: v may be both */
+    if_all(p, T, n, c, inner, in, in_step, out, out_step, v, v);
 }
 
 void nc_ref_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,

@@ -92,6 +92,9 @@ void nc_global_avgpool(int64_t rows, int c, int64_t hw, const float *in, float *
  * Per-channel affine y = scale[c]·x + shift[c] over [rows, C, inner]. */
 void nc_affine(int64_t rows, int c, int64_t inner, const float *scale, const float *shift,
                const float *in, float *out);
+/* Element-wise scale over [rows, numel]: out[r, k] = in[r, k]·w[k], or
+ * in[r, k]·w[0] when n_w == 1 (NIR's Scale).  In place is fine. */
+void nc_scale(int64_t rows, int64_t numel, const float *w, int64_t n_w, const float *in, float *out);
 /* out = a + b over n floats (out may alias a or b). */
 void nc_add(int64_t n, const float *a, const float *b, float *out);
 /* Concat along the channel axis (axis 0 of a sample): out row r is the rows r
@@ -130,6 +133,13 @@ typedef struct nc_if_params {
 
 void nc_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
                int64_t in_step, float *out, int64_t out_step, float *v_final);
+/* The same with the membrane carried by the caller: v (n·C·inner floats)
+ * holds the membrane before the first step and gets the one after the last,
+ * so T calls of one step equal one call of T steps bit for bit (for
+ * step-by-step simulation).  nc_if_state_init sets v = v0_fraction·θ. */
+void nc_if_state_init(const nc_if_params *p, int64_t n, int c, int64_t inner, float *v);
+void nc_if_run_state(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
+                     int64_t in_step, float *out, int64_t out_step, float *v);
 /* Reference: steps outer, neurons inner, with an explicit membrane array
  * (v: n·C·inner floats of workspace). */
 void nc_ref_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,

@@ -3,12 +3,21 @@
 #include "nc_engine.h"
 
 #include "nc_config.h"
+#if NC_HAVE_CUDA
+#include "../gpu/nc_gpu.h"
+#endif
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Engines compiled into this build; "gpu" joins when its engine exists. */
+/* Engines compiled into this build. */
+#if NC_HAVE_CUDA
+static const char *const engine_names[] = {"cpu", "gpu", NULL};
+#define NC_ENGINE_LIST "cpu, gpu"
+#else
 static const char *const engine_names[] = {"cpu", NULL};
+#define NC_ENGINE_LIST "cpu"
+#endif
 
 const char *const *nc_engine_names(void) { return engine_names; }
 
@@ -16,15 +25,15 @@ nc_status nc_engine_new(const char *name, nc_engine **out, nc_error *err)
 {
     *out = NULL;
     if (!name)
-        return nc_fail(err, NC_ERR_ARGUMENT, "no engine name given (engines in this build: cpu)");
+        return nc_fail(err, NC_ERR_ARGUMENT, "no engine name given (engines in this build: " NC_ENGINE_LIST ")");
     if (strcmp(name, "cpu") == 0) {
         *out = nc_engine_cpu_new();
         return *out ? NC_OK : nc_fail(err, NC_ERR_MEMORY, "out of memory creating the cpu engine");
     }
     if (strcmp(name, "gpu") == 0) {
 #if NC_HAVE_CUDA
-        return nc_fail(err, NC_ERR_UNSUPPORTED,
-                       "the gpu engine is not implemented in this build yet; use --engine cpu");
+        /* fails with nc_gpu_query's reason (no driver, no device) when unusable */
+        return nc_engine_gpu_new(out, err);
 #else
         return nc_fail(err, NC_ERR_UNSUPPORTED,
                        "the gpu engine is not compiled in: this build has no CUDA (rebuild with "
@@ -34,7 +43,7 @@ nc_status nc_engine_new(const char *name, nc_engine **out, nc_error *err)
     if (strcmp(name, "loihi") == 0)
         return nc_fail(err, NC_ERR_UNSUPPORTED,
                        "the loihi engine is not implemented in this build; use --engine cpu");
-    return nc_fail(err, NC_ERR_ARGUMENT, "unknown engine '%s' (engines in this build: cpu)", name);
+    return nc_fail(err, NC_ERR_ARGUMENT, "unknown engine '%s' (engines in this build: " NC_ENGINE_LIST ")", name);
 }
 
 void nc_engine_free(nc_engine *e)

@@ -58,7 +58,12 @@ typedef struct nc_engine_ops {
     /* Prepares `net` (not copied: it must outlive the engine's use of it). */
     nc_status (*load)(nc_engine *e, const nc_net *net, nc_error *err);
     /* input [N, shape of the input node]; out is allocated by the engine:
-     * [N, F] in ANN/QCFS mode, [T, N, F] in SNN mode (F = output numel). */
+     * [N, F] in ANN/QCFS mode, [T, N, F] in SNN mode (F = output numel).
+     * In SNN mode the input may also be a sequence [T, N, shape]: step t
+     * reads slice t, with no encoding (the cpu engine accepts it).
+     * Progress (stage "simulate") counts nodes, done = nodes computed of
+     * total = nodes; a net with recurrent edges runs step by step, and then
+     * counts steps (total = T) and observers are called after the last step. */
     nc_status (*forward)(nc_engine *e, const nc_tensor *input, const nc_run_options *opts,
                          nc_tensor **out, nc_error *err);
     void (*destroy)(nc_engine *e);

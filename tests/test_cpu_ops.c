@@ -308,6 +308,36 @@ static void test_if_random(void)
     NC_CHECK(bad == 0, "%d IF cases mismatch", bad);
 }
 
+/* T steps in one call equal T calls of one step with a carried membrane. */
+static void test_if_state(void)
+{
+    enum { T = 9, N = 2, C = 3, INNER = 100, STEP = N * C * INNER };
+    float th[C] = {0.5f, 1.0f, 0.75f};
+    nc_if_params p = {th, C, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE};
+    float *in = rnd_array(T * STEP), *a = malloc(T * STEP * sizeof(float)), *b = malloc(T * STEP * sizeof(float));
+    float *va = malloc(STEP * sizeof(float)), *vb = malloc(STEP * sizeof(float));
+    nc_if_run(&p, T, N, C, INNER, in, STEP, a, STEP, va);
+    nc_if_state_init(&p, N, C, INNER, vb);
+    NC_CHECK_CLOSE(vb[0], 0.25, 0, 0, "v0 = θ/2 of channel 0");
+    NC_CHECK_CLOSE(vb[INNER], 0.5, 0, 0, "v0 = θ/2 of channel 1");
+    for (int t = 0; t < T; t++)
+        nc_if_run_state(&p, 1, N, C, INNER, in + t * STEP, 0, b + t * STEP, 0, vb);
+    NC_CHECK(compare("stepwise spikes", b, a, T * STEP, 0, 0), "spikes");
+    NC_CHECK(compare("stepwise membrane", vb, va, STEP, 0, 0), "membrane");
+    free(in), free(a), free(b), free(va), free(vb);
+}
+
+static void test_scale(void)
+{
+    float x[6] = {1, 2, 3, 4, 5, 6}, w[3] = {2, -1, 0.5f}, y[6];
+    nc_scale(2, 3, w, 3, x, y);
+    float want[6] = {2, -2, 1.5f, 8, -5, 3};
+    NC_CHECK(compare("scale per value", y, want, 6, 0, 0), "per value");
+    nc_scale(2, 3, w, 1, x, x);
+    float want1[6] = {2, 4, 6, 8, 10, 12};
+    NC_CHECK(compare("scale scalar in place", x, want1, 6, 0, 0), "scalar");
+}
+
 static void test_poisson(void)
 {
     enum { T = 400, N = 5 };
@@ -345,6 +375,8 @@ int main(void)
     NC_RUN(test_global_avgpool_affine_add_concat);
     NC_RUN(test_neuron_functions);
     NC_RUN(test_if_random);
+    NC_RUN(test_if_state);
+    NC_RUN(test_scale);
     NC_RUN(test_poisson);
     return nc_test_done();
 }

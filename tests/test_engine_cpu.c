@@ -632,6 +632,104 @@ static void test_reuse(void)
     nc_net_free(net);
 }
 
+/* ---- NIR additions: scale, sequences, recurrent edges ---------------------------- */
+
+static void test_scale_node(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[1] = {3};
+    int x = add_input(net, 1, xs);
+    int sc = add1(net, NC_NODE_SCALE, "scale", x);
+    net->nodes[sc].weight = nc_tensor_new1(3);
+    const float w[3] = {2, -1, 0.5f};
+    memcpy(net->nodes[sc].weight->data, w, sizeof w);
+    add1(net, NC_NODE_OUTPUT, "y", sc);
+    NC_CHECK(infer(net), "shapes");
+    nc_tensor *in = nc_tensor_new2(2, 3), *out = NULL;
+    for (int i = 0; i < 6; i++)
+        in->data[i] = (float)(i + 1);
+    nc_error err = {0};
+    NC_CHECK(run(net, in, NULL, &out, &err) == NC_OK, "forward");
+    const float want[6] = {2, -2, 1.5f, 8, -5, 3};
+    if (out)
+        NC_CHECK(compare("scale", out->data, want, 6, 0, 0), "scaled");
+    nc_tensor_free(in), nc_tensor_free(out);
+    nc_net_free(net);
+}
+
+/* An SNN fed a sequence [T, N, F]: step t reads slice t, no encoding. */
+static void test_sequence_input(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[1] = {1};
+    int x = add_input(net, 1, xs);
+    int nr = add_neuron(net, "if", x, NC_NEURON_IF);
+    float th = 1.0f;
+    set_if(net, nr, 1, &th, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    add1(net, NC_NODE_OUTPUT, "y", nr);
+    NC_CHECK(infer(net), "shapes");
+    int64_t shape[3] = {4, 1, 1};
+    nc_tensor *seq = nc_tensor_new(3, shape), *out = NULL;
+    const float in[4] = {0.75f, 0.0f, 0.5f, 1.0f}; /* m: .75, .75, 1.25 f → .25, 1.25 f */
+    memcpy(seq->data, in, sizeof in);
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 4};
+    nc_error err = {0};
+    NC_CHECK(run(net, seq, &o, &out, &err) == NC_OK, "forward");
+    const float want[4] = {0, 0, 1, 1};
+    if (out)
+        NC_CHECK(compare("sequence", out->data, want, 4, 0, 0), "spikes");
+    nc_tensor_free(out);
+    out = NULL;
+    o.T = 5; /* a sequence must have T steps */
+    NC_CHECK(run(net, seq, &o, &out, &err) == NC_ERR_SHAPE, "T differs from the sequence");
+    nc_tensor_free(seq);
+    nc_net_free(net);
+}
+
+/* x → add(x, rec) → IF → output, rec = the IF's spikes one step earlier:
+ * x = .375, θ 1, v0 0: m .375, .75, 1.125 f (.125); then rec = 1 every step
+ * adds 1.375 per step and it fires on: 0 0 1 1 1 1. */
+static void test_recurrent(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[1] = {1};
+    int x = add_input(net, 1, xs);
+    int rec = nc_net_add_node(net, NC_NODE_RECURRENT, "rec", 0, NULL);
+    net->nodes[rec].ndim = 1;
+    net->nodes[rec].shape[0] = 1;
+    net->nodes[rec].recur_source = 3;
+    int ad_in[2] = {x, rec};
+    int ad = nc_net_add_node(net, NC_NODE_ADD, "add", 2, ad_in);
+    int nr = add_neuron(net, "if", ad, NC_NEURON_IF);
+    NC_CHECK(nr == 3, "IF is node 3");
+    float th = 1.0f;
+    set_if(net, nr, 1, &th, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    add1(net, NC_NODE_OUTPUT, "y", nr);
+    NC_CHECK(infer(net), "shapes");
+    nc_tensor *in = nc_tensor_new2(1, 1), *out = NULL;
+    in->data[0] = 0.375f;
+    obs_log log = {.T = 6};
+    nc_observer ob = {obs_out, obs_in, &log};
+    progress_log pl = {0};
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 6, .observer = &ob, .progress = on_progress, .progress_user = &pl};
+    nc_error err = {0};
+    NC_CHECK(run(net, in, &o, &out, &err) == NC_OK, "forward");
+    const float want[6] = {0, 0, 1, 1, 1, 1};
+    if (out)
+        NC_CHECK(compare("recurrent", out->data, want, 6, 0, 0), "spike train");
+    for (int i = 0; i < 5; i++)
+        NC_CHECK(log.calls[i] == 1 && log.rows[i] == 6 && log.per_row[i] == 1, "observed node %d", i);
+    NC_CHECK(log.in_calls[nr] == 1 && log.in_rows[nr] == 6, "IF input observed");
+    NC_CHECK(pl.calls == 6 && pl.total == 6 && pl.stage_ok, "progress counts steps (%d)", pl.calls);
+    nc_tensor_free(out);
+    out = NULL;
+    pl = (progress_log){.stop_at = 2};
+    NC_CHECK(run(net, in, &o, &out, &err) == NC_ERR_CANCELLED && !out, "cancel between steps");
+    NC_CHECK(run(net, in, NULL, &out, &err) == NC_ERR_UNSUPPORTED, "no ANN function: %s", err.message);
+    nc_tensor_free(in);
+    nc_net_free(net);
+}
+
 /* ---- MaxPool strategies ------------------------------------------------------------ */
 
 /* x [1, 2, 2] → IF (θ 1, v0 0) → maxpool 2×2 → flatten → output, T = 6.
@@ -758,6 +856,9 @@ int main(void)
     NC_RUN(test_cancel);
     NC_RUN(test_observer);
     NC_RUN(test_reuse);
+    NC_RUN(test_scale_node);
+    NC_RUN(test_sequence_input);
+    NC_RUN(test_recurrent);
     NC_RUN(test_maxpool_strategies);
     NC_RUN(test_errors);
     NC_RUN(test_registry);

@@ -24,6 +24,7 @@ Usage (from the repository root):
 """
 import argparse
 import inspect
+import json
 import os
 import sys
 
@@ -123,6 +124,22 @@ def check_onnx(paths, name, root=ROOT):
     return float(np.max(np.abs(got - want)))
 
 
+def record_export(name, exporter, paths, root=ROOT):
+    """Notes in <name>.json which PyTorch wrote which export (the weights may
+    have been trained under another version)."""
+    info_path = os.path.join(nc_models.model_dir(name, root), name + ".json")
+    if not os.path.exists(info_path):
+        return
+    with open(info_path) as f:
+        info = json.load(f)
+    info.setdefault("exports", {})[exporter] = {
+        "torch": torch.__version__, "opset": OPSETS[exporter],
+        "files": [os.path.basename(p) for p in paths if os.path.exists(p)]}
+    with open(info_path, "w") as f:
+        json.dump(info, f, indent=2)
+        f.write("\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--exporter", choices=sorted(EXPORTERS), default="torchscript")
@@ -138,6 +155,7 @@ def main():
             raise SystemExit(f"{name}: rebuilt module differs from {name}.logits.npy by {err:.3g}")
         paths = export_model(model, name, args.exporter, args.root)
         ort_err = check_onnx(paths, name, args.root)
+        record_export(name, args.exporter, paths, args.root)
         sizes = ", ".join(f"{os.path.relpath(p, args.root)} {os.path.getsize(p)} B"
                           for p in paths if os.path.exists(p))
         ort = "not checked (no onnxruntime)" if ort_err is None else f"max error {ort_err:.3g}"

@@ -80,7 +80,7 @@ def train(name, data, epochs, seed, limit=0):
             loss.backward()
             opt.step()
             sched.step()
-            total += float(loss) * len(idx)
+            total += loss.item() * len(idx)
         log(f"{name}: epoch {epoch + 1}/{epochs} loss {total / len(x):.4f} ({time.time() - t0:.0f} s)")
     # Rebuild from the state_dict exactly as export_onnx.py will, so the
     # exported module and the reference logits come from the same code path.
@@ -105,10 +105,11 @@ def save_model(model, name, info, root):
     folder = nc_models.model_dir(name, root)
     os.makedirs(folder, exist_ok=True)
     torch.save(model.state_dict(), os.path.join(folder, name + ".pt"))
-    paths = export_onnx.export_model(model, name, "torchscript", root)
     with open(os.path.join(folder, name + ".json"), "w") as f:
         json.dump(info, f, indent=2)
         f.write("\n")
+    paths = export_onnx.export_model(model, name, "torchscript", root)
+    export_onnx.record_export(name, "torchscript", paths, root)
     return paths[0]
 
 
@@ -121,7 +122,7 @@ def run_one(name, data, args):
             "scale": nc_models.SCALE, "exporter": "torchscript",
             "opset": export_onnx.OPSETS["torchscript"], "input": "input", "output": "logits",
             "input_shape": ["N", 1, 28, 28], "epochs": epochs, "batch": BATCH, "optimizer": "Adam",
-            "learning_rate": LEARNING_RATE, "schedule": "cosine", "seed": args.seed,
+            "learning_rate": LEARNING_RATE, "schedule": "cosine", "seed": args.seed, "threads": args.threads,
             "train_images": len(data["train"][0]) if not args.limit else args.limit,
             "test_images": len(data["test"][0]), "torch": torch.__version__,
             "train_seconds": round(time.time() - t0)}

@@ -294,7 +294,8 @@ static void nc_chart_init(NcChart *self)
     g_signal_connect(motion, "leave", G_CALLBACK(on_leave), self);
     gtk_widget_add_controller(w, motion);
     GtkGesture *click = gtk_gesture_click_new();
-    g_signal_connect(click, "pressed", G_CALLBACK(on_pressed), self);
+    /* "released" (not "pressed") so that a drag that pans is not also a click */
+    g_signal_connect(click, "released", G_CALLBACK(on_pressed), self);
     gtk_widget_add_controller(w, GTK_EVENT_CONTROLLER(click));
     g_signal_connect_object(adw_style_manager_get_default(), "notify::dark", G_CALLBACK(on_dark_changed), self,
                             G_CONNECT_SWAPPED);

@@ -1,0 +1,160 @@
+// nc_gpu_internal.h — shared by the .cu files of gpu/ (C++ only): error
+// checking that turns CUDA and cuBLAS failures into nc_status, the kernel
+// launchers (nc_gpu_kernels.cu) and the GEMM dispatcher (nc_gpu_blas.cu).
+//
+// Conventions: every launcher takes an explicit stream, checks its shapes,
+// launches, and returns the launch's cudaError_t (cudaGetLastError) so that
+// the caller can name the node.  No launcher allocates or synchronises.
+#ifndef NC_GPU_INTERNAL_H
+#define NC_GPU_INTERNAL_H
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "gpu/nc_gpu.h"
+
+typedef __nv_bfloat16 nc_bf16;
+
+// ---- errors ---------------------------------------------------------------
+
+// Fills err from a CUDA error: NC_ERR_MEMORY for out of memory, else
+// NC_ERR_DEVICE; the message names `where` (engine and node), the call and
+// CUDA's reason.  Clears a non-sticky error so that the engine stays usable.
+nc_status nc_gpu_fail_cuda(nc_error *err, const char *where, const char *call, cudaError_t e);
+nc_status nc_gpu_fail_cublas(nc_error *err, const char *where, const char *call, cublasStatus_t s);
+
+#define NC_CUDA_TRY(err, where, call)                                                         \
+    do {                                                                                      \
+        cudaError_t nc_e_ = (call);                                                           \
+        if (nc_e_ != cudaSuccess)                                                             \
+            return nc_gpu_fail_cuda((err), (where), #call, nc_e_);                            \
+    } while (0)
+
+#define NC_CUBLAS_TRY(err, where, call)                                                       \
+    do {                                                                                      \
+        cublasStatus_t nc_s_ = (call);                                                        \
+        if (nc_s_ != CUBLAS_STATUS_SUCCESS)                                                   \
+            return nc_gpu_fail_cublas((err), (where), #call, nc_s_);                          \
+    } while (0)
+
+// ---- geometry of a window (conv, pools), as nc_window in sim/nc_cpu_ops.h --
+
+struct nc_gwin {
+    int c, h, w;     // input channels and size per sample
+    int oh, ow;      // output size
+    int kh, kw, sh, sw, dh, dw;
+    int pt, pl, pb, pr; // pad top, left, bottom, right
+};
+
+// ---- kernel launchers (nc_gpu_kernels.cu) ---------------------------------
+
+// The IF recurrence (see nc_gpu_test_if): total = n·c·inner neurons.
+cudaError_t nc_launch_if(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th,
+                         int n_th, float v0f, int reset_zero, int fire_gt, const float *bias,
+                         const float *in, int64_t in_step, float *out, int64_t out_step);
+
+// Element-wise neurons over `rows` rows of [c, inner]; bias per channel
+// added first (may be NULL).  In place is fine.
+cudaError_t nc_launch_relu(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *bias,
+                           const float *in, float *out);
+cudaError_t nc_launch_clip(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *bias,
+                           float lo, float hi, const float *in, float *out);
+cudaError_t nc_launch_qcfs(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *bias,
+                           const float *lambda, int n_lambda, int levels, float shift, const float *in,
+                           float *out);
+// out[r, ch, i] = in[...] + bias[ch] (in place is fine).
+cudaError_t nc_launch_add_bias(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *bias,
+                               const float *in, float *out);
+cudaError_t nc_launch_affine(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *scale,
+                             const float *shift, const float *in, float *out);
+// out = a + b over n floats; a (b) is read at index i % a_n (i % b_n), so a
+// value that is the same at every step repeats.
+cudaError_t nc_launch_add(cudaStream_t s, int64_t n, const float *a, int64_t a_n, const float *b,
+                          int64_t b_n, float *out);
+// Concat: out row r, columns [off, off + per_row) = in row (r % in_rows).
+cudaError_t nc_launch_concat_part(cudaStream_t s, int64_t rows, int64_t out_row, int64_t off,
+                                  const float *in, int64_t in_rows, int64_t per_row, float *out);
+// out[i] = in[i % in_n] for n values (expands a constant value over steps).
+cudaError_t nc_launch_repeat(cudaStream_t s, int64_t n, const float *in, int64_t in_n, float *out);
+
+// Pools over [rows, C, H, W] → [rows, C, OH, OW]; bias (may be NULL, max
+// only) is a pending conv bias per channel, added to the max.
+cudaError_t nc_launch_avgpool(cudaStream_t s, const nc_gwin *g, int count_include_pad, int64_t rows,
+                              const float *in, float *out);
+cudaError_t nc_launch_maxpool(cudaStream_t s, const nc_gwin *g, int64_t rows, const float *bias,
+                              const float *in, float *out);
+cudaError_t nc_launch_gap(cudaStream_t s, int64_t rows, int c, int64_t hw, const float *in, float *out);
+// One step of the gated max pool over n samples: counts[n, C, H, W] += in > 0,
+// then each window passes the input of its first tap with the highest count.
+cudaError_t nc_launch_gated_step(cudaStream_t s, const nc_gwin *g, int64_t n, const float *in, int *counts,
+                                 float *out);
+
+// im2col of group `grp` for samples [0, nb) of in ([nb, C, H, W]) into
+// col[nb][Kg][ld] (Kg = C/groups·KH·KW, ld ≥ OH·OW).  scale (may be NULL):
+// per input channel; each value becomes rint(x·scale[ch]) (a spike count).
+cudaError_t nc_launch_im2col_f32(cudaStream_t s, const nc_gwin *g, int groups, int grp, int64_t nb,
+                                 const float *in, int64_t ld, float *col);
+cudaError_t nc_launch_im2col_bf16(cudaStream_t s, const nc_gwin *g, int groups, int grp, int64_t nb,
+                                  const float *in, const float *scale, int64_t ld, nc_bf16 *col);
+// Direct convolution (grouped/depthwise): out [rows, cout, OH, OW].
+cudaError_t nc_launch_conv_direct(cudaStream_t s, const nc_gwin *g, int cout, int groups, int64_t rows,
+                                  const float *in, const float *w, float *out);
+// [rows, f] fp32 → bf16; scale (may be NULL): per channel ch = (j / inner) % c
+// of feature j, each value becomes rint(x·scale[ch]).
+cudaError_t nc_launch_to_bf16(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
+                              int c, int64_t inner, nc_bf16 *out);
+// Weights [rows, k] (rows = outputs): w'[o, j] = w[o, j]·mul[ch]; ch of
+// column j = (o / rows_per_group)·ch_per_group + (j / k_inner) % ch_per_group;
+// mul may be NULL (1).  The result is split into `parts` bf16 parts
+// (hi, mid, lo): out[p] = bf16(residual after parts < p).
+cudaError_t nc_launch_weight_parts(cudaStream_t s, int64_t rows, int64_t k, const float *w, const float *mul,
+                                   int rows_per_group, int ch_per_group, int64_t k_inner, int parts,
+                                   nc_bf16 *const *out);
+// D/θ per channel: out[ch] = d / th[n_th == c ? ch : 0] for ch < c.
+cudaError_t nc_launch_inv_scale(cudaStream_t s, int c, const float *th, int n_th, float d, float *out);
+// θ/D per channel: out[ch] = th[n_th == c ? ch : 0] / d.
+cudaError_t nc_launch_scale(cudaStream_t s, int c, const float *th, int n_th, float d, float *out);
+// Poisson encoding (as nc_poisson_encode): out[t, i] for t < T, i < n.
+cudaError_t nc_launch_poisson(cudaStream_t s, uint64_t seed, int T, int64_t n, const float *in, float *out);
+// Deterministic pseudo-random fill in [lo, hi) (benchmarks: never time zeros).
+cudaError_t nc_launch_fill_random_f32(cudaStream_t s, int64_t n, uint64_t seed, float lo, float hi, float *out);
+cudaError_t nc_launch_fill_random_bf16(cudaStream_t s, int64_t n, uint64_t seed, float lo, float hi,
+                                       nc_bf16 *out);
+
+// ---- GEMM (nc_gpu_blas.cu) -------------------------------------------------
+
+// How one product of the engine is computed.
+enum nc_gemm_kind {
+    NC_GEMM_F32,  // fp32 operands, CUBLAS_COMPUTE_32F (no TF32)
+    NC_GEMM_TF32, // fp32 operands, CUBLAS_COMPUTE_32F_FAST_TF32
+    NC_GEMM_BF16  // bf16 operands, fp32 accumulation and output
+};
+
+// Column-major (cuBLAS) C[m, n] = Σ_p op(A_p)·op(B_p) (+ beta·C): `parts`
+// products accumulated in order (the first with beta, the others with 1),
+// each a strided batched GEMM of `batch` matrices (batch = 1: one GEMM).  The
+// parts of one operand are the bf16 parts of split weights; the other
+// operand repeats (a[p] == a[0]).  Parts share ld and stride.
+struct nc_gemm {
+    nc_gemm_kind kind;
+    cublasOperation_t ta, tb;
+    int m, n, k;
+    const void *a[3];
+    int lda;
+    long long stride_a;
+    const void *b[3];
+    int ldb;
+    long long stride_b;
+    int parts;
+    float *c;
+    int ldc;
+    long long stride_c;
+    int batch;
+    float beta;
+};
+
+nc_status nc_gpu_gemm(cublasHandle_t h, const nc_gemm *g, const char *where, nc_error *err);
+
+#endif

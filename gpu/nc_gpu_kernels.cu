@@ -1,0 +1,716 @@
+// nc_gpu_kernels.cu — the element-wise, pooling, im2col and IF kernels of the
+// GPU engine, then their host launchers (nc_gpu_internal.h).
+//
+// Every kernel that must match the CPU engine bit for bit (everything except
+// the GEMMs) computes in the CPU reference's operation order with explicitly
+// rounded intrinsics (__fadd_rn, __fmul_rn, __fdiv_rn): the CPU code is built
+// as ISO C11 (no FMA contraction), and gpu/ is built with -fmad=false as well.
+#include "gpu/nc_gpu_internal.h"
+
+#include <math.h>
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// Blocks for n items at kThreads per block, for grid-stride loops.
+unsigned grid_for(int64_t n)
+{
+    int64_t b = (n + kThreads - 1) / kThreads;
+    if (b < 1)
+        b = 1;
+    if (b > (1 << 30))
+        b = 1 << 30;
+    return (unsigned)b;
+}
+
+__device__ __forceinline__ int64_t gtid() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ int64_t gstride() { return (int64_t)gridDim.x * blockDim.x; }
+
+__host__ __device__ __forceinline__ int ceil_div_i(int a, int b) { return (a + b - 1) / b; }
+
+// The taps of output position o along one axis (sim/nc_cpu_ops.c taps_of):
+// taps k in [lo, hi) land on real input, n_padded land inside the padded input.
+struct axis_taps {
+    int start, lo, hi, n_padded;
+};
+
+__host__ __device__ __forceinline__ axis_taps taps_of(int o, int k, int stride, int pad0, int pad1, int dil,
+                                                      int in)
+{
+    axis_taps a;
+    a.start = o * stride - pad0;
+    a.lo = a.start >= 0 ? 0 : ceil_div_i(-a.start, dil);
+    a.hi = in - a.start > 0 ? ceil_div_i(in - a.start, dil) : 0;
+    a.n_padded = in + pad1 - a.start > 0 ? ceil_div_i(in + pad1 - a.start, dil) : 0;
+    if (a.hi > k)
+        a.hi = k;
+    if (a.lo > a.hi)
+        a.lo = a.hi;
+    if (a.n_padded > k)
+        a.n_padded = k;
+    return a;
+}
+
+// ---- integrate-and-fire ----------------------------------------------------
+
+// One thread per neuron e of [N, C, inner]; the membrane stays in a register
+// over the T steps; steps are read 8 ahead (independent loads in flight).
+// In place (in == out) is fine: each thread reads step t of its neuron before
+// it writes step t.
+template <bool GE, bool SUB, bool BIAS>
+__global__ void if_kernel(int T, int64_t total, int C, int64_t inner, const float *th, int n_th, float v0f,
+                          const float *bias, const float *in, int64_t in_step, float *out, int64_t out_step)
+{
+    for (int64_t e = gtid(); e < total; e += gstride()) {
+        int c = (int)((e / inner) % C);
+        float theta = th[n_th == C ? c : 0];
+        float b = BIAS ? bias[c] : 0.0f;
+        float v = __fmul_rn(v0f, theta);
+        for (int t0 = 0; t0 < T; t0 += 8) {
+            float x[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                x[j] = t0 + j < T ? in[(int64_t)(t0 + j) * in_step + e] : 0.0f;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                if (t0 + j >= T)
+                    break;
+                float xj = BIAS ? __fadd_rn(x[j], b) : x[j];
+                float m = __fadd_rn(v, xj);
+                bool fire = GE ? m >= theta : m > theta;
+                out[(int64_t)(t0 + j) * out_step + e] = fire ? theta : 0.0f;
+                v = fire ? (SUB ? __fsub_rn(m, theta) : 0.0f) : m;
+            }
+        }
+    }
+}
+
+// ---- element-wise ----------------------------------------------------------
+
+enum elt_op { ELT_RELU, ELT_CLIP, ELT_QCFS, ELT_BIAS };
+
+struct elt_params {
+    int op;
+    int64_t n, inner;
+    int c;
+    const float *bias;
+    float lo, hi;
+    const float *lambda;
+    int n_lambda, levels;
+    float shift;
+};
+
+__device__ __forceinline__ float qcfs1(float x, float lambda, int levels, float shift)
+{
+    // nc_qcfs1: floorf(x / λ · L + φ), clamp to [0, L], / L · λ
+    float q = floorf(__fadd_rn(__fmul_rn(__fdiv_rn(x, lambda), (float)levels), shift));
+    q = q < 0.0f ? 0.0f : (q > (float)levels ? (float)levels : q);
+    return __fmul_rn(__fdiv_rn(q, (float)levels), lambda);
+}
+
+__global__ void elt_kernel(elt_params p, const float *in, float *out)
+{
+    for (int64_t i = gtid(); i < p.n; i += gstride()) {
+        int ch = (int)((i / p.inner) % p.c);
+        float x = in[i];
+        if (p.bias)
+            x = __fadd_rn(x, p.bias[ch]);
+        switch (p.op) {
+        case ELT_RELU: x = x > 0.0f ? x : 0.0f; break;
+        case ELT_CLIP: {
+            float v = x < p.lo ? p.lo : x;
+            x = v > p.hi ? p.hi : v;
+            break;
+        }
+        case ELT_QCFS: x = qcfs1(x, p.lambda[p.n_lambda == p.c ? ch : 0], p.levels, p.shift); break;
+        default: break;
+        }
+        out[i] = x;
+    }
+}
+
+__global__ void affine_kernel(int64_t n, int c, int64_t inner, const float *scale, const float *shift,
+                              const float *in, float *out)
+{
+    for (int64_t i = gtid(); i < n; i += gstride()) {
+        int ch = (int)((i / inner) % c);
+        float a = scale ? scale[ch] : 1.0f, b = shift ? shift[ch] : 0.0f;
+        out[i] = __fadd_rn(__fmul_rn(a, in[i]), b);
+    }
+}
+
+__global__ void add_kernel(int64_t n, const float *a, int64_t a_n, const float *b, int64_t b_n, float *out)
+{
+    for (int64_t i = gtid(); i < n; i += gstride())
+        out[i] = __fadd_rn(a[a_n == n ? i : i % a_n], b[b_n == n ? i : i % b_n]);
+}
+
+__global__ void concat_kernel(int64_t n, int64_t out_row, int64_t off, const float *in, int64_t in_rows,
+                              int64_t per_row, float *out)
+{
+    for (int64_t i = gtid(); i < n; i += gstride()) {
+        int64_t r = i / per_row, j = i % per_row;
+        out[r * out_row + off + j] = in[(r % in_rows) * per_row + j];
+    }
+}
+
+__global__ void repeat_kernel(int64_t n, const float *in, int64_t in_n, float *out)
+{
+    for (int64_t i = gtid(); i < n; i += gstride())
+        out[i] = in[i % in_n];
+}
+
+// ---- pools -----------------------------------------------------------------
+
+__global__ void avgpool_kernel(nc_gwin g, int cip, int64_t total, const float *in, float *out)
+{
+    int64_t hw = (int64_t)g.h * g.w;
+    for (int64_t e = gtid(); e < total; e += gstride()) {
+        int ox = (int)(e % g.ow);
+        int oy = (int)((e / g.ow) % g.oh);
+        int64_t pl = e / ((int64_t)g.ow * g.oh);
+        const float *x = in + pl * hw;
+        axis_taps ty = taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
+        axis_taps tx = taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+        int count = cip ? ty.n_padded * tx.n_padded : (ty.hi - ty.lo) * (tx.hi - tx.lo);
+        float sum = 0.0f;
+        for (int ki = ty.lo; ki < ty.hi; ki++) {
+            const float *row = x + (int64_t)(ty.start + ki * g.dh) * g.w + tx.start;
+            for (int kj = tx.lo; kj < tx.hi; kj++)
+                sum = __fadd_rn(sum, row[kj * g.dw]);
+        }
+        out[e] = count > 0 ? __fdiv_rn(sum, (float)count) : 0.0f;
+    }
+}
+
+__global__ void maxpool_kernel(nc_gwin g, int64_t total, const float *bias, const float *in, float *out)
+{
+    int64_t hw = (int64_t)g.h * g.w;
+    for (int64_t e = gtid(); e < total; e += gstride()) {
+        int ox = (int)(e % g.ow);
+        int oy = (int)((e / g.ow) % g.oh);
+        int64_t pl = e / ((int64_t)g.ow * g.oh);
+        const float *x = in + pl * hw;
+        axis_taps ty = taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
+        axis_taps tx = taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+        float best = -INFINITY;
+        for (int ki = ty.lo; ki < ty.hi; ki++) {
+            const float *row = x + (int64_t)(ty.start + ki * g.dh) * g.w + tx.start;
+            for (int kj = tx.lo; kj < tx.hi; kj++) {
+                float v = row[kj * g.dw];
+                best = v > best ? v : best;
+            }
+        }
+        // max(x_i + b) = max(x_i) + b: rounding is monotonic, so adding a
+        // pending bias after the max gives the CPU engine's value exactly
+        if (ty.lo == ty.hi || tx.lo == tx.hi)
+            best = 0.0f;
+        else if (bias)
+            best = __fadd_rn(best, bias[(int)(pl % g.c)]);
+        out[e] = best;
+    }
+}
+
+__global__ void gap_kernel(int64_t planes, int64_t hw, float inv, const float *in, float *out)
+{
+    for (int64_t pl = gtid(); pl < planes; pl += gstride()) {
+        const float *x = in + pl * hw;
+        float sum = 0.0f;
+        for (int64_t i = 0; i < hw; i++)
+            sum = __fadd_rn(sum, x[i]);
+        out[pl] = __fmul_rn(sum, inv);
+    }
+}
+
+__global__ void gated_count_kernel(int64_t n, const float *in, int *counts)
+{
+    for (int64_t i = gtid(); i < n; i += gstride())
+        counts[i] += in[i] > 0.0f;
+}
+
+__global__ void gated_pick_kernel(nc_gwin g, int64_t total, const float *in, const int *counts, float *out)
+{
+    int64_t hw = (int64_t)g.h * g.w;
+    for (int64_t e = gtid(); e < total; e += gstride()) {
+        int ox = (int)(e % g.ow);
+        int oy = (int)((e / g.ow) % g.oh);
+        int64_t pl = e / ((int64_t)g.ow * g.oh);
+        axis_taps ty = taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
+        axis_taps tx = taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+        int64_t best = -1;
+        int best_count = -1;
+        for (int ki = ty.lo; ki < ty.hi; ki++)
+            for (int kj = tx.lo; kj < tx.hi; kj++) {
+                int64_t idx = (int64_t)(ty.start + ki * g.dh) * g.w + tx.start + kj * g.dw;
+                int cnt = counts[pl * hw + idx];
+                if (cnt > best_count) {
+                    best_count = cnt;
+                    best = idx;
+                }
+            }
+        out[e] = best >= 0 ? in[pl * hw + best] : 0.0f;
+    }
+}
+
+// ---- im2col ----------------------------------------------------------------
+
+// Rows of the column matrix handled by one thread, walking (ci, ki, kj) with
+// increments instead of divisions.
+constexpr int kIm2colSlice = 16;
+
+template <typename T>
+__device__ __forceinline__ T to_out(float v);
+template <>
+__device__ __forceinline__ float to_out<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ nc_bf16 to_out<nc_bf16>(float v) { return __float2bfloat16_rn(v); }
+
+// grid.x covers nb·P positions (sample s, output position p), grid.y the
+// slices of Kg rows.  Consecutive threads: consecutive p, so the loads (ix)
+// and the stores (p) are coalesced.
+template <typename T>
+__global__ void im2col_kernel(nc_gwin g, int cg, int ch0, int64_t nb, const float *in, const float *scale,
+                              int64_t ld, T *col)
+{
+    int p_count = g.oh * g.ow;
+    int kg = cg * g.kh * g.kw;
+    int64_t sp = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (sp >= nb * p_count)
+        return;
+    int64_t s = sp / p_count;
+    int p = (int)(sp % p_count);
+    int oy = p / g.ow, ox = p % g.ow;
+    int k0 = blockIdx.y * kIm2colSlice;
+    if (k0 >= kg)
+        return;
+    int k1 = min(k0 + kIm2colSlice, kg);
+    int kj = k0 % g.kw, ki = (k0 / g.kw) % g.kh, ci = k0 / (g.kw * g.kh);
+    int64_t hw = (int64_t)g.h * g.w;
+    const float *x = in + (s * g.c + ch0 + ci) * hw;
+    int iy0 = oy * g.sh - g.pt, ix0 = ox * g.sw - g.pl;
+    T *dst = col + (s * kg + k0) * ld + p;
+    for (int k = k0; k < k1; k++) {
+        int iy = iy0 + ki * g.dh, ix = ix0 + kj * g.dw;
+        float v = ((unsigned)iy < (unsigned)g.h && (unsigned)ix < (unsigned)g.w) ? x[(int64_t)iy * g.w + ix] : 0.0f;
+        if (scale)
+            v = rintf(__fmul_rn(v, scale[ch0 + ci]));
+        *dst = to_out<T>(v);
+        dst += ld;
+        if (++kj == g.kw) {
+            kj = 0;
+            if (++ki == g.kh) {
+                ki = 0;
+                ci++;
+                x += hw;
+            }
+        }
+    }
+}
+
+// Direct convolution, one thread per output (r, m, oy, ox); fp32 with fused
+// multiply-adds (explicit: gpu/ is built with -fmad=false).
+__global__ void conv_direct_kernel(nc_gwin g, int cout, int groups, int64_t total, const float *in,
+                                   const float *w, float *out)
+{
+    int cg = g.c / groups, mg = cout / groups;
+    int64_t hw = (int64_t)g.h * g.w;
+    for (int64_t e = gtid(); e < total; e += gstride()) {
+        int ox = (int)(e % g.ow);
+        int oy = (int)((e / g.ow) % g.oh);
+        int m = (int)((e / ((int64_t)g.ow * g.oh)) % cout);
+        int64_t r = e / ((int64_t)g.ow * g.oh * cout);
+        int grp = m / mg;
+        float acc = 0.0f;
+        for (int ci = 0; ci < cg; ci++) {
+            const float *x = in + (r * g.c + grp * cg + ci) * hw;
+            const float *wk = w + ((int64_t)m * cg + ci) * g.kh * g.kw;
+            for (int ki = 0; ki < g.kh; ki++) {
+                int iy = oy * g.sh - g.pt + ki * g.dh;
+                if ((unsigned)iy >= (unsigned)g.h)
+                    continue;
+                for (int kj = 0; kj < g.kw; kj++) {
+                    int ix = ox * g.sw - g.pl + kj * g.dw;
+                    if ((unsigned)ix < (unsigned)g.w)
+                        acc = __fmaf_rn(x[(int64_t)iy * g.w + ix], wk[ki * g.kw + kj], acc);
+                }
+            }
+        }
+        out[e] = acc;
+    }
+}
+
+__global__ void to_bf16_kernel(int64_t n, int64_t f, const float *in, const float *scale, int c, int64_t inner,
+                               nc_bf16 *out)
+{
+    for (int64_t i = gtid(); i < n; i += gstride()) {
+        float v = in[i];
+        if (scale)
+            v = rintf(__fmul_rn(v, scale[(int)(((i % f) / inner) % c)]));
+        out[i] = __float2bfloat16_rn(v);
+    }
+}
+
+__global__ void weight_parts_kernel(int64_t n, int64_t k, const float *w, const float *mul, int rows_per_group,
+                                    int ch_per_group, int64_t k_inner, int parts, nc_bf16 *p0, nc_bf16 *p1,
+                                    nc_bf16 *p2)
+{
+    for (int64_t i = gtid(); i < n; i += gstride()) {
+        float v = w[i];
+        if (mul) {
+            int64_t o = i / k, j = i % k;
+            int ch = (int)((o / rows_per_group) * ch_per_group + (j / k_inner) % ch_per_group);
+            v = __fmul_rn(v, mul[ch]);
+        }
+        nc_bf16 h = __float2bfloat16_rn(v);
+        p0[i] = h;
+        if (parts > 1) {
+            float r = __fsub_rn(v, __bfloat162float(h));
+            nc_bf16 m = __float2bfloat16_rn(r);
+            p1[i] = m;
+            if (parts > 2)
+                p2[i] = __float2bfloat16_rn(__fsub_rn(r, __bfloat162float(m)));
+        }
+    }
+}
+
+__global__ void inv_scale_kernel(int c, const float *th, int n_th, float d, float *out, int invert)
+{
+    for (int64_t i = gtid(); i < c; i += gstride()) {
+        float t = th[n_th == c ? i : 0];
+        out[i] = invert ? __fdiv_rn(d, t) : __fdiv_rn(t, d);
+    }
+}
+
+// ---- random numbers --------------------------------------------------------
+
+__host__ __device__ __forceinline__ uint64_t splitmix_at(uint64_t seed, uint64_t counter)
+{
+    uint64_t z = seed + (counter + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+__global__ void poisson_kernel(uint64_t seed, int64_t total, int64_t n, const float *in, float *out)
+{
+    for (int64_t e = gtid(); e < total; e += gstride()) {
+        int64_t i = e % n;
+        float rate = in[i] < 0.0f ? 0.0f : (in[i] > 1.0f ? 1.0f : in[i]);
+        float u = __fmul_rn((float)(splitmix_at(seed, (uint64_t)e) >> 40), 1.0f / 16777216.0f);
+        out[e] = u < rate ? 1.0f : 0.0f;
+    }
+}
+
+template <typename T>
+__global__ void fill_random_kernel(int64_t n, uint64_t seed, float lo, float hi, T *out)
+{
+    for (int64_t i = gtid(); i < n; i += gstride()) {
+        float u = (float)(splitmix_at(seed, (uint64_t)i) >> 40) * (1.0f / 16777216.0f);
+        out[i] = to_out<T>(lo + u * (hi - lo));
+    }
+}
+
+} // namespace
+
+// ---- launchers ---------------------------------------------------------------
+
+cudaError_t nc_launch_if(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
+                         float v0f, int reset_zero, int fire_gt, const float *bias, const float *in,
+                         int64_t in_step, float *out, int64_t out_step)
+{
+    if (T < 1 || total < 1 || c < 1 || inner < 1)
+        return total == 0 ? cudaSuccess : cudaErrorInvalidValue;
+    unsigned grid = grid_for(total);
+    bool ge = !fire_gt, sub = !reset_zero, b = bias != nullptr;
+#define NC_IF_LAUNCH(GE, SUB, B)                                                                          \
+    if_kernel<GE, SUB, B><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in, in_step, out, \
+                                                     out_step)
+    if (ge && sub && b)
+        NC_IF_LAUNCH(true, true, true);
+    else if (ge && sub)
+        NC_IF_LAUNCH(true, true, false);
+    else if (ge && b)
+        NC_IF_LAUNCH(true, false, true);
+    else if (ge)
+        NC_IF_LAUNCH(true, false, false);
+    else if (sub && b)
+        NC_IF_LAUNCH(false, true, true);
+    else if (sub)
+        NC_IF_LAUNCH(false, true, false);
+    else if (b)
+        NC_IF_LAUNCH(false, false, true);
+    else
+        NC_IF_LAUNCH(false, false, false);
+#undef NC_IF_LAUNCH
+    return cudaGetLastError();
+}
+
+static cudaError_t launch_elt(cudaStream_t s, const elt_params &p, const float *in, float *out)
+{
+    if (p.n <= 0)
+        return cudaSuccess;
+    if (p.c < 1 || p.inner < 1)
+        return cudaErrorInvalidValue;
+    elt_kernel<<<grid_for(p.n), kThreads, 0, s>>>(p, in, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_relu(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *bias,
+                           const float *in, float *out)
+{
+    elt_params p = {};
+    p.op = ELT_RELU;
+    p.n = rows * c * inner;
+    p.c = c;
+    p.inner = inner;
+    p.bias = bias;
+    return launch_elt(s, p, in, out);
+}
+
+cudaError_t nc_launch_clip(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *bias, float lo,
+                           float hi, const float *in, float *out)
+{
+    elt_params p = {};
+    p.op = ELT_CLIP;
+    p.n = rows * c * inner;
+    p.c = c;
+    p.inner = inner;
+    p.bias = bias;
+    p.lo = lo;
+    p.hi = hi;
+    return launch_elt(s, p, in, out);
+}
+
+cudaError_t nc_launch_qcfs(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *bias,
+                           const float *lambda, int n_lambda, int levels, float shift, const float *in,
+                           float *out)
+{
+    elt_params p = {};
+    p.op = ELT_QCFS;
+    p.n = rows * c * inner;
+    p.c = c;
+    p.inner = inner;
+    p.bias = bias;
+    p.lambda = lambda;
+    p.n_lambda = n_lambda;
+    p.levels = levels;
+    p.shift = shift;
+    return launch_elt(s, p, in, out);
+}
+
+cudaError_t nc_launch_add_bias(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *bias,
+                               const float *in, float *out)
+{
+    elt_params p = {};
+    p.op = ELT_BIAS;
+    p.n = rows * c * inner;
+    p.c = c;
+    p.inner = inner;
+    p.bias = bias;
+    return launch_elt(s, p, in, out);
+}
+
+cudaError_t nc_launch_affine(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *scale,
+                             const float *shift, const float *in, float *out)
+{
+    int64_t n = rows * c * inner;
+    if (n <= 0)
+        return cudaSuccess;
+    affine_kernel<<<grid_for(n), kThreads, 0, s>>>(n, c, inner, scale, shift, in, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_add(cudaStream_t s, int64_t n, const float *a, int64_t a_n, const float *b, int64_t b_n,
+                          float *out)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    if (a_n < 1 || b_n < 1)
+        return cudaErrorInvalidValue;
+    add_kernel<<<grid_for(n), kThreads, 0, s>>>(n, a, a_n, b, b_n, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_concat_part(cudaStream_t s, int64_t rows, int64_t out_row, int64_t off, const float *in,
+                                  int64_t in_rows, int64_t per_row, float *out)
+{
+    int64_t n = rows * per_row;
+    if (n <= 0)
+        return cudaSuccess;
+    if (in_rows < 1)
+        return cudaErrorInvalidValue;
+    concat_kernel<<<grid_for(n), kThreads, 0, s>>>(n, out_row, off, in, in_rows, per_row, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_repeat(cudaStream_t s, int64_t n, const float *in, int64_t in_n, float *out)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    if (in_n < 1)
+        return cudaErrorInvalidValue;
+    repeat_kernel<<<grid_for(n), kThreads, 0, s>>>(n, in, in_n, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_avgpool(cudaStream_t s, const nc_gwin *g, int count_include_pad, int64_t rows,
+                              const float *in, float *out)
+{
+    int64_t total = rows * g->c * g->oh * g->ow;
+    if (total <= 0)
+        return cudaSuccess;
+    avgpool_kernel<<<grid_for(total), kThreads, 0, s>>>(*g, count_include_pad, total, in, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_maxpool(cudaStream_t s, const nc_gwin *g, int64_t rows, const float *bias,
+                              const float *in, float *out)
+{
+    int64_t total = rows * g->c * g->oh * g->ow;
+    if (total <= 0)
+        return cudaSuccess;
+    maxpool_kernel<<<grid_for(total), kThreads, 0, s>>>(*g, total, bias, in, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_gap(cudaStream_t s, int64_t rows, int c, int64_t hw, const float *in, float *out)
+{
+    int64_t planes = rows * c;
+    if (planes <= 0)
+        return cudaSuccess;
+    if (hw < 1)
+        return cudaErrorInvalidValue;
+    float inv = 1.0f / (float)hw; /* as nc_global_avgpool */
+    gap_kernel<<<grid_for(planes), kThreads, 0, s>>>(planes, hw, inv, in, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_gated_step(cudaStream_t s, const nc_gwin *g, int64_t n, const float *in, int *counts,
+                                 float *out)
+{
+    int64_t in_total = n * g->c * g->h * g->w, out_total = n * g->c * g->oh * g->ow;
+    if (in_total <= 0)
+        return cudaSuccess;
+    gated_count_kernel<<<grid_for(in_total), kThreads, 0, s>>>(in_total, in, counts);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return e;
+    gated_pick_kernel<<<grid_for(out_total), kThreads, 0, s>>>(*g, out_total, in, counts, out);
+    return cudaGetLastError();
+}
+
+template <typename T>
+static cudaError_t launch_im2col(cudaStream_t s, const nc_gwin *g, int groups, int grp, int64_t nb,
+                                 const float *in, const float *scale, int64_t ld, T *col)
+{
+    int cg = g->c / groups;
+    int kg = cg * g->kh * g->kw;
+    int64_t sp = nb * g->oh * g->ow;
+    if (sp <= 0 || kg <= 0)
+        return cudaSuccess;
+    if (ld < (int64_t)g->oh * g->ow)
+        return cudaErrorInvalidValue;
+    int64_t bx = (sp + kThreads - 1) / kThreads;
+    int by = (kg + kIm2colSlice - 1) / kIm2colSlice;
+    if (bx > 0x7fffffff || by > 65535)
+        return cudaErrorInvalidConfiguration;
+    dim3 grid((unsigned)bx, (unsigned)by);
+    im2col_kernel<T><<<grid, kThreads, 0, s>>>(*g, cg, grp * cg, nb, in, scale, ld, col);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_im2col_f32(cudaStream_t s, const nc_gwin *g, int groups, int grp, int64_t nb,
+                                 const float *in, int64_t ld, float *col)
+{
+    return launch_im2col<float>(s, g, groups, grp, nb, in, nullptr, ld, col);
+}
+
+cudaError_t nc_launch_im2col_bf16(cudaStream_t s, const nc_gwin *g, int groups, int grp, int64_t nb,
+                                  const float *in, const float *scale, int64_t ld, nc_bf16 *col)
+{
+    return launch_im2col<nc_bf16>(s, g, groups, grp, nb, in, scale, ld, col);
+}
+
+cudaError_t nc_launch_conv_direct(cudaStream_t s, const nc_gwin *g, int cout, int groups, int64_t rows,
+                                  const float *in, const float *w, float *out)
+{
+    int64_t total = rows * cout * g->oh * g->ow;
+    if (total <= 0)
+        return cudaSuccess;
+    if (groups < 1 || g->c % groups || cout % groups)
+        return cudaErrorInvalidValue;
+    conv_direct_kernel<<<grid_for(total), kThreads, 0, s>>>(*g, cout, groups, total, in, w, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_to_bf16(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
+                              int c, int64_t inner, nc_bf16 *out)
+{
+    int64_t n = rows * f;
+    if (n <= 0)
+        return cudaSuccess;
+    if (scale && (c < 1 || inner < 1))
+        return cudaErrorInvalidValue;
+    to_bf16_kernel<<<grid_for(n), kThreads, 0, s>>>(n, f, in, scale, c < 1 ? 1 : c, inner < 1 ? 1 : inner, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_weight_parts(cudaStream_t s, int64_t rows, int64_t k, const float *w, const float *mul,
+                                   int rows_per_group, int ch_per_group, int64_t k_inner, int parts,
+                                   nc_bf16 *const *out)
+{
+    int64_t n = rows * k;
+    if (n <= 0)
+        return cudaSuccess;
+    if (parts < 1 || parts > 3 || (mul && (rows_per_group < 1 || ch_per_group < 1 || k_inner < 1)))
+        return cudaErrorInvalidValue;
+    weight_parts_kernel<<<grid_for(n), kThreads, 0, s>>>(n, k, w, mul, rows_per_group < 1 ? 1 : rows_per_group,
+                                                          ch_per_group < 1 ? 1 : ch_per_group,
+                                                          k_inner < 1 ? 1 : k_inner, parts, out[0],
+                                                          parts > 1 ? out[1] : nullptr,
+                                                          parts > 2 ? out[2] : nullptr);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_inv_scale(cudaStream_t s, int c, const float *th, int n_th, float d, float *out)
+{
+    if (c < 1)
+        return cudaErrorInvalidValue;
+    inv_scale_kernel<<<grid_for(c), kThreads, 0, s>>>(c, th, n_th, d, out, 1);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_scale(cudaStream_t s, int c, const float *th, int n_th, float d, float *out)
+{
+    if (c < 1)
+        return cudaErrorInvalidValue;
+    inv_scale_kernel<<<grid_for(c), kThreads, 0, s>>>(c, th, n_th, d, out, 0);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_poisson(cudaStream_t s, uint64_t seed, int T, int64_t n, const float *in, float *out)
+{
+    int64_t total = (int64_t)T * n;
+    if (total <= 0)
+        return cudaSuccess;
+    poisson_kernel<<<grid_for(total), kThreads, 0, s>>>(seed, total, n, in, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_fill_random_f32(cudaStream_t s, int64_t n, uint64_t seed, float lo, float hi, float *out)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    fill_random_kernel<float><<<grid_for(n), kThreads, 0, s>>>(n, seed, lo, hi, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_fill_random_bf16(cudaStream_t s, int64_t n, uint64_t seed, float lo, float hi,
+                                       nc_bf16 *out)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    fill_random_kernel<nc_bf16><<<grid_for(n), kThreads, 0, s>>>(n, seed, lo, hi, out);
+    return cudaGetLastError();
+}

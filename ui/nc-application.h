@@ -1,0 +1,18 @@
+/* nc-application.h — the workbench application (io.github.neurocuda.Workbench):
+ * command line ([MODEL], --version, the hidden --self-test=DIR), GSettings,
+ * dark mode, accelerators, the about window. */
+#pragma once
+
+#include <adwaita.h>
+
+G_BEGIN_DECLS
+
+#define NC_APP_ID "io.github.neurocuda.Workbench"
+
+#define NC_TYPE_APPLICATION (nc_application_get_type())
+G_DECLARE_FINAL_TYPE(NcApplication, nc_application, NC, APPLICATION, AdwApplication)
+
+NcApplication *nc_application_new(void);
+GSettings *nc_application_get_settings(NcApplication *self);
+
+G_END_DECLS

@@ -1,0 +1,26 @@
+/* nc-self-test.h — the workbench's end-to-end test, driven from inside the
+ * running application (`neurocuda-workbench --self-test=DIR`, run under Xvfb
+ * by tests/test_workbench_xvfb.sh):
+ *
+ *   1. wait for the bundled model to open;
+ *   2. start a run and cancel it after its first live update;
+ *   3. run p99.9 to the end, then mmse: two curves on one accuracy chart;
+ *   4. check that every view received data while the runs went on;
+ *   5. export every chart as PNG, SVG and PDF, the recording and the
+ *      project into DIR; open the saved project and simulate it;
+ *   6. save screenshots of the window (each view, light and dark) into DIR;
+ *   7. quit; the exit status is 0 only if every check passed.
+ * Every step prints a "# self-test: ..." line; small sizes keep it short. */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "nc-window.h"
+
+G_BEGIN_DECLS
+
+void nc_self_test_start(GtkApplication *app, NcWindow *window, GSettings *settings, const char *dir);
+/* 0 when the self-test passed (or never ran), 1 otherwise. */
+int nc_self_test_status(void);
+
+G_END_DECLS

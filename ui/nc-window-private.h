@@ -1,0 +1,88 @@
+/* nc-window-private.h — the window's state, shared by nc-window*.c:
+ *   nc-window.c          type, template, model loading, drag and drop
+ *   nc-window-run.c      running a job: progress, status bar, cancel
+ *   nc-window-views.c    the view pages and their updates
+ *   nc-window-actions.c  actions, file choosers, exports, dialogs */
+#pragma once
+
+#include "nc-accuracy-chart.h"
+#include "nc-job.h"
+#include "nc-layer-chart.h"
+#include "nc-model-file.h"
+#include "nc-model-pane.h"
+#include "nc-raster-chart.h"
+#include "nc-settings-pane.h"
+#include "nc-trace-chart.h"
+#include "nc-window.h"
+
+G_BEGIN_DECLS
+
+struct _NcWindow {
+    AdwApplicationWindow parent_instance;
+
+    /* template children */
+    AdwToastOverlay *toast_overlay;
+    AdwSplitButton *open_button;
+    AdwWindowTitle *window_title;
+    GtkWidget *run_button, *export_button;
+    GtkStack *main_stack;
+    AdwStatusPage *loading_page;
+    GtkSpinner *loading_spinner;
+    AdwViewStack *side_stack, *views;
+    NcModelPane *model_pane;
+    NcSettingsPane *settings_pane;
+    GtkLabel *status_label, *eta_label;
+    GtkProgressBar *progress_bar;
+    GtkWidget *cancel_button;
+
+    /* views (nc-window-views.c) */
+    NcAccuracyChart *accuracy;
+    NcLayerChart *rates, *error, *sops;
+    NcRasterChart *raster;
+    NcTraceChart *trace;
+    GtkStringList *layer_names;
+    GtkDropDown *raster_layer, *trace_layer, *raster_sample;
+    GtkSpinButton *trace_neuron;
+    GtkLabel *raster_info, *trace_info, *rates_hint, *sops_info, *accuracy_info;
+    GtkWidget *rates_back;
+    int n_raster_samples;
+
+    /* state */
+    GSettings *settings;
+    GMenu *recent_menu;
+    NcModelFile *model;          /* the open model, or NULL                   */
+    GCancellable *load_cancellable;
+    NcJob *job;                  /* the running job, or NULL                   */
+    GCancellable *job_cancellable;
+    gulong progress_handler;
+    NcJob *last_job;             /* the last finished job (exports)            */
+    NcRunData *last_data;        /* newest snapshot shown                      */
+    gboolean close_after_job;
+    gboolean trace_chosen;       /* the user picked a neuron to trace          */
+    NcRunOutcome outcome;
+    guint runs_finished, live_updates;
+    char *last_error;
+};
+
+/* nc-window-views.c */
+void nc_window_views_init(NcWindow *self);
+void nc_window_views_clear(NcWindow *self);
+void nc_window_views_update(NcWindow *self, NcRunData *data);
+void nc_window_views_select_node(NcWindow *self, int node);
+NcChart *nc_window_views_current_chart(NcWindow *self);
+
+/* nc-window-run.c */
+void nc_window_run_start(NcWindow *self);
+void nc_window_run_cancel(NcWindow *self);
+/* Stops listening to the running job and cancels it (a new model opens). */
+void nc_window_run_detach(NcWindow *self);
+
+/* nc-window-actions.c */
+void nc_window_actions_init(NcWindow *self);
+void nc_window_actions_update(NcWindow *self);
+void nc_window_show_error(NcWindow *self, const char *heading, const char *body);
+void nc_window_toast(NcWindow *self, const char *text);
+void nc_window_recent_add(NcWindow *self, const char *path);
+void nc_window_recent_rebuild(NcWindow *self);
+
+G_END_DECLS

@@ -1,0 +1,350 @@
+/* nc-window-views.c — the view pages (a toolbar over each chart) and how a
+ * run's snapshots reach them. */
+#include "nc-window-private.h"
+
+/* ---- building the pages ------------------------------------------------------------------ */
+
+static GtkWidget *toolbar_new(void)
+{
+    GtkWidget *bar = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 8);
+    gtk_widget_add_css_class(bar, "view-toolbar");
+    return bar;
+}
+
+static GtkLabel *add_info(GtkWidget *bar, gboolean expand)
+{
+    GtkWidget *label = gtk_label_new(NULL);
+    gtk_label_set_xalign(GTK_LABEL(label), 0);
+    gtk_label_set_ellipsize(GTK_LABEL(label), PANGO_ELLIPSIZE_END);
+    gtk_widget_set_hexpand(label, expand);
+    gtk_widget_add_css_class(label, "dim-label");
+    gtk_box_append(GTK_BOX(bar), label);
+    return GTK_LABEL(label);
+}
+
+static void add_caption(GtkWidget *bar, const char *text)
+{
+    GtkWidget *label = gtk_label_new(text);
+    gtk_box_append(GTK_BOX(bar), label);
+}
+
+static void add_page(NcWindow *self, const char *name, const char *title, const char *icon, GtkWidget *toolbar,
+                     GtkWidget *chart)
+{
+    GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 0);
+    gtk_box_append(GTK_BOX(box), toolbar);
+    gtk_widget_add_css_class(chart, "chart-area");
+    gtk_box_append(GTK_BOX(box), chart);
+    AdwViewStackPage *page = adw_view_stack_add_titled(self->views, box, name, title);
+    adw_view_stack_page_set_icon_name(page, icon);
+}
+
+static GtkDropDown *layer_dropdown(NcWindow *self)
+{
+    GtkWidget *dd = gtk_drop_down_new(G_LIST_MODEL(g_object_ref(self->layer_names)), NULL);
+    gtk_widget_set_tooltip_text(dd, "Neuron layer");
+    return GTK_DROP_DOWN(dd);
+}
+
+static void build_accuracy_page(NcWindow *self)
+{
+    GtkWidget *bar = toolbar_new();
+    self->accuracy_info = add_info(bar, TRUE);
+    gtk_label_set_text(self->accuracy_info, "The SNN curve is refined with every batch; earlier runs stay for comparison.");
+    GtkWidget *clear = gtk_button_new_with_mnemonic("C_lear Earlier Runs");
+    gtk_actionable_set_action_name(GTK_ACTIONABLE(clear), "win.clear-runs");
+    gtk_box_append(GTK_BOX(bar), clear);
+    self->accuracy = NC_ACCURACY_CHART(nc_accuracy_chart_new());
+    add_page(self, "accuracy", "Accuracy", "nc-accuracy-symbolic", bar, GTK_WIDGET(self->accuracy));
+}
+
+static void on_drill_changed(NcLayerChart *chart, NcWindow *self)
+{
+    gboolean drilled = nc_layer_chart_get_drill_layer(chart) >= 0;
+    gtk_widget_set_visible(self->rates_back, drilled);
+    gtk_label_set_text(self->rates_hint, drilled ? "Per-channel rates: click the chart or press Esc to go back."
+                                                 : "Mean rate, dead and saturated fractions; click a layer for its "
+                                                   "channels.");
+}
+
+static void on_rates_back(GtkButton *button, NcWindow *self) { nc_layer_chart_set_drill_layer(self->rates, -1); }
+
+static void build_rates_page(NcWindow *self)
+{
+    GtkWidget *bar = toolbar_new();
+    self->rates_back = gtk_button_new_from_icon_name("go-previous-symbolic");
+    gtk_widget_set_tooltip_text(self->rates_back, "Back to the Layers");
+    gtk_widget_set_visible(self->rates_back, FALSE);
+    g_signal_connect(self->rates_back, "clicked", G_CALLBACK(on_rates_back), self);
+    gtk_box_append(GTK_BOX(bar), self->rates_back);
+    self->rates_hint = add_info(bar, TRUE);
+    self->rates = NC_LAYER_CHART(nc_layer_chart_new(NC_LAYER_CHART_RATES));
+    g_signal_connect(self->rates, "drill-changed", G_CALLBACK(on_drill_changed), self);
+    on_drill_changed(self->rates, self);
+    add_page(self, "firing-rates", "Rates", "nc-rates-symbolic", bar, GTK_WIDGET(self->rates));
+}
+
+static void build_error_page(NcWindow *self)
+{
+    GtkWidget *bar = toolbar_new();
+    GtkLabel *info = add_info(bar, TRUE);
+    gtk_label_set_text(info, "How far each layer's spike rate is from the ANN activation, and why: "
+                             "clipping at θ, quantisation to T steps, uneven spike timing.");
+    self->error = NC_LAYER_CHART(nc_layer_chart_new(NC_LAYER_CHART_ERROR));
+    add_page(self, "calibration-error", "Error", "nc-calib-symbolic", bar, GTK_WIDGET(self->error));
+}
+
+static void on_raster_window(NcRasterChart *chart, NcWindow *self)
+{
+    g_autofree char *text = g_strdup_printf("%'" G_GINT64_FORMAT " spikes shown · scroll: zoom neurons · "
+                                            "Shift+scroll: zoom time · drag: pan · double-click: reset",
+                                            nc_raster_chart_get_visible_spikes(chart));
+    gtk_label_set_text(self->raster_info, text);
+}
+
+static void on_raster_layer(GtkDropDown *dd, GParamSpec *pspec, NcWindow *self)
+{
+    guint layer = gtk_drop_down_get_selected(dd);
+    if (layer == GTK_INVALID_LIST_POSITION)
+        return;
+    nc_raster_chart_set_layer(self->raster, (int)layer);
+    if (!self->trace_chosen)
+        nc_trace_chart_pick_active(self->trace, (int)layer);
+    else
+        nc_trace_chart_set_neuron(self->trace, (int)layer, 0);
+    gtk_spin_button_set_value(self->trace_neuron, nc_trace_chart_get_neuron(self->trace));
+}
+
+static void on_raster_sample(GtkDropDown *dd, GParamSpec *pspec, NcWindow *self)
+{
+    guint i = gtk_drop_down_get_selected(dd);
+    if (i == GTK_INVALID_LIST_POSITION)
+        return;
+    int n = (int)g_list_model_get_n_items(gtk_drop_down_get_model(dd));
+    nc_raster_chart_set_sample(self->raster, (int)i == n - 1 ? -1 : (int)i); /* the last entry is "all" */
+}
+
+static void on_neuron_activated(NcRasterChart *chart, int layer, int neuron, int sample, NcWindow *self)
+{
+    if (sample != 0)
+        return; /* only sample 0 is traced */
+    self->trace_chosen = TRUE;
+    nc_trace_chart_set_neuron(self->trace, layer, neuron);
+    gtk_spin_button_set_value(self->trace_neuron, neuron);
+    adw_view_stack_set_visible_child_name(self->views, "membrane");
+}
+
+static void build_raster_page(NcWindow *self)
+{
+    GtkWidget *bar = toolbar_new();
+    add_caption(bar, "Layer");
+    self->raster_layer = layer_dropdown(self);
+    gtk_box_append(GTK_BOX(bar), GTK_WIDGET(self->raster_layer));
+    add_caption(bar, "Sample");
+    self->raster_sample = GTK_DROP_DOWN(gtk_drop_down_new_from_strings((const char *[]){"0", NULL}));
+    gtk_box_append(GTK_BOX(bar), GTK_WIDGET(self->raster_sample));
+    self->raster_info = add_info(bar, TRUE);
+    GtkWidget *reset = gtk_button_new_from_icon_name("zoom-original-symbolic");
+    gtk_widget_set_tooltip_text(reset, "Reset the Zoom");
+    gtk_box_append(GTK_BOX(bar), reset);
+    self->raster = NC_RASTER_CHART(nc_raster_chart_new());
+    g_signal_connect_swapped(reset, "clicked", G_CALLBACK(nc_raster_chart_reset_zoom), self->raster);
+    g_signal_connect(self->raster, "window-changed", G_CALLBACK(on_raster_window), self);
+    g_signal_connect(self->raster, "neuron-activated", G_CALLBACK(on_neuron_activated), self);
+    g_signal_connect(self->raster_layer, "notify::selected", G_CALLBACK(on_raster_layer), self);
+    g_signal_connect(self->raster_sample, "notify::selected", G_CALLBACK(on_raster_sample), self);
+    add_page(self, "raster", "Raster", "nc-raster-symbolic", bar, GTK_WIDGET(self->raster));
+}
+
+static void update_trace_info(NcWindow *self)
+{
+    int spikes = nc_trace_chart_get_spike_count(self->trace);
+    g_autofree char *text = spikes < 0 ? g_strdup("")
+                                       : g_strdup_printf("%d spikes · click a neuron in the raster to trace it", spikes);
+    gtk_label_set_text(self->trace_info, text);
+}
+
+static void on_trace_neuron(GtkSpinButton *spin, NcWindow *self)
+{
+    int layer = (int)gtk_drop_down_get_selected(self->trace_layer);
+    int neuron = gtk_spin_button_get_value_as_int(spin);
+    if (neuron != nc_trace_chart_get_neuron(self->trace))
+        self->trace_chosen = TRUE;
+    nc_trace_chart_set_neuron(self->trace, layer, neuron);
+    update_trace_info(self);
+}
+
+static void on_most_active(GtkButton *button, NcWindow *self)
+{
+    self->trace_chosen = FALSE;
+    nc_trace_chart_pick_active(self->trace, (int)gtk_drop_down_get_selected(self->trace_layer));
+    gtk_spin_button_set_value(self->trace_neuron, nc_trace_chart_get_neuron(self->trace));
+    update_trace_info(self);
+}
+
+static void build_trace_page(NcWindow *self)
+{
+    GtkWidget *bar = toolbar_new();
+    add_caption(bar, "Layer");
+    self->trace_layer = layer_dropdown(self);
+    gtk_box_append(GTK_BOX(bar), GTK_WIDGET(self->trace_layer));
+    /* one layer choice for the raster and the membrane */
+    g_object_bind_property(self->raster_layer, "selected", self->trace_layer, "selected",
+                           G_BINDING_BIDIRECTIONAL | G_BINDING_SYNC_CREATE);
+    add_caption(bar, "Neuron");
+    self->trace_neuron = GTK_SPIN_BUTTON(gtk_spin_button_new_with_range(0, 0, 1));
+    gtk_widget_set_tooltip_text(GTK_WIDGET(self->trace_neuron), "Row of the neuron in the raster");
+    g_signal_connect(self->trace_neuron, "value-changed", G_CALLBACK(on_trace_neuron), self);
+    gtk_box_append(GTK_BOX(bar), GTK_WIDGET(self->trace_neuron));
+    self->trace_info = add_info(bar, TRUE);
+    GtkWidget *active = gtk_button_new_with_mnemonic("_Most Active");
+    gtk_widget_set_tooltip_text(active, "Trace the neuron whose spike count is nearest T/2");
+    g_signal_connect(active, "clicked", G_CALLBACK(on_most_active), self);
+    gtk_box_append(GTK_BOX(bar), active);
+    self->trace = NC_TRACE_CHART(nc_trace_chart_new());
+    add_page(self, "membrane", "Membrane", "nc-membrane-symbolic", bar, GTK_WIDGET(self->trace));
+}
+
+static void build_sops_page(NcWindow *self)
+{
+    GtkWidget *bar = toolbar_new();
+    self->sops_info = add_info(bar, TRUE);
+    gtk_label_set_text(self->sops_info, "SOPs = spikes × fan-out (synapses each spike drives); ANN MACs = fan-out × "
+                                        "neurons.");
+    self->sops = NC_LAYER_CHART(nc_layer_chart_new(NC_LAYER_CHART_SOPS));
+    add_page(self, "sops", "SOPs", "nc-sops-symbolic", bar, GTK_WIDGET(self->sops));
+}
+
+void nc_window_views_init(NcWindow *self)
+{
+    self->layer_names = gtk_string_list_new(NULL);
+    build_accuracy_page(self);
+    build_rates_page(self);
+    build_error_page(self);
+    build_raster_page(self);
+    build_trace_page(self);
+    build_sops_page(self);
+}
+
+/* ---- charts by name --------------------------------------------------------------------------- */
+
+static const char *const chart_names[] = {"accuracy", "firing-rates", "calibration-error", "raster", "membrane",
+                                          "sops", NULL};
+
+const char *const *nc_window_get_chart_names(NcWindow *self) { return chart_names; }
+
+GtkWidget *nc_window_get_chart(NcWindow *self, const char *name)
+{
+    GtkWidget *charts[] = {GTK_WIDGET(self->accuracy), GTK_WIDGET(self->rates), GTK_WIDGET(self->error),
+                           GTK_WIDGET(self->raster),   GTK_WIDGET(self->trace), GTK_WIDGET(self->sops)};
+    for (guint i = 0; chart_names[i]; i++)
+        if (g_strcmp0(chart_names[i], name) == 0)
+            return charts[i];
+    return NULL;
+}
+
+void nc_window_show_chart(NcWindow *self, const char *name) { adw_view_stack_set_visible_child_name(self->views, name); }
+
+NcChart *nc_window_views_current_chart(NcWindow *self)
+{
+    GtkWidget *chart = nc_window_get_chart(self, adw_view_stack_get_visible_child_name(self->views));
+    return chart ? NC_CHART(chart) : NULL;
+}
+
+/* ---- updates ------------------------------------------------------------------------------------ */
+
+/* The layer names change only when a run of another network starts.  Both
+ * dropdowns get a new list (not a splice of a shared one: GTK 4.8's dropdowns
+ * re-enter each other through the selection binding while the model is
+ * still announcing the change). */
+static void set_layer_names(NcWindow *self, const char *const *names)
+{
+    GtkStringList *list = gtk_string_list_new(names);
+    g_set_object(&self->layer_names, list);
+    gtk_drop_down_set_model(self->raster_layer, G_LIST_MODEL(list));
+    gtk_drop_down_set_model(self->trace_layer, G_LIST_MODEL(list));
+    g_object_unref(list);
+    gtk_drop_down_set_selected(self->raster_layer, 0);
+}
+
+static void sync_layer_names(NcWindow *self, const NcRunData *d)
+{
+    guint n = g_list_model_get_n_items(G_LIST_MODEL(self->layer_names));
+    gboolean same = n == (guint)d->n_layers;
+    for (guint i = 0; same && i < n; i++)
+        same = strcmp(gtk_string_list_get_string(self->layer_names, i), d->layers[i].name) == 0;
+    if (same)
+        return;
+    const char **names = g_new0(const char *, d->n_layers + 1);
+    for (int i = 0; i < d->n_layers; i++)
+        names[i] = d->layers[i].name;
+    set_layer_names(self, names);
+    g_free(names);
+}
+
+static void sync_samples(NcWindow *self, const NcRunData *d)
+{
+    int samples = d->views && d->views->n_layers ? d->views->layers[0].raster_samples : 0;
+    if (samples == self->n_raster_samples)
+        return;
+    self->n_raster_samples = samples;
+    GtkStringList *list = gtk_string_list_new(NULL);
+    for (int s = 0; s < samples; s++) {
+        char text[16];
+        g_snprintf(text, sizeof text, "%d", s);
+        gtk_string_list_append(list, text);
+    }
+    gtk_string_list_append(list, "all");
+    gtk_drop_down_set_model(self->raster_sample, G_LIST_MODEL(list));
+    g_object_unref(list);
+    gtk_drop_down_set_selected(self->raster_sample, 0);
+}
+
+static void update_trace(NcWindow *self, NcRunData *d)
+{
+    int layer = (int)gtk_drop_down_get_selected(self->trace_layer);
+    nc_trace_chart_set_data(self->trace, d);
+    if (!self->trace_chosen)
+        nc_trace_chart_pick_active(self->trace, layer);
+    int n = nc_trace_chart_get_n_neurons(self->trace);
+    gtk_spin_button_set_range(self->trace_neuron, 0, MAX(n - 1, 0));
+    gtk_spin_button_set_value(self->trace_neuron, nc_trace_chart_get_neuron(self->trace));
+    update_trace_info(self);
+}
+
+void nc_window_views_update(NcWindow *self, NcRunData *d)
+{
+    if (self->last_data != d) {
+        nc_run_data_ref(d);
+        g_clear_pointer(&self->last_data, nc_run_data_unref);
+        self->last_data = d;
+    }
+    sync_layer_names(self, d);
+    sync_samples(self, d);
+    nc_accuracy_chart_update(self->accuracy, d);
+    nc_layer_chart_set_data(self->rates, d);
+    nc_layer_chart_set_data(self->error, d);
+    nc_layer_chart_set_data(self->sops, d);
+    nc_raster_chart_set_data(self->raster, d);
+    update_trace(self, d);
+    nc_model_pane_update(self->model_pane, d);
+}
+
+void nc_window_views_clear(NcWindow *self)
+{
+    g_clear_pointer(&self->last_data, nc_run_data_unref);
+    nc_layer_chart_set_data(self->rates, NULL);
+    nc_layer_chart_set_data(self->error, NULL);
+    nc_layer_chart_set_data(self->sops, NULL);
+    nc_raster_chart_set_data(self->raster, NULL);
+    nc_trace_chart_set_data(self->trace, NULL);
+    set_layer_names(self, NULL);
+}
+
+/* A row of the model pane selects its layer in the raster and membrane views. */
+void nc_window_views_select_node(NcWindow *self, int node)
+{
+    int layer = nc_run_data_find_node(self->last_data, node);
+    if (layer >= 0)
+        gtk_drop_down_set_selected(self->raster_layer, (guint)layer);
+}
