@@ -1,42 +1,61 @@
-/* nc_cmd_bench.c — `neurocuda bench MODEL|SNN`: median time of repeated
- * forward passes after a warm-up, as a table. */
+/* nc_cmd_bench.c — `neurocuda bench MODEL|SNN|builtin:NAME`: median time of
+ * repeated forward passes after a warm-up, as a table.  On the GPU engine the
+ * passes are timed with CUDA events on the device (input uploaded once,
+ * output left on the device), and the effective TFLOP/s are also given as a
+ * fraction of the device's measured GEMM peak in the same precision. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nc_cli.h"
+#include "nc_config.h"
 #include "nc_evaluate.h"
 #include "nc_pipeline.h"
+#if NC_HAVE_CUDA
+#include "gpu/nc_gpu.h"
+#endif
+
+enum { OPT_PRECISION = 2000, OPT_NO_PEAK };
 
 static void usage(FILE *out)
 {
-    fputs("Usage: neurocuda bench MODEL|SNN [--engine cpu] [--batch B] [-T N] [--repeats N] [--warmup N]\n"
-          "                       [--threads N] [--data DATASET] [--json]\n"
+    fputs("Usage: neurocuda bench MODEL|SNN|builtin:NAME [--engine cpu|gpu] [--precision P] [--batch B] [-T N]\n"
+          "                       [--repeats N] [--warmup N] [--threads N] [--data DATASET] [--no-peak] [--json]\n"
           "\n"
           "Times the network on one batch of test images: the ANN forward pass and the SNN over T steps,\n"
           "the median of --repeats timed runs after --warmup untimed ones.  An ONNX model is converted\n"
           "first (p99.9 thresholds from 256 training images: speed does not depend on them).\n"
-          "  ms/batch         median wall time of one forward pass of B images\n"
+          "  ms/batch         median time of one forward pass of B images (gpu: CUDA events on the\n"
+          "                   device, the input already there, the output left there)\n"
           "  images/s         B / (ms/batch)\n"
           "  neuron updates/s IF neurons × B × T / time\n"
-          "  GFLOP/s          effective: 2 × MACs × B (× T for the SNN) / time, the dense work the\n"
+          "  TFLOP/s          effective: 2 × MACs × B (× T for the SNN) / time, the dense work the\n"
           "                   network describes (the engine may do less, e.g. layer 1 once)\n"
+          "  %peak            gpu: TFLOP/s over the device's measured peak, an 8192³ cuBLAS GEMM of\n"
+          "                   random data in the same precision (--no-peak skips measuring it)\n"
           "\n"
+          "  --precision P    gpu engine: fp32 (default; no TF32), tf32, bf16, split-bf16 (fp32-exact\n"
+          "                   products on spikes from 3 bf16 GEMMs), split-bf16x2; also NC_GPU_PRECISION\n"
+          "  builtin:NAME     a network built in, random weights (He init), converted on random images\n"
+          "                   (no dataset needed): vgg-fmnist (convs 32-32-64-64, AvgPool, dense\n"
+          "                   3136-256-10), cnn-fmnist (convs 16-32, MaxPool, dense 1568-128-10),\n"
+          "                   vgg16-cifar (13 convs, AvgPool, 32x32x3 input, dense 512-10)\n"
           "  --batch B (default 64), -T N (default 8), --repeats N (default 20), --warmup N (default 3)\n",
           out);
 }
 
 typedef struct bench_args {
-    const char *engine, *model;
+    const char *engine, *model, *precision;
     long batch, T, repeats, warmup, threads;
-    int json;
+    int json, no_peak;
     nc_cli_data data;
 } bench_args;
 
 typedef struct bench_row {
     const char *mode;
-    double ms, images_per_s, updates_per_s, gflops;
+    double ms, images_per_s, updates_per_s, tflops, fraction;
 } bench_row;
 
 static int cmp_double(const void *a, const void *b)
@@ -54,7 +73,8 @@ static int64_t if_neurons(const nc_net *net)
     return n;
 }
 
-/* Median seconds of one forward pass in `mode`. */
+/* Median seconds of one forward pass in `mode`: CUDA events on the gpu
+ * engine, the wall clock otherwise. */
 static nc_status time_mode(nc_engine *e, const nc_tensor *input, nc_mode mode, const bench_args *a,
                            double *median, nc_error *err)
 {
@@ -63,6 +83,15 @@ static nc_status time_mode(nc_engine *e, const nc_tensor *input, nc_mode mode, c
     if (!times)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory");
     nc_status st = NC_OK;
+#if NC_HAVE_CUDA
+    if (nc_engine_is_gpu(e)) {
+        double ms = 0;
+        st = nc_engine_gpu_time_forward(e, input, &opts, (int)a->warmup, (int)a->repeats, times, &ms, err);
+        *median = 1e-3 * ms;
+        free(times);
+        return st;
+    }
+#endif
     for (long r = -a->warmup; r < a->repeats && st == NC_OK; r++) {
         nc_tensor *out = NULL;
         double start = nc_now();
@@ -91,6 +120,17 @@ static nc_tensor *first_batch(const nc_net *net, const nc_dataset *ds, long batc
     return t;
 }
 
+static int convert_with(nc_engine *e, nc_net *net, const nc_dataset *train)
+{
+    nc_pipeline_options o = nc_pipeline_options_default();
+    o.calib_images = train->count < 256 ? train->count : 256;
+    nc_pipeline_result r = {0};
+    nc_error err = {0};
+    nc_status st = nc_pipeline_convert(e, net, train, &o, NULL, NULL, &r, &err);
+    nc_pipeline_result_clear(&r);
+    return st == NC_OK ? 0 : nc_cli_error(&err);
+}
+
 static int convert_for_bench(nc_engine *e, nc_net *net, const bench_args *a)
 {
     nc_cli_data train_spec = a->data;
@@ -98,30 +138,200 @@ static int convert_for_bench(nc_engine *e, nc_net *net, const bench_args *a)
     nc_dataset *train = nc_cli_open_data(&train_spec, NC_SPLIT_TRAIN);
     if (!train)
         return 1;
-    nc_pipeline_options o = nc_pipeline_options_default();
-    o.calib_images = 256;
-    nc_pipeline_result r = {0};
-    nc_error err = {0};
-    nc_status st = nc_pipeline_convert(e, net, train, &o, NULL, NULL, &r, &err);
-    nc_pipeline_result_clear(&r);
+    int rc = convert_with(e, net, train);
     nc_dataset_free(train);
-    return st == NC_OK ? 0 : nc_cli_error(&err);
+    return rc;
 }
 
-static void print_rows(const bench_args *a, const char *engine, const bench_row *rows, int n)
+/* ---- built-in networks (random weights) ----------------------------------------- */
+
+static uint64_t bench_rng = 0x853c49e6748fea9bull;
+
+static float bench_uniform(void) /* [0, 1) */
 {
-    printf("Benchmark: %s, engine %s, batch %ld, T %ld, median of %ld runs after %ld warm-up\n", a->model, engine,
-           a->batch, a->T, a->repeats, a->warmup);
-    printf("  %-6s %12s %12s %18s %10s\n", "mode", "ms/batch", "images/s", "neuron updates/s", "GFLOP/s");
-    for (int i = 0; i < n; i++)
-        printf("  %-6s %12.3f %12.1f %18.4g %10.2f\n", rows[i].mode, rows[i].ms, rows[i].images_per_s,
-               rows[i].updates_per_s, rows[i].gflops);
+    bench_rng = bench_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)(uint32_t)(bench_rng >> 40) / 16777216.0f;
+}
+
+static nc_tensor *he_tensor(int ndim, const int64_t *shape, int64_t fan_in)
+{
+    nc_tensor *t = nc_tensor_new(ndim, shape);
+    float a = sqrtf(6.0f / (float)(fan_in > 0 ? fan_in : 1));
+    for (int64_t i = 0; t && i < nc_tensor_numel(t); i++)
+        t->data[i] = (2.0f * bench_uniform() - 1.0f) * a;
+    return t;
+}
+
+static int b_conv(nc_net *net, int in, int cin, int cout)
+{
+    char name[32];
+    snprintf(name, sizeof name, "conv%d", net->n_nodes);
+    int i = nc_net_add_node(net, NC_NODE_CONV2D, name, 1, &in);
+    if (i < 0)
+        return -1;
+    nc_node *n = &net->nodes[i];
+    int64_t ws[4] = {cout, cin, 3, 3}, bs[1] = {cout};
+    n->weight = he_tensor(4, ws, cin * 9);
+    n->bias = nc_tensor_new(1, bs);
+    n->kernel[0] = n->kernel[1] = 3;
+    n->pad[0] = n->pad[1] = n->pad[2] = n->pad[3] = 1;
+    snprintf(name, sizeof name, "relu%d", net->n_nodes);
+    int r = nc_net_add_node(net, NC_NODE_NEURON, name, 1, &i);
+    if (r >= 0)
+        net->nodes[r].neuron.model = NC_NEURON_RELU;
+    return r;
+}
+
+static int b_pool(nc_net *net, int in, nc_node_kind kind)
+{
+    char name[32];
+    snprintf(name, sizeof name, "pool%d", net->n_nodes);
+    int i = nc_net_add_node(net, kind, name, 1, &in);
+    if (i >= 0) {
+        net->nodes[i].kernel[0] = net->nodes[i].kernel[1] = 2;
+        net->nodes[i].stride[0] = net->nodes[i].stride[1] = 2;
+    }
+    return i;
+}
+
+static int b_dense(nc_net *net, int in, int fin, int fout, int relu)
+{
+    char name[32];
+    snprintf(name, sizeof name, "fc%d", net->n_nodes);
+    int i = nc_net_add_node(net, NC_NODE_DENSE, name, 1, &in);
+    if (i < 0)
+        return -1;
+    int64_t ws[2] = {fout, fin}, bs[1] = {fout};
+    net->nodes[i].weight = he_tensor(2, ws, fin);
+    net->nodes[i].bias = nc_tensor_new(1, bs);
+    if (!relu)
+        return i;
+    snprintf(name, sizeof name, "relu%d", net->n_nodes);
+    int r = nc_net_add_node(net, NC_NODE_NEURON, name, 1, &i);
+    if (r >= 0)
+        net->nodes[r].neuron.model = NC_NEURON_RELU;
+    return r;
+}
+
+/* The networks of the issue's "Done when" (docs: issue 4). */
+static nc_net *builtin_net(const char *name)
+{
+    nc_net *net = nc_net_new();
+    if (!net)
+        return NULL;
+    int vgg16 = strcmp(name, "vgg16-cifar") == 0;
+    int64_t xs[3] = {vgg16 ? 3 : 1, vgg16 ? 32 : 28, vgg16 ? 32 : 28};
+    int x = nc_net_add_node(net, NC_NODE_INPUT, "input", 0, NULL);
+    net->nodes[x].ndim = 3;
+    memcpy(net->nodes[x].shape, xs, sizeof xs);
+    int h = x, ok = 1;
+    if (strcmp(name, "vgg-fmnist") == 0) {
+        h = b_conv(net, h, 1, 32);
+        h = b_conv(net, h, 32, 32);
+        h = b_pool(net, h, NC_NODE_AVGPOOL);
+        h = b_conv(net, h, 32, 64);
+        h = b_conv(net, h, 64, 64);
+        h = b_pool(net, h, NC_NODE_AVGPOOL);
+        h = nc_net_add_node(net, NC_NODE_FLATTEN, "flatten", 1, &h);
+        h = b_dense(net, h, 3136, 256, 1);
+        h = b_dense(net, h, 256, 10, 0);
+    } else if (strcmp(name, "cnn-fmnist") == 0) {
+        h = b_conv(net, h, 1, 16);
+        h = b_pool(net, h, NC_NODE_MAXPOOL);
+        h = b_conv(net, h, 16, 32);
+        h = b_pool(net, h, NC_NODE_MAXPOOL);
+        h = nc_net_add_node(net, NC_NODE_FLATTEN, "flatten", 1, &h);
+        h = b_dense(net, h, 1568, 128, 1);
+        h = b_dense(net, h, 128, 10, 0);
+    } else if (vgg16) {
+        static const int cfg[] = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0};
+        int c = 3;
+        for (size_t k = 0; k < sizeof cfg / sizeof *cfg && h >= 0; k++) {
+            if (cfg[k] == 0)
+                h = b_pool(net, h, NC_NODE_AVGPOOL);
+            else {
+                h = b_conv(net, h, c, cfg[k]);
+                c = cfg[k];
+            }
+        }
+        h = nc_net_add_node(net, NC_NODE_FLATTEN, "flatten", 1, &h);
+        h = b_dense(net, h, 512, 10, 0);
+    } else {
+        ok = 0;
+    }
+    if (ok && h >= 0)
+        h = nc_net_add_node(net, NC_NODE_OUTPUT, "logits", 1, &h);
+    nc_error err = {0};
+    if (!ok || h < 0 || nc_net_infer_shapes(net, &err) != NC_OK) {
+        fprintf(stderr, "neurocuda bench: %s%s\n", ok ? "cannot build builtin:" : "unknown builtin network: ",
+                ok ? err.message : name);
+        if (!ok)
+            fputs("  known: builtin:vgg-fmnist, builtin:cnn-fmnist, builtin:vgg16-cifar\n", stderr);
+        nc_net_free(net);
+        return NULL;
+    }
+    snprintf(net->source_path, sizeof net->source_path, "builtin:%s", name);
+    return net;
+}
+
+/* n random images of the net's input shape, normalised like Fashion-MNIST. */
+static nc_dataset *random_images(const nc_net *net, int64_t n)
+{
+    const nc_node *in = &net->nodes[net->input];
+    int64_t per = nc_node_numel(in);
+    nc_dataset *ds = calloc(1, sizeof *ds);
+    if (!ds)
+        return NULL;
+    ds->images = malloc((size_t)(n * per) * sizeof(float));
+    ds->labels = calloc((size_t)n, sizeof *ds->labels);
+    if (!ds->images || !ds->labels) {
+        nc_dataset_free(ds);
+        return NULL;
+    }
+    for (int64_t i = 0; i < n * per; i++)
+        ds->images[i] = (bench_uniform() - 0.286f) / 0.353f;
+    ds->count = n;
+    ds->channels = in->ndim == 3 ? (int)in->shape[0] : 1;
+    ds->height = in->ndim == 3 ? (int)in->shape[1] : 1;
+    ds->width = in->ndim == 3 ? (int)in->shape[2] : (int)per;
+    ds->num_classes = 10;
+    snprintf(ds->path, sizeof ds->path, "random images");
+    snprintf(ds->format, sizeof ds->format, "random");
+    return ds;
+}
+
+/* ---- output ------------------------------------------------------------------------ */
+
+static void print_rows(const bench_args *a, const char *engine, const char *precision, double peak,
+                       const bench_row *rows, int n)
+{
+    printf("Benchmark: %s, engine %s%s%s, batch %ld, T %ld, median of %ld runs after %ld warm-up%s\n", a->model,
+           engine, precision ? ", precision " : "", precision ? precision : "", a->batch, a->T, a->repeats,
+           a->warmup, precision ? " (CUDA events)" : "");
+    if (peak > 0)
+        printf("Device peak (cuBLAS GEMM, %s): %.1f TFLOP/s\n", precision, peak);
+    printf("  %-6s %12s %12s %18s %10s %8s\n", "mode", "ms/batch", "images/s", "neuron updates/s", "TFLOP/s",
+           "%peak");
+    for (int i = 0; i < n; i++) {
+        char frac[32] = "-";
+        if (rows[i].fraction > 0)
+            snprintf(frac, sizeof frac, "%.1f", 100.0 * rows[i].fraction);
+        printf("  %-6s %12.3f %12.1f %18.4g %10.3f %8s\n", rows[i].mode, rows[i].ms, rows[i].images_per_s,
+               rows[i].updates_per_s, rows[i].tflops, frac);
+    }
     if (!a->json)
         return;
     nc_json j;
     nc_json_begin(&j, stdout);
     nc_json_string(&j, "model", a->model);
     nc_json_string(&j, "engine", engine);
+    if (precision) {
+        nc_json_string(&j, "precision", precision);
+        nc_json_string(&j, "timing", "cuda-events");
+        if (peak > 0)
+            nc_json_number(&j, "peak_tflops", peak);
+    } else
+        nc_json_string(&j, "timing", "wall-clock");
     nc_json_int(&j, "batch", a->batch);
     nc_json_int(&j, "T", a->T);
     nc_json_int(&j, "repeats", a->repeats);
@@ -130,37 +340,93 @@ static void print_rows(const bench_args *a, const char *engine, const bench_row 
         nc_json_number(&j, "ms_per_batch", rows[i].ms);
         nc_json_number(&j, "images_per_second", rows[i].images_per_s);
         nc_json_number(&j, "neuron_updates_per_second", rows[i].updates_per_s);
-        nc_json_number(&j, "gflops", rows[i].gflops);
+        nc_json_number(&j, "gflops", 1e3 * rows[i].tflops);
+        nc_json_number(&j, "tflops", rows[i].tflops);
+        if (rows[i].fraction > 0)
+            nc_json_number(&j, "fraction_of_peak", rows[i].fraction);
         nc_json_close(&j, '}');
     }
     nc_json_end(&j);
 }
 
-static int bench(const bench_args *a, nc_net *net)
+/* Applies --precision (or checks it is meaningful for this engine); sets
+ * *name to the precision in use on a gpu engine, NULL on another. */
+static int apply_precision(nc_engine *e, const bench_args *a, const char **name)
+{
+    *name = NULL;
+#if NC_HAVE_CUDA
+    if (nc_engine_is_gpu(e)) {
+        nc_error err = {0};
+        if (a->precision) {
+            nc_gpu_precision p;
+            if (nc_gpu_precision_parse(a->precision, &p) != 0) {
+                fprintf(stderr, "neurocuda bench: unknown --precision '%s' (fp32, tf32, bf16, split-bf16, split-bf16x2)\n",
+                        a->precision);
+                return 2;
+            }
+            if (nc_engine_gpu_set_precision(e, p, &err) != NC_OK)
+                return nc_cli_error(&err);
+        }
+        *name = nc_gpu_precision_name(nc_engine_gpu_get_precision(e));
+        return 0;
+    }
+#endif
+    if (a->precision && strcmp(a->precision, "fp32") != 0) {
+        fprintf(stderr, "neurocuda bench: --precision %s needs --engine gpu (the %s engine computes in fp32)\n",
+                a->precision, e->ops->name);
+        return 2;
+    }
+    return 0;
+}
+
+static int bench(const bench_args *a, nc_net *net, int builtin)
 {
     nc_engine *e = nc_cli_engine(a->engine, net, (int)a->threads);
     if (!e)
         return 1;
-    int rc = nc_cli_is_snn(net) ? 0 : convert_for_bench(e, net, a);
-    nc_dataset *ds = rc == 0 ? nc_cli_open_data(&a->data, NC_SPLIT_TEST) : NULL;
-    nc_tensor *input = ds ? first_batch(net, ds, a->batch) : NULL;
+    const char *precision = NULL;
+    int rc = apply_precision(e, a, &precision);
+    nc_dataset *ds = NULL;
+    if (rc == 0 && builtin) {
+        ds = random_images(net, 256);
+        if (!ds) {
+            fputs("neurocuda bench: out of memory for the random images\n", stderr);
+            rc = 1;
+        } else if (!nc_cli_is_snn(net))
+            rc = convert_with(e, net, ds);
+    } else if (rc == 0) {
+        rc = nc_cli_is_snn(net) ? 0 : convert_for_bench(e, net, a);
+        ds = rc == 0 ? nc_cli_open_data(&a->data, NC_SPLIT_TEST) : NULL;
+    }
+    nc_tensor *input = ds && rc == 0 ? first_batch(net, ds, a->batch) : NULL;
     if (!input) {
         nc_dataset_free(ds);
         nc_engine_free(e);
-        return 1;
+        return rc ? rc : 1;
     }
     nc_error err = {0};
-    double ann_s = 0, snn_s = 0, macs = (double)nc_net_macs(net);
+    double ann_s = 0, snn_s = 0, macs = (double)nc_net_macs(net), peak = 0;
     nc_cli_install_sigint();
     nc_status st = time_mode(e, input, NC_MODE_ANN, a, &ann_s, &err);
     if (st == NC_OK)
         st = time_mode(e, input, NC_MODE_SNN, a, &snn_s, &err);
+#if NC_HAVE_CUDA
+    if (st == NC_OK && precision && !a->no_peak) {
+        nc_gpu_precision p = nc_engine_gpu_get_precision(e);
+        if (nc_gpu_measure_peak(p, &peak, &err) != NC_OK) {
+            fprintf(stderr, "neurocuda bench: could not measure the peak: %s\n", err.message);
+            peak = 0;
+        }
+    }
+#endif
     if (st == NC_OK) {
         double B = (double)a->batch, T = (double)a->T;
+        double ann_tf = 2e-12 * macs * B / ann_s, snn_tf = 2e-12 * macs * B * T / snn_s;
         bench_row rows[2] = {
-            {"ann", 1e3 * ann_s, B / ann_s, (double)if_neurons(net) * B / ann_s, 2e-9 * macs * B / ann_s},
-            {"snn", 1e3 * snn_s, B / snn_s, (double)if_neurons(net) * B * T / snn_s, 2e-9 * macs * B * T / snn_s}};
-        print_rows(a, e->ops->name, rows, 2);
+            {"ann", 1e3 * ann_s, B / ann_s, (double)if_neurons(net) * B / ann_s, ann_tf, peak > 0 ? ann_tf / peak : 0},
+            {"snn", 1e3 * snn_s, B / snn_s, (double)if_neurons(net) * B * T / snn_s, snn_tf,
+             peak > 0 ? snn_tf / peak : 0}};
+        print_rows(a, e->ops->name, precision, peak, rows, 2);
     } else
         rc = nc_cli_error(&err);
     nc_tensor_free(input);
@@ -176,6 +442,7 @@ int nc_cmd_bench(int argc, char **argv)
         {"repeats", required_argument, NULL, NC_OPT_REPEATS}, {"warmup", required_argument, NULL, NC_OPT_WARMUP},
         {"threads", required_argument, NULL, NC_OPT_THREADS}, {"data", required_argument, NULL, NC_OPT_DATA},
         {"mean", required_argument, NULL, NC_OPT_MEAN},     {"std", required_argument, NULL, NC_OPT_STD},
+        {"precision", required_argument, NULL, OPT_PRECISION}, {"no-peak", no_argument, NULL, OPT_NO_PEAK},
         {"json", no_argument, NULL, NC_OPT_JSON},           {"help", no_argument, NULL, 'h'},
         {0}};
     bench_args a = {.engine = "cpu", .batch = 64, .T = 8, .repeats = 20, .warmup = 3};
@@ -195,6 +462,10 @@ int nc_cmd_bench(int argc, char **argv)
                 return 2;
         } else if (opt == NC_OPT_ENGINE)
             a.engine = optarg;
+        else if (opt == OPT_PRECISION)
+            a.precision = optarg;
+        else if (opt == OPT_NO_PEAK)
+            a.no_peak = 1;
         else if (opt == NC_OPT_JSON)
             a.json = 1;
         else if (opt == 'h') {
@@ -206,18 +477,19 @@ int nc_cmd_bench(int argc, char **argv)
         }
     }
     if (optind != argc - 1) {
-        fputs("neurocuda bench: give exactly one MODEL or SNN file\n", stderr);
+        fputs("neurocuda bench: give exactly one MODEL or SNN file, or builtin:NAME\n", stderr);
         return 2;
     }
     a.model = argv[optind];
+    int builtin = strncmp(a.model, "builtin:", 8) == 0;
     nc_preprocess stored;
     int has_stored = 0;
-    nc_net *net = nc_cli_load_model_pp(a.model, &stored, &has_stored);
+    nc_net *net = builtin ? builtin_net(a.model + 8) : nc_cli_load_model_pp(a.model, &stored, &has_stored);
     if (!net)
         return 1;
     if (has_stored && a.data.pp.n_mean == 0 && a.data.pp.n_std == 0)
         a.data.pp = stored;
-    int rc = bench(&a, net);
+    int rc = bench(&a, net, builtin);
     nc_net_free(net);
     return rc;
 }

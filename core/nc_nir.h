@@ -139,8 +139,8 @@ nc_status nc_nir_export(const nc_net *net, const char *path, const nc_nir_export
 typedef struct nc_nir_load_options {
     double dt;           /* seconds per step for the continuous-time neurons;
                           * ≤ 0: 1e-3 (1 ms)                                 */
-    nc_reset reset;      /* spiking NIR neurons: NC_RESET_ZERO (default, NIR's
-                          * v ← v_reset) or NC_RESET_SUBTRACT (v ← v − θ, for
+    int reset_subtract;  /* spiking NIR neurons: 0 (default): v ← v_reset after
+                          * a spike, NIR's rule; 1: v ← v − v_threshold (for
                           * files trained with it, which NIR cannot say)    */
     int if_dt;           /* IF and I: 0 (default): v += r·x per step, as sinabs,
                           * snnTorch, Norse and Lava read IF; 1: v += dt·r·x

@@ -199,6 +199,32 @@ int nir_set_ints(nir_node *n, int meta, const char *name, int count, const int64
     return 0;
 }
 
+int nir_set_strings(nir_node *n, int meta, const char *name, int64_t count, const char *const *texts)
+{
+    nir_value *v = add_value(n, meta, name);
+    if (!v)
+        return -1;
+    v->kind = NIR_STRING;
+    v->ndim = 1;
+    v->shape[0] = count;
+    if (!(v->s = calloc((size_t)(count ? count : 1), sizeof(char *))))
+        return -1;
+    v->numel = count;
+    for (int64_t k = 0; k < count; k++)
+        if (!(v->s[k] = strdup(texts[k] ? texts[k] : "")))
+            return -1;
+    return 0;
+}
+
+int nir_set_floats(nir_node *n, int meta, const char *name, int ndim, const int64_t *shape, const float *data)
+{
+    nir_value *v = nir_add_float(n, meta, name, ndim, shape);
+    if (!v)
+        return -1;
+    memcpy(v->f, data, (size_t)v->numel * sizeof(float));
+    return 0;
+}
+
 nir_value *nir_get(const nir_node *n, int meta, const char *name)
 {
     nir_value *list = meta ? n->meta : n->fields;
@@ -353,8 +379,35 @@ static nc_status write_edges(hid_t loc, const nir_graph *g, nc_error *err)
     return st;
 }
 
+/* Small arrays (and scalars) are written contiguous: a chunk index costs
+ * more than they hold.  Larger ones go through nc_h5util: chunked with the
+ * Fletcher-32 checksum, so that a damaged weight is reported on reading. */
+#define NIR_SMALL_ARRAY 256
+
+static nc_status write_small(hid_t loc, const nir_value *v, nc_error *err)
+{
+    hsize_t dims[NIR_MAX_NDIM];
+    for (int d = 0; d < v->ndim; d++)
+        dims[d] = (hsize_t)v->shape[d];
+    hid_t space = v->ndim ? H5Screate_simple(v->ndim, dims, NULL) : H5Screate(H5S_SCALAR);
+    hid_t ftype = v->kind == NIR_FLOAT ? H5T_IEEE_F32LE : H5T_STD_I64LE;
+    hid_t mtype = v->kind == NIR_FLOAT ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64;
+    hid_t d = H5Dcreate2(loc, v->name, ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    nc_status st = NC_OK;
+    const void *data = v->kind == NIR_FLOAT ? (const void *)v->f : (const void *)v->i;
+    if (d < 0 || (v->numel > 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)) {
+        char why[256];
+        st = nc_fail(err, NC_ERR_IO, "cannot write dataset '%s': %s", v->name, nc_h5_error_text(why, sizeof why));
+    }
+    nc_h5_close(&d);
+    nc_h5_close(&space);
+    return st;
+}
+
 static nc_status write_value(hid_t loc, const nir_value *v, nc_error *err)
 {
+    if (v->kind != NIR_STRING && v->numel <= NIR_SMALL_ARRAY)
+        return write_small(loc, v, err);
     switch (v->kind) {
     case NIR_FLOAT: return nc_h5_write_f32(loc, v->name, v->ndim, v->shape, v->f, err);
     case NIR_INT: return nc_h5_write_i64(loc, v->name, v->ndim, v->shape, v->i, err);
@@ -381,22 +434,39 @@ static nc_status write_value(hid_t loc, const nir_value *v, nc_error *err)
     return nc_fail(err, NC_ERR_INTERNAL, "dataset '%s': unknown value kind", v->name);
 }
 
+/* Groups keep their links in the object header (compact storage, covered
+ * by its checksum) rather than in a fractal heap and B-tree: libhdf5 1.10
+ * crashes on some damaged dense link storage instead of reporting it. */
+static nc_status group_create(hid_t loc, const char *name, hid_t *out, nc_error *err)
+{
+    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    if (gcpl >= 0)
+        H5Pset_link_phase_change(gcpl, 65535, 65534);
+    *out = H5Gcreate2(loc, name, H5P_DEFAULT, gcpl >= 0 ? gcpl : H5P_DEFAULT, H5P_DEFAULT);
+    nc_h5_close(&gcpl);
+    if (*out < 0) {
+        char why[256];
+        return nc_fail(err, NC_ERR_IO, "cannot write group '%s': %s", name, nc_h5_error_text(why, sizeof why));
+    }
+    return NC_OK;
+}
+
 static nc_status write_node(hid_t loc, const char *link, const nir_node *n, nc_error *err)
 {
     hid_t g = H5I_INVALID_HID, sub = H5I_INVALID_HID;
-    nc_status st = nc_h5_group_create(loc, link, &g, err);
+    nc_status st = group_create(loc, link, &g, err);
     if (st == NC_OK)
         st = nc_h5_write_vstring(g, "type", n->type, err);
     for (int k = 0; st == NC_OK && k < n->n_fields; k++)
         st = write_value(g, &n->fields[k], err);
     if (st == NC_OK && n->n_meta > 0) {
-        st = nc_h5_group_create(g, "metadata", &sub, err);
+        st = group_create(g, "metadata", &sub, err);
         for (int k = 0; st == NC_OK && k < n->n_meta; k++)
             st = write_value(sub, &n->meta[k], err);
         nc_h5_close(&sub);
     }
     if (st == NC_OK && n->graph) {
-        st = nc_h5_group_create(g, "nodes", &sub, err);
+        st = group_create(g, "nodes", &sub, err);
         for (int k = 0; st == NC_OK && k < n->graph->n_nodes; k++)
             st = write_node(sub, n->graph->nodes[k].name, &n->graph->nodes[k], err);
         nc_h5_close(&sub);
@@ -489,7 +559,7 @@ static nc_status list_group(hid_t g, const char *what, name_list *l, nc_error *e
 {
     memset(l, 0, sizeof *l);
     hsize_t idx = 0;
-    herr_t rc = H5Literate2(g, H5_INDEX_NAME, H5_ITER_INC, &idx, list_cb, l);
+    herr_t rc = H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, list_cb, l);
     if (l->bad == 1)
         return nc_fail(err, NC_ERR_FORMAT, "%s: '%s' is a soft or external link, which is refused", what,
                        l->bad_name);
@@ -727,10 +797,13 @@ done:
 
 /* Reads the datasets of a `metadata` group (numbers and strings; nested
  * groups and other types are skipped). */
-static nc_status read_metadata(reader *r, hid_t g, nir_node *n, const char *path)
+static nc_status read_metadata(reader *r, hid_t parent, nir_node *n, const char *path)
 {
-    name_list l;
-    nc_status st = list_group(g, "group 'metadata'", &l, r->err);
+    name_list l = {0};
+    hid_t g = H5I_INVALID_HID;
+    nc_status st = nc_h5_group_open(parent, "metadata", &g, r->err);
+    if (st == NC_OK)
+        st = list_group(g, "group 'metadata'", &l, r->err);
     for (int k = 0; st == NC_OK && k < l.count; k++) {
         int skipped = 0;
         if (object_type(g, l.names[k]) != H5O_TYPE_DATASET)
@@ -741,6 +814,7 @@ static nc_status read_metadata(reader *r, hid_t g, nir_node *n, const char *path
     }
     (void)path;
     name_list_free(&l);
+    nc_h5_close(&g);
     return st;
 }
 

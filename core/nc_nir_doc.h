@@ -69,6 +69,25 @@ nir_value *nir_add_string(nir_node *n, int meta, const char *name, const char *t
 int nir_set_int(nir_node *n, int meta, const char *name, int64_t value);
 int nir_set_float(nir_node *n, int meta, const char *name, float value);
 int nir_set_ints(nir_node *n, int meta, const char *name, int count, const int64_t *values);
+/* A 1-d array of count strings (copied). */
+int nir_set_strings(nir_node *n, int meta, const char *name, int64_t count, const char *const *texts);
+/* A float array of the given shape, copied from data. */
+int nir_set_floats(nir_node *n, int meta, const char *name, int ndim, const int64_t *shape, const float *data);
+
+/* Names in the graph metadata of a file this program exported: the tables
+ * from which nc_nir_load rebuilds the exact net (nc_nir_import.c reads what
+ * nc_nir_export.c writes). */
+#define NIR_META_FORMAT "neurocuda_format"          /* string NC_NIR_FORMAT       */
+#define NIR_META_FORMAT_VERSION "neurocuda_format_version" /* int 1              */
+#define NIR_META_FINGERPRINT "neurocuda_fingerprint" /* 16 hex digits             */
+#define NIR_META_NAMES "neurocuda_ir_names"         /* strings [n]: node names   */
+#define NIR_META_KINDS "neurocuda_ir_kinds"         /* strings [n]: kind names   */
+#define NIR_META_CARRIERS "neurocuda_ir_carriers"   /* strings [n]: NIR node with
+                                                     * its parameters, or ""     */
+#define NIR_META_COUNTS "neurocuda_ir_input_counts" /* int64 [n]                 */
+#define NIR_META_INPUTS "neurocuda_ir_inputs"       /* int64 [sum of counts]     */
+#define NIR_META_RECUR "neurocuda_ir_recur_source"  /* int64 [n], −1 if none     */
+#define NIR_META_SHAPES "neurocuda_ir_shapes"       /* int64 [n, 5]: ndim, dims  */
 
 /* Lookup: the field (meta = 0) or metadata entry (meta = 1) `name`, or NULL. */
 nir_value *nir_get(const nir_node *n, int meta, const char *name);
@@ -92,12 +111,6 @@ nc_status nir_write_file(const char *path, const nir_node *root, const char *ver
  * a note. */
 nc_status nir_read_file(const char *path, nir_node *root, char *version, size_t version_size,
                         nc_nir_notes *notes, nc_error *err);
-
-/* A file this program exported (graph metadata format and a fingerprint
- * that matches the content): *is_ours = 1 and *out the exact net that was
- * exported (nc_nir_export.c).  Not ours: *is_ours = 0, NC_OK, nothing done. */
-nc_status nir_restore_ours(const nir_node *root, const nc_nir_load_options *opts, nc_net **out,
-                           nc_nir_notes *notes, nc_error *err, int *is_ours);
 
 /* Notes (nc_nir.c). */
 int nir_note(nc_nir_notes *notes, nc_nir_note_kind kind, const char *node, const char *fmt, ...)

@@ -186,8 +186,10 @@ struct grun {
     int64_t N;
     nc_error *err;
     std::vector<gval> val;
+    int seq;          // the input is a sequence [T, N, ...] (SNN mode)
     int observe;      // an observer is set
     std::vector<void *> scratch; // work blocks of the current node
+    cudaEvent_t *prof;           // NC_GPU_PROFILE: an event after each node (n_nodes + 1), or NULL
     char where[NC_NAME_MAX + 96];
 };
 
@@ -431,6 +433,10 @@ nc_status weights_for(grun *r, int i, const gemm_mode &m, const void *parts[3])
 
 nc_status run_input(grun *r, int i, float *d_input, gval *out)
 {
+    if (r->seq) { /* [T, N, ...] already is the time-major layout */
+        *out = gval{d_input, (int64_t)r->T * r->N, 0, 0, nullptr};
+        return NC_OK;
+    }
     if (!r->snn || r->o->encoding == NC_ENCODING_DIRECT) {
         *out = gval{d_input, r->N, r->snn, 0, nullptr};
         return NC_OK;
@@ -682,6 +688,22 @@ nc_status run_affine(grun *r, int i, gval *out)
     return s;
 }
 
+// NIR's Scale: a weight per value, or one for all.
+nc_status run_scale(grun *r, int i, gval *out)
+{
+    const nc_node *n = &r->net->nodes[i];
+    const gnode &g = r->st->nodes[i];
+    nc_status s = materialize(r, n->inputs[0]);
+    const float *src, *pb;
+    if (s == NC_OK)
+        s = value_like_input(r, i, out, &src, &pb);
+    if (s == NC_OK)
+        s = launch_check(r, "scale kernel",
+                         nc_launch_scale_values(r->st->stream, out->rows, g.numel, g.w, nc_tensor_numel(n->weight), src,
+                                                out->data));
+    return s;
+}
+
 nc_status run_merge(grun *r, int i, gval *out)
 {
     const nc_node *n = &r->net->nodes[i];
@@ -794,6 +816,7 @@ neuron_op op_of(const grun *r, const nc_node *n)
     case NC_NEURON_CLIP: return OP_CLIP;
     case NC_NEURON_QCFS: return r->o->mode == NC_MODE_QCFS ? OP_QCFS : OP_RELU;
     case NC_NEURON_IF: return r->snn ? OP_IF : r->o->mode == NC_MODE_QCFS ? OP_QCFS : OP_RELU;
+    default: break; /* NIR models: refused by gpu_supports */
     }
     return OP_RELU;
 }
@@ -862,9 +885,11 @@ nc_status run_node(grun *r, int i, float *d_input, gval *out)
     case NC_NODE_CONCAT: return run_merge(r, i, out);
     case NC_NODE_AFFINE: return run_affine(r, i, out);
     case NC_NODE_NEURON: return run_neuron(r, i, out);
+    case NC_NODE_SCALE: return run_scale(r, i, out);
+    case NC_NODE_RECURRENT: /* refused by gpu_supports */
     case NC_NODE_KIND_COUNT: break;
     }
-    return nc_fail(r->err, NC_ERR_INTERNAL, "%s: unknown node kind", r->where);
+    return nc_fail(r->err, NC_ERR_UNSUPPORTED, "%s: not supported by the gpu engine", r->where);
 }
 
 void release_after(grun *r, int i)
@@ -899,12 +924,16 @@ nc_status observe_and_report(grun *r, int i)
 nc_status run_nodes(grun *r, float *d_input)
 {
     nc_status s = NC_OK;
+    if (r->prof)
+        cudaEventRecord(r->prof[0], r->st->stream);
     for (int i = 0; i < r->net->n_nodes && s == NC_OK; i++) {
         set_where(r, i);
         s = run_node(r, i, d_input, &r->val[i]);
         for (void *p : r->scratch)
             pool_put(r->st, p);
         r->scratch.clear();
+        if (r->prof)
+            cudaEventRecord(r->prof[i + 1], r->st->stream);
         if (s == NC_OK)
             s = observe_and_report(r, i);
         if (s == NC_OK)
@@ -950,20 +979,23 @@ nc_status check_options(const nc_run_options *o, nc_error *err)
     return NC_OK;
 }
 
-nc_status check_input(const nc_net *net, const nc_tensor *input, nc_error *err)
+// [N, shape] always; [T, N, shape] (a sequence, no encoding) in SNN mode.
+nc_status check_input(const nc_net *net, const nc_tensor *input, const nc_run_options *o, int *seq, nc_error *err)
 {
     const nc_node *in = &net->nodes[net->input];
-    int fits = input && input->ndim == in->ndim + 1 && input->shape[0] >= 1;
+    int snn = o->mode == NC_MODE_SNN;
+    *seq = snn && input && input->ndim == in->ndim + 2 && input->shape[0] == o->T;
+    int fits = input && input->ndim == in->ndim + 1 + *seq && input->shape[*seq] >= 1;
     for (int d = 0; fits && d < in->ndim; d++)
-        fits = input->shape[d + 1] == in->shape[d];
+        fits = input->shape[d + 1 + *seq] == in->shape[d];
     if (fits)
         return NC_OK;
     char a[128], b[128] = "no tensor";
     nc_shape_str(in->ndim, in->shape, a, sizeof a);
     if (input)
         nc_shape_str(input->ndim, input->shape, b, sizeof b);
-    return nc_fail(err, NC_ERR_SHAPE, "gpu engine: input '%s' expects a batch of shape [N, %s], got %s", in->name,
-                   a + 1, b);
+    return nc_fail(err, NC_ERR_SHAPE, "gpu engine: input '%s' expects a batch of shape [N, %s%s, got %s", in->name,
+                   a + 1, snn ? " (or a sequence [T, N, ...])" : "", b);
 }
 
 // Sets up a run and uploads the input into a pool block (*d_input).
@@ -973,9 +1005,10 @@ nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *
     gpu_state *st = state_of(e);
     if (!st || !st->net || !e->net)
         return nc_fail(err, NC_ERR_ARGUMENT, "gpu engine: no network loaded");
+    int seq = 0;
     nc_status s = check_options(opts, err);
     if (s == NC_OK)
-        s = check_input(st->net, input, err);
+        s = check_input(st->net, input, opts, &seq, err);
     if (s != NC_OK)
         return s;
     NC_CUDA_TRY(err, "gpu engine", cudaSetDevice(0));
@@ -985,17 +1018,18 @@ nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *
     r->o = opts;
     r->snn = opts->mode == NC_MODE_SNN;
     r->T = r->snn ? opts->T : 1;
-    r->N = input->shape[0];
+    r->seq = seq;
+    r->N = input->shape[seq];
     r->err = err;
     r->val.assign((size_t)st->net->n_nodes, gval{nullptr, 0, 0, 0, nullptr});
     r->observe = opts->observer && (opts->observer->observe || opts->observer->observe_input);
     snprintf(r->where, sizeof r->where, "gpu engine, input '%s'", st->net->nodes[st->net->input].name);
-    int64_t numel = st->nodes[st->net->input].numel;
+    int64_t numel = st->nodes[st->net->input].numel, rows = seq ? (int64_t)r->T * r->N : r->N;
     void *p = nullptr;
-    if ((s = alloc_floats(r, r->N, numel, sizeof(float), "input", &p)) != NC_OK)
+    if ((s = alloc_floats(r, rows, numel, sizeof(float), "input", &p)) != NC_OK)
         return s;
     *d_input = (float *)p;
-    NC_CUDA_TRY(err, r->where, cudaMemcpyAsync(p, input->data, (size_t)(r->N * numel) * sizeof(float),
+    NC_CUDA_TRY(err, r->where, cudaMemcpyAsync(p, input->data, (size_t)(rows * numel) * sizeof(float),
                                                cudaMemcpyHostToDevice, st->stream));
     return NC_OK;
 }
@@ -1128,11 +1162,16 @@ nc_status load_check_node(const nc_net *net, int i, nc_error *err)
     for (int k = 0; k < n->n_inputs; k++)
         if (n->inputs[k] < 0 || n->inputs[k] >= i)
             return load_fail(n, err, "reads a node that does not come before it");
-    if (n->kind != NC_NODE_INPUT && n->n_inputs < 1)
+    if (n->kind != NC_NODE_INPUT && n->kind != NC_NODE_RECURRENT && n->n_inputs < 1)
         return load_fail(n, err, "has no input");
-    int64_t in_numel = n->n_inputs ? nc_node_numel(&net->nodes[n->inputs[0]]) : 0;
+    int64_t numel = nc_node_numel(n), in_numel = n->n_inputs ? nc_node_numel(&net->nodes[n->inputs[0]]) : 0;
     int ch = nc_node_channels(n);
     switch (n->kind) {
+    case NC_NODE_SCALE:
+        if (in_numel != numel || !n->weight ||
+            (nc_tensor_numel(n->weight) != numel && nc_tensor_numel(n->weight) != 1))
+            return load_fail(n, err, "needs one weight per value, or one for all");
+        break;
     case NC_NODE_DENSE:
         if (!n->weight || n->weight->ndim != 2 || n->weight->shape[1] != in_numel ||
             n->weight->shape[0] != nc_node_numel(n) || (n->bias && nc_tensor_numel(n->bias) != n->shape[0]))
@@ -1145,12 +1184,15 @@ nc_status load_check_node(const nc_net *net, int i, nc_error *err)
             return load_fail(n, err, "has no weight");
         break;
     case NC_NODE_AFFINE:
-        if (!n->weight || !n->bias || nc_tensor_numel(n->weight) != ch || nc_tensor_numel(n->bias) != ch)
+        if (in_numel != numel || !n->weight || !n->bias || nc_tensor_numel(n->weight) != ch ||
+            nc_tensor_numel(n->bias) != ch)
             return load_fail(n, err, "needs a scale and a shift per channel");
         break;
     case NC_NODE_NEURON: {
         const nc_neuron *nr = &n->neuron;
         int needs = nr->model == NC_NEURON_QCFS || nr->model == NC_NEURON_IF;
+        if (in_numel != numel)
+            return load_fail(n, err, "changes the number of values");
         if (needs && (!nr->threshold || (nr->n_threshold != 1 && nr->n_threshold != ch)))
             return load_fail(n, err, "needs 1 threshold or one per channel");
         if (needs && nr->levels < 1)
@@ -1328,7 +1370,8 @@ nc_status gpu_load(nc_engine *e, const nc_net *net, nc_error *err)
             g.cout = (int)n->weight->shape[0];
             g.groups = n->groups;
         }
-        if (n->kind == NC_NODE_CONV2D || n->kind == NC_NODE_DENSE || n->kind == NC_NODE_AFFINE) {
+        if (n->kind == NC_NODE_CONV2D || n->kind == NC_NODE_DENSE || n->kind == NC_NODE_AFFINE ||
+            n->kind == NC_NODE_SCALE) {
             s = upload(params, n->weight->data, (size_t)nc_tensor_numel(n->weight), &g.w, n, err);
             if (s == NC_OK && n->bias)
                 s = upload(params, n->bias->data, (size_t)nc_tensor_numel(n->bias), &g.b, n, err);
@@ -1360,12 +1403,22 @@ nc_status gpu_load(nc_engine *e, const nc_net *net, nc_error *err)
 int gpu_supports(nc_engine *e, const nc_net *net, int node, char *why, size_t why_size)
 {
     (void)e;
-    if (node < 0 || node >= net->n_nodes || (unsigned)net->nodes[node].kind >= NC_NODE_KIND_COUNT) {
-        if (why && why_size)
-            snprintf(why, why_size, "unknown node kind");
-        return 0;
+    const char *reason = nullptr;
+    if (node < 0 || node >= net->n_nodes || (unsigned)net->nodes[node].kind >= NC_NODE_KIND_COUNT)
+        reason = "unknown node kind";
+    else if (net->nodes[node].kind == NC_NODE_RECURRENT)
+        reason = "a recurrent edge needs step-by-step simulation, which the gpu engine does not do yet; "
+                 "use --engine cpu";
+    else if (net->nodes[node].kind == NC_NODE_NEURON) {
+        nc_neuron_model m = net->nodes[node].neuron.model;
+        if (m != NC_NEURON_RELU && m != NC_NEURON_CLIP && m != NC_NEURON_QCFS && m != NC_NEURON_IF)
+            reason = "the NIR neuron models (LIF, CubaLIF, LI, CubaLI, I, NIR-IF, Threshold, Delay) are not on "
+                     "the gpu engine yet; use --engine cpu";
     }
-    return 1; /* every node kind of the IR, in every mode, as the CPU engine */
+    if (reason && why && why_size)
+        snprintf(why, why_size, "%s", reason);
+    /* else: every other node kind of the IR, in every mode, as the CPU engine */
+    return reason == nullptr;
 }
 
 void gpu_destroy(nc_engine *e)
@@ -1508,6 +1561,63 @@ extern "C" nc_status nc_engine_gpu_new(nc_engine **out, nc_error *err)
     return NC_OK;
 }
 
+namespace {
+
+// One more pass with an event after every node; prints the time of each node
+// on stderr (NC_GPU_PROFILE=1: where the time of a forward pass goes).
+void profile_pass(nc_engine *e, const grun *r0, float *d_input)
+{
+    gpu_state *st = state_of(e);
+    int n = st->net->n_nodes;
+    std::vector<cudaEvent_t> ev((size_t)n + 1, nullptr);
+    for (cudaEvent_t &x : ev)
+        if (cudaEventCreate(&x) != cudaSuccess)
+            x = nullptr;
+    int ok = 1;
+    for (cudaEvent_t x : ev)
+        ok &= x != nullptr;
+    nc_error err = {};
+    if (ok) {
+        grun r = {};
+        r.e = e;
+        r.st = st;
+        r.net = st->net;
+        r.o = r0->o;
+        r.snn = r0->snn;
+        r.seq = r0->seq;
+        r.T = r0->T;
+        r.N = r0->N;
+        r.err = &err;
+        r.prof = ev.data();
+        r.val.assign((size_t)n, gval{nullptr, 0, 0, 0, nullptr});
+        nc_status s = run_nodes(&r, d_input);
+        for (gval &v : r.val)
+            value_free(&r, &v);
+        if (s == NC_OK && cudaEventSynchronize(ev[n]) == cudaSuccess) {
+            float total = 0;
+            cudaEventElapsedTime(&total, ev[0], ev[n]);
+            fprintf(stderr, "# gpu profile: %s mode, N = %lld, T = %d, precision %s, im2col chunk %.0f MiB, total %.3f ms\n",
+                    r.o->mode == NC_MODE_SNN ? "SNN" : r.o->mode == NC_MODE_QCFS ? "QCFS" : "ANN", (long long)r.N, r.T,
+                    nc_gpu_precision_name(st->prec), st->chunk_bytes / 1048576.0, total);
+            for (int i = 0; i < n; i++) {
+                float t = 0;
+                cudaEventElapsedTime(&t, ev[i], ev[i + 1]);
+                const nc_node *nd = &st->net->nodes[i];
+                fprintf(stderr, "#   %-24.24s %-14s %9.3f ms %5.1f%%\n", nd->name,
+                        nd->kind == NC_NODE_NEURON ? nc_neuron_model_name(nd->neuron.model) : kind_name(nd), t,
+                        total > 0 ? 100.0 * t / total : 0.0);
+            }
+        } else
+            fprintf(stderr, "# gpu profile failed: %s\n", err.message);
+    }
+    for (cudaEvent_t x : ev)
+        if (x)
+            cudaEventDestroy(x);
+    (void)cudaGetLastError();
+}
+
+} // namespace
+
 extern "C" nc_status nc_engine_gpu_time_forward(nc_engine *e, const nc_tensor *input, const nc_run_options *opts,
                                                 int warmup, int repeats, double *times_ms, double *median_ms,
                                                 nc_error *err)
@@ -1538,6 +1648,7 @@ extern "C" nc_status nc_engine_gpu_time_forward(nc_engine *e, const nc_tensor *i
         r.net = st->net;
         r.o = &o;
         r.snn = r0.snn;
+        r.seq = r0.seq;
         r.T = r0.T;
         r.N = r0.N;
         r.err = err;
@@ -1561,6 +1672,9 @@ extern "C" nc_status nc_engine_gpu_time_forward(nc_engine *e, const nc_tensor *i
         if (s == NC_OK && k >= warmup)
             ms.push_back(t);
     }
+    const char *prof = getenv("NC_GPU_PROFILE");
+    if (s == NC_OK && prof && *prof && strcmp(prof, "0") != 0)
+        profile_pass(e, &r0, d_input);
     pool_put(st, d_input);
     s = finish_run(&r0, s);
     if (s != NC_OK)

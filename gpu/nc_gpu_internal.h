@@ -69,6 +69,9 @@ cudaError_t nc_launch_add_bias(cudaStream_t s, int64_t rows, int c, int64_t inne
                                const float *in, float *out);
 cudaError_t nc_launch_affine(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *scale,
                              const float *shift, const float *in, float *out);
+// NIR's Scale over [rows, numel]: out = in·w[k], or in·w[0] when n_w == 1.
+cudaError_t nc_launch_scale_values(cudaStream_t s, int64_t rows, int64_t numel, const float *w, int64_t n_w,
+                                   const float *in, float *out);
 // out = a + b over n floats; a (b) is read at index i % a_n (i % b_n), so a
 // value that is the same at every step repeats.
 cudaError_t nc_launch_add(cudaStream_t s, int64_t n, const float *a, int64_t a_n, const float *b,

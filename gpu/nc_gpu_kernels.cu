@@ -140,6 +140,13 @@ __global__ void affine_kernel(int64_t n, int c, int64_t inner, const float *scal
     }
 }
 
+__global__ void scale_values_kernel(int64_t n, int64_t numel, const float *w, int64_t n_w, const float *in,
+                                    float *out)
+{
+    for (int64_t i = gtid(); i < n; i += gstride())
+        out[i] = __fmul_rn(in[i], w[n_w == 1 ? 0 : i % numel]);
+}
+
 __global__ void add_kernel(int64_t n, const float *a, int64_t a_n, const float *b, int64_t b_n, float *out)
 {
     for (int64_t i = gtid(); i < n; i += gstride())
@@ -518,6 +525,18 @@ cudaError_t nc_launch_affine(cudaStream_t s, int64_t rows, int c, int64_t inner,
     if (n <= 0)
         return cudaSuccess;
     affine_kernel<<<grid_for(n), kThreads, 0, s>>>(n, c, inner, scale, shift, in, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_scale_values(cudaStream_t s, int64_t rows, int64_t numel, const float *w, int64_t n_w,
+                                   const float *in, float *out)
+{
+    int64_t n = rows * numel;
+    if (n <= 0)
+        return cudaSuccess;
+    if (numel < 1 || (n_w != 1 && n_w != numel))
+        return cudaErrorInvalidValue;
+    scale_values_kernel<<<grid_for(n), kThreads, 0, s>>>(n, numel, w, n_w, in, out);
     return cudaGetLastError();
 }
 

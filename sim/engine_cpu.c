@@ -9,9 +9,11 @@
  * once with rows = N and read with a step stride of 0.  Those layers are
  * linear and time-invariant, so this is exact and saves T−1 GEMMs each.
  *
- * Memory.  A buffer is freed after its last reader ran; a single-input
- * element-wise node (neuron, affine, flatten, output) takes over its input's
- * buffer when it is that input's last reader, and works in place.
+ * Memory.  A buffer is released after its last reader ran; a single-input
+ * element-wise node (neuron, affine, scale, flatten, output) takes over its
+ * input's buffer when it is that input's last reader, and works in place.
+ * Released buffers go to a pool that later nodes and the next pass reuse;
+ * after a pass, the pool keeps only the buffers that pass used.
  *
  * Recurrent nets.  A net with an NC_NODE_RECURRENT node runs step by step
  * (forward_steps): every node keeps all T steps and step t of every node runs
@@ -34,8 +36,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* NIR neuron models run through sim/nc_neuron_models.c; 0 until that file
- * is part of the sim library (then they fail with NC_ERR_UNSUPPORTED). */
+/* NIR neuron models run through sim/nc_neuron_models.c.  Set to 1 once that
+ * file is in the sim library; while 0, they fail with NC_ERR_UNSUPPORTED. */
 #ifndef NC_CPU_NIR_MODELS
 #define NC_CPU_NIR_MODELS 0
 #endif

@@ -7,7 +7,8 @@
 #include <string.h>
 
 /* Bytes of im2col columns per chunk: about half the 1 MiB L2 of the target
- * machines, so that the GEMM reads its B panel from cache. */
+ * machines, so that the GEMM reads its B panel from cache (chunks of 128 KiB
+ * to 2 MiB measured within noise of each other on a 28×28 CNN). */
 #ifndef NC_CONV_CHUNK_BYTES
 #define NC_CONV_CHUNK_BYTES (512 * 1024)
 #endif

@@ -37,11 +37,20 @@ static void build_spec(NcAccuracyChart *self, nc_plot_lines_spec *spec, nc_plot_
     *spec = (nc_plot_lines_spec){.title = "Accuracy versus timesteps", .x_label = "timestep t",
                                  .y_label = "test accuracy", .fixed_y = 1, .y_min = 0, .y_max = 1,
                                  .series = series, .hlines = hlines};
+    double lowest = 1;
     for (guint i = 0; i < self->runs->len; i++) {
         Run *r = g_ptr_array_index(self->runs, i);
         series[spec->n_series++] = (nc_plot_series){r->label, r->samples ? r->T : 0, r->x, r->y};
+        for (int t = 0; r->samples && t < r->T; t++)
+            if (isfinite(r->y[t]))
+                lowest = fmin(lowest, r->y[t]);
     }
+    /* from a tenth below the lowest point up to 1: curves that differ by a
+     * few percent stay apart, and the top (100%) never moves while it runs */
+    spec->y_min = fmax(0, floor((lowest - 0.05) * 10) / 10);
     Run *r = newest(self);
+    if (r && isfinite(r->ann))
+        spec->y_min = fmin(spec->y_min, fmax(0, floor((r->ann - 0.05) * 10) / 10));
     if (r && isfinite(r->ann)) {
         snprintf(labels[0], 64, "ANN %.1f%%", 100 * r->ann);
         hlines[spec->n_hlines++] = (nc_plot_hline){labels[0], r->ann};

@@ -108,6 +108,7 @@ static void set_accels(GtkApplication *app)
         {"win.show-view::raster", {"<Alt>4", NULL}},
         {"win.show-view::membrane", {"<Alt>5", NULL}},
         {"win.show-view::sops", {"<Alt>6", NULL}},
+        {"win.show-view::teaching", {"<Alt>7", NULL}},
         {"win.show-side::model", {"<Control>1", NULL}},
         {"win.show-side::settings", {"<Control>2", NULL}},
         {"window.close", {"<Control>w", NULL}},

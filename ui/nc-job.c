@@ -5,6 +5,7 @@
 
 #include "../sim/nc_evaluate.h"
 #include "../sim/nc_simulate.h"
+#include "nc-teach-record.h"
 
 struct _NcJob {
     GObject parent_instance;
@@ -134,10 +135,16 @@ static gboolean emit_pending(gpointer user_data)
     return G_SOURCE_REMOVE;
 }
 
-/* Worker thread: replaces the slot's snapshot; queues one idle at a time. */
+/* Worker thread: replaces the slot's snapshot; queues one idle at a time.
+ * The converted net and the teaching data come once: a newer snapshot that
+ * replaces an unseen one inherits them, so they are never dropped. */
 static void publish(NcJob *self, NcRunData *data)
 {
     g_mutex_lock(&self->lock);
+    if (self->pending && !data->converted) {
+        data->converted = g_steal_pointer(&self->pending->converted);
+        data->teach = g_steal_pointer(&self->pending->teach);
+    }
     g_clear_pointer(&self->pending, nc_run_data_unref);
     self->pending = data;
     gboolean queue = !self->idle_queued;
@@ -220,13 +227,31 @@ static nc_status convert(NcJob *self, nc_engine *engine, nc_error *err)
     return st;
 }
 
+/* The converted net goes to the main thread as a clone it owns, with the
+ * teaching view's image (recorded first, so it can play during the run). */
+static void publish_converted(NcJob *self, NcTeachData *teach)
+{
+    NcRunData *d = nc_run_data_new("converted", 0, 0, 0);
+    d->converted = nc_net_clone(self->net);
+    d->teach = teach;
+    if (teach && g_str_equal(self->settings.dataset, "fashion-mnist") && teach->classes == 10)
+        teach->class_names = nc_fashion_mnist_classes;
+    publish(self, d);
+}
+
 static nc_status simulate(NcJob *self, nc_engine *engine, nc_error *err)
 {
     nc_dataset *test = NULL;
+    NcTeachData *teach = NULL;
     begin_stage(self, "load");
     nc_status st = open_data(self, NC_SPLIT_TEST, self->settings.images, &test, err);
     if (st == NC_OK)
         st = nc_check_dataset_fits(self->net, test, err);
+    if (st == NC_OK)
+        st = nc_teach_record(engine, self->net, test, self->settings.T, self->settings.encoding, on_progress, self,
+                             &teach, err);
+    if (st == NC_OK)
+        publish_converted(self, teach);
     nc_simulate_options so = {
         .T = self->settings.T,
         .encoding = self->settings.encoding,
@@ -247,14 +272,6 @@ static nc_status simulate(NcJob *self, nc_engine *engine, nc_error *err)
     return st;
 }
 
-/* The converted net goes to the main thread as a clone it owns. */
-static void publish_converted(NcJob *self)
-{
-    NcRunData *d = nc_run_data_new("converted", 0, 0, 0);
-    d->converted = nc_net_clone(self->net);
-    publish(self, d);
-}
-
 static void publish_final(NcJob *self)
 {
     nc_progress p = {"done", 0, 0, 0};
@@ -273,8 +290,6 @@ static void worker(GTask *task, gpointer source, gpointer task_data, GCancellabl
     nc_status st = nc_engine_new(self->settings.engine, &engine, &err);
     if (st == NC_OK)
         st = convert(self, engine, &err);
-    if (st == NC_OK)
-        publish_converted(self);
     if (st == NC_OK)
         st = simulate(self, engine, &err);
     if (self->record)

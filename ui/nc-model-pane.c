@@ -106,13 +106,19 @@ static void update_summary(NcModelPane *self, const nc_net *net)
 {
     const nc_report *r = &net->report;
     g_autofree char *macs = format_count(nc_net_macs(net)), *params = format_count(nc_net_params(net));
-    g_autofree char *text = g_strdup_printf(
-        "%d nodes · %s parameters · %s MACs per image\n%d converted · %d folded · %d removed · %d approximated · "
-        "%d unsupported",
-        net->n_nodes, params, macs, nc_report_count(r, NC_SUPPORT_CONVERTED), nc_report_count(r, NC_SUPPORT_FOLDED),
-        nc_report_count(r, NC_SUPPORT_REMOVED), nc_report_count(r, NC_SUPPORT_APPROXIMATED),
-        nc_report_count(r, NC_SUPPORT_UNSUPPORTED));
-    gtk_label_set_text(GTK_LABEL(self->summary), text);
+    GString *text = g_string_new(NULL);
+    g_string_append_printf(text, "%d nodes · %s parameters · %s MACs per image\nConversion report:", net->n_nodes,
+                           params, macs);
+    const char *sep = " ";
+    for (int s = NC_SUPPORT_CONVERTED; s <= NC_SUPPORT_UNSUPPORTED; s++) {
+        int n = nc_report_count(r, (nc_support)s);
+        if (n == 0)
+            continue;
+        g_string_append_printf(text, "%s%d %s", sep, n, nc_support_name((nc_support)s));
+        sep = " · ";
+    }
+    gtk_label_set_text(GTK_LABEL(self->summary), text->str);
+    g_string_free(text, TRUE);
 }
 
 void nc_model_pane_set_net(NcModelPane *self, const nc_net *net)
@@ -171,55 +177,87 @@ static void on_selected(GtkSingleSelection *selection, GParamSpec *pspec, NcMode
 
 /* ---- columns ------------------------------------------------------------------------ */
 
+typedef enum { CELL_LAYER, CELL_TEXT, CELL_PILL } CellKind;
+
 typedef struct {
     const char *title, *property;
-    gboolean expand, numeric, pill;
+    CellKind kind;
+    gboolean expand;
 } Column;
 
-static void setup_cell(GtkSignalListItemFactory *f, GtkListItem *li, const Column *col)
+static GtkWidget *cell_label(float xalign, const char *css)
 {
     GtkWidget *label = gtk_label_new(NULL);
-    gtk_label_set_xalign(GTK_LABEL(label), col->numeric ? 1.0f : 0.0f);
-    gtk_label_set_ellipsize(GTK_LABEL(label), col->pill ? PANGO_ELLIPSIZE_NONE : PANGO_ELLIPSIZE_END);
-    if (col->numeric)
-        gtk_widget_add_css_class(label, "numeric");
-    if (col->pill) {
-        gtk_widget_add_css_class(label, "pill");
-        gtk_widget_set_halign(label, GTK_ALIGN_START);
-    }
-    gtk_list_item_set_child(li, label);
+    gtk_label_set_xalign(GTK_LABEL(label), xalign);
+    if (css)
+        gtk_widget_add_css_class(label, css);
+    return label;
 }
 
-/* A row's tooltip is the conversion reason, on every cell of that row. */
+/* The layer cell has two lines: the node's name, and its type and shape. */
+static void setup_cell(GtkSignalListItemFactory *f, GtkListItem *li, const Column *col)
+{
+    if (col->kind == CELL_LAYER) {
+        GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 1);
+        GtkWidget *name = cell_label(0, NULL), *detail = cell_label(0, "dim-label");
+        gtk_label_set_ellipsize(GTK_LABEL(name), PANGO_ELLIPSIZE_MIDDLE);
+        gtk_label_set_ellipsize(GTK_LABEL(detail), PANGO_ELLIPSIZE_END);
+        gtk_widget_add_css_class(detail, "caption");
+        gtk_box_append(GTK_BOX(box), name);
+        gtk_box_append(GTK_BOX(box), detail);
+        gtk_list_item_set_child(li, box);
+    } else if (col->kind == CELL_PILL) {
+        GtkWidget *label = cell_label(0.5, "pill");
+        gtk_widget_set_halign(label, GTK_ALIGN_START);
+        gtk_list_item_set_child(li, label);
+    } else {
+        gtk_list_item_set_child(li, cell_label(1, "numeric"));
+    }
+}
+
+static void bind_layer_cell(GtkWidget *box, NcLayerItem *item)
+{
+    g_autofree char *name = NULL, *kind = NULL, *shape = NULL;
+    g_object_get(item, "name", &name, "kind", &kind, "shape", &shape, NULL);
+    g_autofree char *detail = *shape ? g_strdup_printf("%s · %s", kind, shape) : g_strdup(kind);
+    gtk_label_set_text(GTK_LABEL(gtk_widget_get_first_child(box)), name);
+    gtk_label_set_text(GTK_LABEL(gtk_widget_get_last_child(box)), detail);
+}
+
+/* A row's tooltip is the conversion reason, on every cell of that row.
+ * Threshold and rate change during a run: they are bound, the rest is set. */
 static void bind_cell(GtkSignalListItemFactory *f, GtkListItem *li, const Column *col)
 {
-    GtkWidget *label = gtk_list_item_get_child(li);
+    GtkWidget *child = gtk_list_item_get_child(li);
     NcLayerItem *item = gtk_list_item_get_item(li);
-    GBinding *binding = g_object_bind_property(item, col->property, label, "label", G_BINDING_SYNC_CREATE);
-    g_object_set_data(G_OBJECT(label), "nc-binding", binding);
     g_autofree char *reason = NULL, *status = NULL;
     g_object_get(item, "reason", &reason, "status", &status, NULL);
-    gtk_widget_set_tooltip_text(label, reason && *reason ? reason : NULL);
-    if (col->pill) {
-        gtk_widget_set_css_classes(label, (const char *[]){"pill", status ? status : "", NULL});
-        gtk_widget_set_visible(label, status && *status);
+    gtk_widget_set_tooltip_text(child, reason && *reason ? reason : NULL);
+    if (col->kind == CELL_LAYER) {
+        bind_layer_cell(child, item);
+    } else if (col->kind == CELL_PILL) {
+        gtk_label_set_text(GTK_LABEL(child), status);
+        gtk_widget_set_css_classes(child, (const char *[]){"pill", status ? status : "", NULL});
+        gtk_widget_set_visible(child, status && *status);
+    } else {
+        GBinding *binding = g_object_bind_property(item, col->property, child, "label", G_BINDING_SYNC_CREATE);
+        g_object_set_data(G_OBJECT(child), "nc-binding", binding);
     }
 }
 
 static void unbind_cell(GtkSignalListItemFactory *f, GtkListItem *li, const Column *col)
 {
-    GtkWidget *label = gtk_list_item_get_child(li);
-    GBinding *binding = g_object_get_data(G_OBJECT(label), "nc-binding");
+    GtkWidget *child = gtk_list_item_get_child(li);
+    GBinding *binding = g_object_get_data(G_OBJECT(child), "nc-binding");
     if (binding)
         g_binding_unbind(binding);
-    g_object_set_data(G_OBJECT(label), "nc-binding", NULL);
+    g_object_set_data(G_OBJECT(child), "nc-binding", NULL);
 }
 
 static const Column columns[] = {
-    {"Layer", "name", TRUE, FALSE, FALSE},   {"Type", "kind", FALSE, FALSE, FALSE},
-    {"Shape", "shape", FALSE, FALSE, FALSE}, {"MACs", "macs", FALSE, TRUE, FALSE},
-    {"θ", "threshold", FALSE, TRUE, FALSE},  {"Rate", "rate", FALSE, TRUE, FALSE},
-    {"Status", "status", FALSE, FALSE, TRUE},
+    {"Layer", NULL, CELL_LAYER, TRUE},     {"MACs", "macs", CELL_TEXT, FALSE},
+    {"θ", "threshold", CELL_TEXT, FALSE},  {"Rate", "rate", CELL_TEXT, FALSE},
+    {"Status", NULL, CELL_PILL, FALSE},
 };
 
 static void add_columns(NcModelPane *self)

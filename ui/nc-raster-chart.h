@@ -5,7 +5,8 @@
  * dragging pans, a double click resets; hovering names the neuron (flat
  * index, channel, h, w) and step; a click emits ::neuron-activated so the
  * window can show that neuron's membrane.  Drawing bins spikes to one cell
- * per pixel (nc_plot_raster), so a million spikes cost one path. */
+ * per pixel (nc_plot_raster), so a million spikes cost one mask, and the
+ * drawing is cached (NcChart): hovering does not redraw it. */
 #pragma once
 
 #include "nc-chart.h"

@@ -15,6 +15,7 @@ static void free_run_data(NcRunData *d)
     g_free(d->layers);
     g_free(d->accuracy);
     g_clear_pointer(&d->views, nc_run_views_unref);
+    g_clear_pointer(&d->teach, nc_teach_data_unref);
     nc_net_free(d->converted);
 }
 
@@ -33,6 +34,28 @@ NcRunData *nc_run_data_new(const char *stage, int64_t done, int64_t total, doubl
     d->done = done, d->total = total, d->stage_elapsed = stage_elapsed;
     d->ann_accuracy = d->qcfs_accuracy = NAN;
     return d;
+}
+
+/* ---- teaching data ----------------------------------------------------------------- */
+
+static void free_teach(NcTeachData *t)
+{
+    for (int i = 0; i < t->n_layers; i++) {
+        g_free(t->layers[i].name);
+        g_free(t->layers[i].spikes);
+    }
+    g_free(t->layers);
+    g_free(t->image);
+    g_free(t->evidence);
+}
+
+NcTeachData *nc_teach_data_new(void) { return g_atomic_rc_box_new0(NcTeachData); }
+NcTeachData *nc_teach_data_ref(NcTeachData *teach) { return g_atomic_rc_box_acquire(teach); }
+
+void nc_teach_data_unref(NcTeachData *teach)
+{
+    if (teach)
+        g_atomic_rc_box_release_full(teach, (GDestroyNotify)free_teach);
 }
 
 /* ---- views ---------------------------------------------------------------- */

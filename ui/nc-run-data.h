@@ -36,6 +36,31 @@ typedef struct {
     NcLayerViews *layers;
 } NcRunViews;
 
+/* One image simulated with every spike kept, for the teaching view: the
+ * input, each neuron layer's spikes at every step, and the output's running
+ * evidence per class. */
+typedef struct {
+    char *name;
+    int node, ndim;
+    int64_t shape[4];
+    int64_t neurons;
+    uint8_t *spikes;         /* [T][neurons], 0 or 1                          */
+} NcTeachLayer;
+
+typedef struct {
+    int T, classes, label;   /* label: the image's class                      */
+    int channels, height, width;
+    float *image;            /* [C, H, W] as the network sees it               */
+    double *evidence;        /* [T][classes]: Σ_{s≤t} output_s                 */
+    const char *const *class_names; /* static, or NULL                        */
+    int n_layers;
+    NcTeachLayer *layers;
+} NcTeachData;
+
+NcTeachData *nc_teach_data_new(void);
+NcTeachData *nc_teach_data_ref(NcTeachData *teach);
+void nc_teach_data_unref(NcTeachData *teach);
+
 typedef struct {
     char *name;
     int node, ndim, channels;
@@ -63,6 +88,7 @@ typedef struct {
     /* the converted network (a clone owned by the snapshot), set once, in the
      * first snapshot after conversion; NULL otherwise */
     nc_net *converted;
+    NcTeachData *teach;      /* set with `converted`, NULL otherwise           */
 } NcRunData;
 
 #define NC_TYPE_RUN_DATA (nc_run_data_get_type())

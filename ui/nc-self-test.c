@@ -3,11 +3,15 @@
  * the next one begins) or fails the test. */
 #include "nc-self-test.h"
 
+#include <adwaita.h>
 #include <glib/gstdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "nc-accuracy-chart.h"
 #include "nc-layer-chart.h"
 #include "nc-raster-chart.h"
+#include "nc-teach-view.h"
 #include "nc-trace-chart.h"
 
 typedef enum { WAIT, NEXT, FAIL } StepResult;
@@ -28,6 +32,18 @@ struct SelfTest {
 };
 
 static int status;               /* the process exit status */
+
+/* Sizes: small by default so the test is quick; NC_SELF_TEST_IMAGES and
+ * NC_SELF_TEST_STEPS make longer runs (e.g. for documentation screenshots). */
+static int env_int(const char *name, int fallback)
+{
+    const char *text = g_getenv(name);
+    int value = text ? atoi(text) : 0;
+    return value > 0 ? value : fallback;
+}
+
+static int test_images(void) { return env_int("NC_SELF_TEST_IMAGES", 64); }
+static int test_steps(void) { return env_int("NC_SELF_TEST_STEPS", 16); }
 
 int nc_self_test_status(void) { return status; }
 
@@ -73,7 +89,7 @@ static StepResult wait_for_model(SelfTest *t)
     say("the model is open");
     /* small and quick: 200 calibration images, T = 16, batches of 16 */
     g_settings_set_int(t->settings, "calib-images", 200);
-    g_settings_set_int(t->settings, "timesteps", 16);
+    g_settings_set_int(t->settings, "timesteps", test_steps());
     g_settings_set_int(t->settings, "batch-size", 16);
     g_settings_set_int(t->settings, "raster-neurons", 512);
     g_settings_set_string(t->settings, "threshold-method", "p99.9");
@@ -96,6 +112,10 @@ static StepResult cancel_after_first_update(SelfTest *t)
     if (nc_window_get_live_updates(t->window) < 1)
         return nc_window_is_running(t->window) ? WAIT : fail("the run ended before any live update");
     say("live update received during the run; cancelling");
+    g_autofree char *path = g_strdup_printf("%s/window-running.png", t->dir);
+    g_autoptr(GError) error = NULL;
+    if (!nc_window_save_screenshot(t->window, path, &error))
+        return fail("screenshot %s: %s", path, error->message);
     activate(t, "cancel", NULL);
     return NEXT;
 }
@@ -114,18 +134,18 @@ static StepResult wait_for_end(SelfTest *t, NcRunOutcome expected)
 
 static StepResult wait_cancelled(SelfTest *t) { return wait_for_end(t, NC_RUN_CANCELLED); }
 static StepResult wait_finished(SelfTest *t) { return wait_for_end(t, NC_RUN_FINISHED); }
-static StepResult run_p999(SelfTest *t) { return start_run(t, 64); }
+static StepResult run_p999(SelfTest *t) { return start_run(t, test_images()); }
 
 static StepResult check_live(SelfTest *t)
 {
     guint n = nc_window_get_live_updates(t->window);
-    return n >= 2 ? NEXT : fail("only %u live updates reached the views during a 4-batch run", n);
+    return n >= 2 ? NEXT : fail("only %u live updates reached the views during a run of several batches", n);
 }
 
 static StepResult run_mmse(SelfTest *t)
 {
     g_settings_set_string(t->settings, "threshold-method", "mmse");
-    return start_run(t, 64);
+    return start_run(t, test_images());
 }
 
 static StepResult check_views(SelfTest *t)
@@ -135,8 +155,9 @@ static StepResult check_views(SelfTest *t)
     if (runs < 3)
         return fail("the accuracy chart holds %u curves, expected 3 (cancelled, p99.9, mmse)", runs);
     for (guint r = 1; r < runs; r++)
-        if (nc_accuracy_chart_get_n_points(acc, r) != 16)
-            return fail("curve %u has %d points, expected T = 16", r, nc_accuracy_chart_get_n_points(acc, r));
+        if (nc_accuracy_chart_get_n_points(acc, r) != test_steps())
+            return fail("curve %u has %d points, expected T = %d", r, nc_accuracy_chart_get_n_points(acc, r),
+                        test_steps());
     const char *bars[] = {"firing-rates", "calibration-error", "sops"};
     for (guint i = 0; i < G_N_ELEMENTS(bars); i++)
         if (nc_layer_chart_get_n_layers(NC_LAYER_CHART(nc_window_get_chart(t->window, bars[i]))) < 1)
@@ -147,6 +168,11 @@ static StepResult check_views(SelfTest *t)
     NcTraceChart *trace = NC_TRACE_CHART(nc_window_get_chart(t->window, "membrane"));
     if (nc_trace_chart_get_spike_count(trace) < 0)
         return fail("the membrane view has no trace");
+    NcTeachView *teach = NC_TEACH_VIEW(nc_window_get_chart(t->window, "teaching"));
+    NcTeachData *td = nc_teach_view_get_data(teach);
+    if (!td || td->n_layers < 1 || !td->evidence)
+        return fail("the teaching view has no data");
+    nc_teach_view_set_step(teach, td->T / 2);
     say("views: %u accuracy curves, %" G_GINT64_FORMAT " raster spikes, traced neuron fired %d times", runs,
         nc_raster_chart_get_visible_spikes(raster), nc_trace_chart_get_spike_count(trace));
     return NEXT;
@@ -199,7 +225,7 @@ static StepResult run_project(SelfTest *t)
 }
 
 static const char *const shot_views[] = {"accuracy", "firing-rates", "calibration-error", "raster", "membrane",
-                                         "sops", NULL};
+                                         "sops", "teaching", NULL};
 
 /* One screenshot per view, each after the view had time to draw. */
 static StepResult screenshots(SelfTest *t)
@@ -207,6 +233,7 @@ static StepResult screenshots(SelfTest *t)
     if (!t->step_begun) {
         t->step_begun = TRUE;
         t->view = -1;
+        nc_window_dismiss_toast(t->window);
     }
     if (!waited(t, 0.4))
         return WAIT;
@@ -243,10 +270,75 @@ static StepResult dark_mode(SelfTest *t)
     return NEXT;
 }
 
+/* A mean that is not a number: no run, a dialog that says what to fix. */
+static StepResult bad_settings(SelfTest *t)
+{
+    g_settings_set_string(t->settings, "mean", "abc");
+    activate(t, "run", NULL);
+    gboolean running = nc_window_is_running(t->window);
+    g_settings_set_string(t->settings, "mean", "0.2860");
+    if (running)
+        return fail("a run started with the mean “abc”");
+    GListModel *toplevels = gtk_window_get_toplevels();
+    gboolean found = FALSE;
+    for (guint i = 0; i < g_list_model_get_n_items(toplevels) && !found; i++) {
+        g_autoptr(GObject) w = g_list_model_get_item(toplevels, i);
+        if (ADW_IS_MESSAGE_DIALOG(w) && strstr(adw_message_dialog_get_body(ADW_MESSAGE_DIALOG(w)), "Settings")) {
+            say("error dialog: %s", adw_message_dialog_get_body(ADW_MESSAGE_DIALOG(w)));
+            gtk_window_destroy(GTK_WINDOW(w));
+            found = TRUE;
+        }
+    }
+    return found ? NEXT : fail("no error dialog pointing to the settings");
+}
+
+static StepResult settings_shot(SelfTest *t)
+{
+    if (!t->step_begun) {
+        t->step_begun = TRUE;
+        activate(t, "show-side", g_variant_new_string("settings"));
+        return WAIT;
+    }
+    if (!waited(t, 0.4))
+        return WAIT;
+    g_autofree char *path = g_strdup_printf("%s/window-settings.png", t->dir);
+    g_autoptr(GError) error = NULL;
+    if (!nc_window_save_screenshot(t->window, path, &error))
+        return fail("screenshot %s: %s", path, error->message);
+    activate(t, "show-side", g_variant_new_string("model"));
+    return NEXT;
+}
+
+static gboolean watchdog(gpointer user_data)
+{
+    g_print("# self-test: FAILED: the window did not close within 60 s of a close during a run\n");
+    status = 1;
+    g_application_quit(G_APPLICATION(user_data));
+    return G_SOURCE_REMOVE;
+}
+
+/* Closing the window during a run cancels the run, waits for the worker and
+ * then closes: the application exits by itself (the watchdog says if not). */
+static StepResult close_during_run(SelfTest *t)
+{
+    if (!t->step_begun) {
+        t->step_begun = TRUE;
+        return start_run(t, 2000) == NEXT ? WAIT : FAIL;
+    }
+    if (nc_window_get_live_updates(t->window) < 1)
+        return nc_window_is_running(t->window) ? WAIT : fail("the last run ended before any live update");
+    say("closing the window during a run");
+    status = 0;
+    g_print("# self-test: passed\n");
+    g_timeout_add_seconds(60, watchdog, t->app);
+    gtk_window_close(GTK_WINDOW(t->window));
+    return NEXT;
+}
+
 static const StepFn steps[] = {
-    wait_for_model, run_to_cancel, cancel_after_first_update, wait_cancelled, run_p999, wait_finished, check_live,
-    run_mmse, wait_finished, check_views, screenshots, dark_mode, export_all, open_project, run_project,
-    wait_finished,
+    wait_for_model, bad_settings, run_to_cancel, cancel_after_first_update, wait_cancelled, run_p999, wait_finished, check_live,
+    run_mmse, wait_finished, check_views, screenshots, settings_shot, dark_mode, export_all, open_project, run_project,
+    wait_finished, close_during_run,
 };
 
 /* ---- driver --------------------------------------------------------------------------------- */
@@ -275,10 +367,8 @@ static gboolean tick(gpointer user_data)
         t->step++;
         t->step_start = g_get_monotonic_time();
         t->step_begun = FALSE;
-        if (t->step == G_N_ELEMENTS(steps)) {
-            finish(t, TRUE);
+        if (t->step == G_N_ELEMENTS(steps)) /* the window closes; the application ends with it */
             return G_SOURCE_REMOVE;
-        }
     }
     return G_SOURCE_CONTINUE;
 }

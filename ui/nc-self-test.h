@@ -2,14 +2,19 @@
  * running application (`neurocuda-workbench --self-test=DIR`, run under Xvfb
  * by tests/test_workbench_xvfb.sh):
  *
- *   1. wait for the bundled model to open;
+ *   1. wait for the bundled model to open; a setting that is not a number
+ *      must refuse to run and show a dialog that says what to fix;
  *   2. start a run and cancel it after its first live update;
  *   3. run p99.9 to the end, then mmse: two curves on one accuracy chart;
  *   4. check that every view received data while the runs went on;
  *   5. export every chart as PNG, SVG and PDF, the recording and the
  *      project into DIR; open the saved project and simulate it;
- *   6. save screenshots of the window (each view, light and dark) into DIR;
- *   7. quit; the exit status is 0 only if every check passed.
+ *   6. save screenshots of the window (each view, light and dark, one while
+ *      a run goes on) into DIR;
+ *   7. start a long run and close the window during it: the run is
+ *      cancelled, the worker stops and the application exits by itself.
+ * The exit status is 0 only if every check passed.  NC_SELF_TEST_IMAGES and
+ * NC_SELF_TEST_STEPS (default 64 and 16) size the compared runs.
  * Every step prints a "# self-test: ..." line; small sizes keep it short. */
 #pragma once
 

@@ -35,11 +35,11 @@ static const Choice method_choices[] = {{"max", "max (largest activation)"},
                                         {"p99", "99th percentile"},
                                         {"p99.9", "99.9th percentile"},
                                         {"p99.99", "99.99th percentile"},
-                                        {"mmse", "mmse (least quantisation error)"},
+                                        {"mmse", "mmse (least error)"},
                                         {NULL, NULL}};
 static const Choice maxpool_choices[] = {{"avg", "AvgPool (approximate)"},
-                                         {"pre-spike", "max of the currents (exact)"},
-                                         {"gated", "gated by running rate"},
+                                         {"pre-spike", "max of currents (exact)"},
+                                         {"gated", "gated by rate"},
                                          {NULL, NULL}};
 static const Choice encoding_choices[] = {{"direct", "direct (analog input)"}, {"poisson", "Poisson spikes"}, {NULL, NULL}};
 

@@ -22,7 +22,16 @@ void nc_window_toast(NcWindow *self, const char *text)
 {
     AdwToast *toast = adw_toast_new(text);
     adw_toast_set_timeout(toast, 6);
+    if (self->toast) /* a newer result replaces the older one at once */
+        adw_toast_dismiss(self->toast);
+    g_set_weak_pointer(&self->toast, toast);
     adw_toast_overlay_add_toast(self->toast_overlay, toast);
+}
+
+void nc_window_dismiss_toast(NcWindow *self)
+{
+    if (self->toast)
+        adw_toast_dismiss(self->toast);
 }
 
 /* ---- file choosers ------------------------------------------------------------------------ */

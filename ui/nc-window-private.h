@@ -12,6 +12,7 @@
 #include "nc-model-pane.h"
 #include "nc-raster-chart.h"
 #include "nc-settings-pane.h"
+#include "nc-teach-view.h"
 #include "nc-trace-chart.h"
 #include "nc-window.h"
 
@@ -26,12 +27,14 @@ struct _NcWindow {
     AdwWindowTitle *window_title;
     GtkWidget *run_button, *export_button;
     GtkStack *main_stack;
+    GtkPaned *paned;
     AdwStatusPage *loading_page;
     GtkSpinner *loading_spinner;
     AdwViewStack *side_stack, *views;
     NcModelPane *model_pane;
     NcSettingsPane *settings_pane;
     GtkLabel *status_label, *eta_label;
+    AdwToast *toast;             /* the newest toast while shown (weak)       */
     GtkProgressBar *progress_bar;
     GtkWidget *cancel_button;
 
@@ -46,6 +49,10 @@ struct _NcWindow {
     GtkLabel *raster_info, *trace_info, *rates_hint, *sops_info, *accuracy_info;
     GtkWidget *rates_back;
     int n_raster_samples;
+    NcTeachView *teach;
+    GtkDropDown *teach_layer, *teach_speed;
+    GtkToggleButton *teach_play;
+    GtkScale *teach_scale;
 
     /* state */
     GSettings *settings;
@@ -69,6 +76,7 @@ void nc_window_views_init(NcWindow *self);
 void nc_window_views_clear(NcWindow *self);
 void nc_window_views_update(NcWindow *self, NcRunData *data);
 void nc_window_views_select_node(NcWindow *self, int node);
+void nc_window_views_set_teach(NcWindow *self, NcTeachData *teach);
 NcChart *nc_window_views_current_chart(NcWindow *self);
 
 /* nc-window-run.c */

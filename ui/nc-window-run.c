@@ -71,6 +71,8 @@ static void on_progress(NcJob *job, NcRunData *data, NcWindow *self)
         /* the model list now shows IF neurons with their thresholds */
         nc_model_pane_set_net(self->model_pane, data->converted);
     }
+    if (data->teach)
+        nc_window_views_set_teach(self, data->teach);
     if (data->has_record && data->samples > 0) {
         self->live_updates++;
         nc_window_views_update(self, data);

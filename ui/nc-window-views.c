@@ -2,6 +2,8 @@
  * run's snapshots reach them. */
 #include "nc-window-private.h"
 
+#include <math.h>
+
 /* ---- building the pages ------------------------------------------------------------------ */
 
 static GtkWidget *toolbar_new(void)
@@ -96,8 +98,7 @@ static void build_error_page(NcWindow *self)
 
 static void on_raster_window(NcRasterChart *chart, NcWindow *self)
 {
-    g_autofree char *text = g_strdup_printf("%'" G_GINT64_FORMAT " spikes shown · scroll: zoom neurons · "
-                                            "Shift+scroll: zoom time · drag: pan · double-click: reset",
+    g_autofree char *text = g_strdup_printf("%'" G_GINT64_FORMAT " spikes shown",
                                             nc_raster_chart_get_visible_spikes(chart));
     gtk_label_set_text(self->raster_info, text);
 }
@@ -144,6 +145,8 @@ static void build_raster_page(NcWindow *self)
     self->raster_sample = GTK_DROP_DOWN(gtk_drop_down_new_from_strings((const char *[]){"0", NULL}));
     gtk_box_append(GTK_BOX(bar), GTK_WIDGET(self->raster_sample));
     self->raster_info = add_info(bar, TRUE);
+    gtk_widget_set_tooltip_text(GTK_WIDGET(self->raster_info), "Scroll: zoom the neurons · Shift+scroll: zoom time · "
+                                                                "drag: pan · double-click: reset · click: membrane");
     GtkWidget *reset = gtk_button_new_from_icon_name("zoom-original-symbolic");
     gtk_widget_set_tooltip_text(reset, "Reset the Zoom");
     gtk_box_append(GTK_BOX(bar), reset);
@@ -215,6 +218,87 @@ static void build_sops_page(NcWindow *self)
     add_page(self, "sops", "SOPs", "nc-sops-symbolic", bar, GTK_WIDGET(self->sops));
 }
 
+/* ---- teaching view ---- */
+
+static void on_teach_layer(GtkDropDown *dd, GParamSpec *pspec, NcWindow *self)
+{
+    guint layer = gtk_drop_down_get_selected(dd);
+    if (layer != GTK_INVALID_LIST_POSITION)
+        nc_teach_view_set_layer(self->teach, (int)layer);
+}
+
+static void on_teach_scale(GtkRange *range, NcWindow *self)
+{
+    nc_teach_view_set_step(self->teach, (int)lround(gtk_range_get_value(range)));
+}
+
+static void on_teach_step(NcTeachView *view, int step, NcWindow *self)
+{
+    gtk_range_set_value(GTK_RANGE(self->teach_scale), step);
+}
+
+static void on_teach_play(GtkToggleButton *button, NcWindow *self)
+{
+    gboolean playing = gtk_toggle_button_get_active(button);
+    nc_teach_view_set_playing(self->teach, playing);
+    gtk_button_set_icon_name(GTK_BUTTON(button), playing ? "media-playback-pause-symbolic"
+                                                         : "media-playback-start-symbolic");
+}
+
+static const double teach_speeds[] = {1, 4, 10, 25};
+
+static void on_teach_speed(GtkDropDown *dd, GParamSpec *pspec, NcWindow *self)
+{
+    guint i = gtk_drop_down_get_selected(dd);
+    if (i < G_N_ELEMENTS(teach_speeds))
+        nc_teach_view_set_speed(self->teach, teach_speeds[i]);
+}
+
+static void build_teach_page(NcWindow *self)
+{
+    GtkWidget *bar = toolbar_new();
+    add_caption(bar, "Layer");
+    self->teach_layer = GTK_DROP_DOWN(gtk_drop_down_new_from_strings((const char *[]){NULL}));
+    gtk_box_append(GTK_BOX(bar), GTK_WIDGET(self->teach_layer));
+    self->teach_play = GTK_TOGGLE_BUTTON(gtk_toggle_button_new());
+    gtk_button_set_icon_name(GTK_BUTTON(self->teach_play), "media-playback-start-symbolic");
+    gtk_widget_set_tooltip_text(GTK_WIDGET(self->teach_play), "Play or Pause");
+    gtk_box_append(GTK_BOX(bar), GTK_WIDGET(self->teach_play));
+    self->teach_scale = GTK_SCALE(gtk_scale_new_with_range(GTK_ORIENTATION_HORIZONTAL, 1, 2, 1));
+    gtk_scale_set_digits(self->teach_scale, 0);
+    gtk_scale_set_draw_value(self->teach_scale, TRUE);
+    gtk_scale_set_value_pos(self->teach_scale, GTK_POS_LEFT);
+    gtk_widget_set_hexpand(GTK_WIDGET(self->teach_scale), TRUE);
+    gtk_widget_set_tooltip_text(GTK_WIDGET(self->teach_scale), "Time step t");
+    gtk_box_append(GTK_BOX(bar), GTK_WIDGET(self->teach_scale));
+    self->teach_speed = GTK_DROP_DOWN(gtk_drop_down_new_from_strings(
+        (const char *[]){"1 step/s", "4 steps/s", "10 steps/s", "25 steps/s", NULL}));
+    gtk_drop_down_set_selected(self->teach_speed, 1);
+    gtk_widget_set_tooltip_text(GTK_WIDGET(self->teach_speed), "Playback speed");
+    gtk_box_append(GTK_BOX(bar), GTK_WIDGET(self->teach_speed));
+    self->teach = NC_TEACH_VIEW(nc_teach_view_new());
+    g_signal_connect(self->teach_layer, "notify::selected", G_CALLBACK(on_teach_layer), self);
+    g_signal_connect(self->teach_scale, "value-changed", G_CALLBACK(on_teach_scale), self);
+    g_signal_connect(self->teach, "step-changed", G_CALLBACK(on_teach_step), self);
+    g_signal_connect(self->teach_play, "toggled", G_CALLBACK(on_teach_play), self);
+    g_signal_connect(self->teach_speed, "notify::selected", G_CALLBACK(on_teach_speed), self);
+    add_page(self, "teaching", "Teaching", "nc-teach-symbolic", bar, GTK_WIDGET(self->teach));
+}
+
+void nc_window_views_set_teach(NcWindow *self, NcTeachData *teach)
+{
+    nc_teach_view_set_data(self->teach, teach);
+    const char **names = g_new0(const char *, (teach ? teach->n_layers : 0) + 1);
+    for (int i = 0; teach && i < teach->n_layers; i++)
+        names[i] = teach->layers[i].name;
+    GtkStringList *list = gtk_string_list_new(names);
+    gtk_drop_down_set_model(self->teach_layer, G_LIST_MODEL(list));
+    g_object_unref(list);
+    g_free(names);
+    gtk_range_set_range(GTK_RANGE(self->teach_scale), 1, MAX(teach ? teach->T : 1, 2));
+    gtk_range_set_value(GTK_RANGE(self->teach_scale), nc_teach_view_get_step(self->teach));
+}
+
 void nc_window_views_init(NcWindow *self)
 {
     self->layer_names = gtk_string_list_new(NULL);
@@ -224,19 +308,21 @@ void nc_window_views_init(NcWindow *self)
     build_raster_page(self);
     build_trace_page(self);
     build_sops_page(self);
+    build_teach_page(self);
 }
 
 /* ---- charts by name --------------------------------------------------------------------------- */
 
 static const char *const chart_names[] = {"accuracy", "firing-rates", "calibration-error", "raster", "membrane",
-                                          "sops", NULL};
+                                          "sops", "teaching", NULL};
 
 const char *const *nc_window_get_chart_names(NcWindow *self) { return chart_names; }
 
 GtkWidget *nc_window_get_chart(NcWindow *self, const char *name)
 {
     GtkWidget *charts[] = {GTK_WIDGET(self->accuracy), GTK_WIDGET(self->rates), GTK_WIDGET(self->error),
-                           GTK_WIDGET(self->raster),   GTK_WIDGET(self->trace), GTK_WIDGET(self->sops)};
+                           GTK_WIDGET(self->raster),   GTK_WIDGET(self->trace), GTK_WIDGET(self->sops),
+                           GTK_WIDGET(self->teach)};
     for (guint i = 0; chart_names[i]; i++)
         if (g_strcmp0(chart_names[i], name) == 0)
             return charts[i];
@@ -338,6 +424,7 @@ void nc_window_views_clear(NcWindow *self)
     nc_layer_chart_set_data(self->sops, NULL);
     nc_raster_chart_set_data(self->raster, NULL);
     nc_trace_chart_set_data(self->trace, NULL);
+    nc_window_views_set_teach(self, NULL);
     set_layer_names(self, NULL);
 }
 

@@ -147,6 +147,8 @@ static void setup_drop(NcWindow *self)
 
 static void restore_size(NcWindow *self)
 {
+    /* the .ui position is lost when the paned is first allocated on 4.8 */
+    gtk_paned_set_position(self->paned, g_settings_get_int(self->settings, "sidebar-width"));
     gtk_window_set_default_size(GTK_WINDOW(self), g_settings_get_int(self->settings, "window-width"),
                                 g_settings_get_int(self->settings, "window-height"));
     if (g_settings_get_boolean(self->settings, "window-maximized"))
@@ -157,6 +159,7 @@ static void save_size(NcWindow *self)
 {
     int w, h;
     gboolean maximized = gtk_window_is_maximized(GTK_WINDOW(self));
+    g_settings_set_int(self->settings, "sidebar-width", CLAMP(gtk_paned_get_position(self->paned), 300, 1200));
     g_settings_set_boolean(self->settings, "window-maximized", maximized);
     if (maximized)
         return;
@@ -234,6 +237,7 @@ static void nc_window_dispose(GObject *object)
         g_cancellable_cancel(self->load_cancellable);
     g_clear_object(&self->load_cancellable);
     nc_window_run_detach(self);
+    g_clear_weak_pointer(&self->toast);
     gtk_widget_dispose_template(GTK_WIDGET(self), NC_TYPE_WINDOW);
     G_OBJECT_CLASS(nc_window_parent_class)->dispose(object);
 }
@@ -263,7 +267,7 @@ static void nc_window_class_init(NcWindowClass *klass)
     gtk_widget_class_set_template_from_resource(widget_class, "/io/github/neurocuda/Workbench/nc-window.ui");
 #define CHILD(name) gtk_widget_class_bind_template_child(widget_class, NcWindow, name)
     CHILD(toast_overlay), CHILD(open_button), CHILD(window_title), CHILD(run_button), CHILD(export_button);
-    CHILD(main_stack), CHILD(loading_page), CHILD(loading_spinner), CHILD(side_stack), CHILD(views);
+    CHILD(main_stack), CHILD(paned), CHILD(loading_page), CHILD(loading_spinner), CHILD(side_stack), CHILD(views);
     CHILD(model_pane), CHILD(settings_pane), CHILD(status_label), CHILD(eta_label), CHILD(progress_bar);
     CHILD(cancel_button);
 #undef CHILD

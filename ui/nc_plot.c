@@ -91,9 +91,24 @@ static double nice_step(double range, int n)
     return (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag;
 }
 
+/* Tick labels: large values with an SI prefix ("7 M", not "7e+06"). */
+static void format_tick(char *buf, size_t size, double v, double step, double largest)
+{
+    static const char *prefix[] = {"", "k", "M", "G", "T"};
+    int k = 0;
+    while (k < 4 && largest >= 1e4 * pow(1000, k))
+        k++;
+    if (fabs(v) < step * 1e-6)
+        v = 0;
+    if (k == 0)
+        snprintf(buf, size, "%g", v);
+    else
+        snprintf(buf, size, "%g %s", v / pow(1000, k), prefix[k]);
+}
+
 static void y_axis(cairo_t *cr, const frame *f, const nc_plot_style *st, double y0, double y1)
 {
-    double step = nice_step(y1 - y0, 5);
+    double step = nice_step(y1 - y0, 5), largest = fmax(fabs(y0), fabs(y1));
     char label[32];
     cairo_set_line_width(cr, 1);
     for (double v = ceil(y0 / step) * step; v <= y1 + step * 1e-6; v += step) {
@@ -103,7 +118,7 @@ static void y_axis(cairo_t *cr, const frame *f, const nc_plot_style *st, double 
         cairo_line_to(cr, f->right, y);
         cairo_stroke(cr);
         set_color(cr, st->foreground);
-        snprintf(label, sizeof label, "%g", fabs(v) < step * 1e-6 ? 0.0 : v);
+        format_tick(label, sizeof label, v, step, largest);
         text_at(cr, f->left - 6, y, label, 1, 0.5);
     }
 }
@@ -115,12 +130,20 @@ static void set_hline_dash(cairo_t *cr, int k)
     cairo_set_dash(cr, patterns[k % 3], 2, 0);
 }
 
+/* Lines are keyed by a line sample, bars (boxes = 1) by a filled square. */
 static void legend(cairo_t *cr, const frame *f, const nc_plot_style *st, int n, const char *const *labels,
-                   int dashed_from)
+                   int dashed_from, int boxes)
 {
     double y = f->top + 4;
     for (int i = 0; i < n; i++, y += st->font_size * 1.5) {
         set_color(cr, i >= dashed_from ? st->foreground : st->series[i % NC_PLOT_MAX_SERIES]);
+        if (boxes) {
+            cairo_rectangle(cr, f->right + 14, y + st->font_size / 2 - 6, 12, 12);
+            cairo_fill(cr);
+            set_color(cr, st->foreground);
+            text_at(cr, f->right + 36, y + st->font_size / 2, labels[i] ? labels[i] : "", 0, 0.5);
+            continue;
+        }
         if (i >= dashed_from)
             set_hline_dash(cr, i - dashed_from);
         cairo_set_line_width(cr, 2.5);
@@ -336,7 +359,7 @@ void nc_plot_lines(cairo_t *cr, double width, double height, const nc_plot_style
         draw_series(cr, &g, st, s, k);
     cairo_restore(cr);
     stroke_frame(cr, st, &f);
-    legend(cr, &f, st, n_series + n_hl, labels, n_series);
+    legend(cr, &f, st, n_series + n_hl, labels, n_series, 0);
 }
 
 /* ---- bars ---------------------------------------------------------------- */
@@ -454,7 +477,7 @@ void nc_plot_bars(cairo_t *cr, double width, double height, const nc_plot_style 
     }
     stroke_frame(cr, st, &f);
     if (g.groups > 1)
-        legend(cr, &f, st, g.groups, s->group_labels, g.groups);
+        legend(cr, &f, st, g.groups, s->group_labels, g.groups, 1);
 }
 
 /* ---- raster -------------------------------------------------------------- */
@@ -504,22 +527,36 @@ int64_t nc_plot_raster_count(const nc_plot_raster_spec *s)
     return count;
 }
 
-/* Marks the grid cells that hold at least one spike: [grid_h][grid_w]. */
+/* Marks the grid cells that hold at least one spike: [grid_h][grid_w].
+ * Walks the bits a byte at a time and jumps from set bit to set bit, so the
+ * cost follows the bytes and the spikes, not every (neuron, step) cell. */
 static void raster_fill_grid(const nc_plot_raster_spec *s, const nc_plot_raster_geometry *g, uint8_t *grid)
 {
     int span_t = g->t1 - g->t0, span_n = g->n1 - g->n0;
+    int t_begin = g->t0 < 0 ? 0 : g->t0, t_end = g->t1 < s->n_steps ? g->t1 : s->n_steps;
+    if (t_end <= t_begin)
+        return;
+    int *column = malloc((size_t)(t_end - t_begin) * sizeof(int));
+    if (!column)
+        return;
+    for (int t = t_begin; t < t_end; t++)
+        column[t - t_begin] = (int)((int64_t)(t - g->t0) * g->grid_w / span_t);
     for (int i = g->n0 < 0 ? 0 : g->n0; i < g->n1 && i < s->n_neurons; i++) {
         uint8_t *row = grid + (size_t)((int64_t)(i - g->n0) * g->grid_h / span_n) * g->grid_w;
-        for (int t = g->t0 < 0 ? 0 : g->t0; t < g->t1 && t < s->n_steps; t++) {
-            int64_t bit = (int64_t)i * s->n_steps + t;
-            if (s->bits[bit >> 3] == 0 && (bit & 7) == 0) { /* skip empty bytes */
-                t += 7;
-                continue;
+        int64_t first = (int64_t)i * s->n_steps + t_begin, b = first, end = (int64_t)i * s->n_steps + t_end;
+        while (b < end) {
+            int shift = (int)(b & 7), avail = 8 - shift;
+            unsigned byte = (unsigned)s->bits[b >> 3] >> shift;
+            if (avail > end - b) {
+                avail = (int)(end - b);
+                byte &= (1u << avail) - 1;
             }
-            if ((s->bits[bit >> 3] >> (bit & 7)) & 1)
-                row[(int64_t)(t - g->t0) * g->grid_w / span_t] = 1;
+            for (; byte; byte &= byte - 1)
+                row[column[b - first + __builtin_ctz(byte)]] = 1;
+            b += avail;
         }
     }
+    free(column);
 }
 
 /* Adds one rectangle per run of marked cells in each grid row: a dense
@@ -527,8 +564,11 @@ static void raster_fill_grid(const nc_plot_raster_spec *s, const nc_plot_raster_
 static void raster_path(cairo_t *cr, const nc_plot_raster_geometry *g, const uint8_t *grid)
 {
     double gw = (g->frame.right - g->frame.left) / g->grid_w, gh = (g->frame.bottom - g->frame.top) / g->grid_h;
-    /* cells of a few pixels get a gap so single spikes stay apart */
-    double mark_w = gw >= 3 ? gw * 0.8 : gw, mark_h = gh >= 3 ? gh * 0.8 : fmax(gh, 0.6);
+    /* cells of a few pixels get a gap so single spikes stay apart; wide
+     * cells (few steps) get a narrow tick, not a bar that reads as duration */
+    double mark_w = gw >= 3 ? fmin(gw * 0.8, 10) : gw;
+    double mark_h = gh >= 3 ? gh * 0.8 : fmax(gh, 0.6);
+    double offset = (gw - mark_w) / 2;
     for (int r = 0; r < g->grid_h; r++) {
         const uint8_t *row = grid + (size_t)r * g->grid_w;
         for (int c = 0; c < g->grid_w; c++) {
@@ -538,11 +578,40 @@ static void raster_path(cairo_t *cr, const nc_plot_raster_geometry *g, const uin
             if (gw < 3)
                 while (end < g->grid_w && row[end])
                     end++;
-            cairo_rectangle(cr, g->frame.left + c * gw, g->frame.top + r * gh, (end - c - 1) * gw + mark_w,
-                            mark_h);
+            cairo_rectangle(cr, g->frame.left + c * gw + (end - c > 1 ? 0 : offset), g->frame.top + r * gh,
+                            (end - c - 1) * gw + mark_w, mark_h);
             c = end - 1;
         }
     }
+}
+
+/* Binned to pixels, the grid is an image: one alpha mask (a byte per grid
+ * cell) scaled onto the plot with nearest-neighbour sampling costs the same
+ * for a thousand spikes as for ten million, where a path of as many
+ * rectangles as runs would take a large part of a second. */
+static void raster_mask(cairo_t *cr, const nc_plot_raster_geometry *g, const uint8_t *grid)
+{
+    cairo_surface_t *mask = cairo_image_surface_create(CAIRO_FORMAT_A8, g->grid_w, g->grid_h);
+    if (cairo_surface_status(mask) != CAIRO_STATUS_SUCCESS) {
+        cairo_surface_destroy(mask);
+        return;
+    }
+    cairo_surface_flush(mask);
+    unsigned char *data = cairo_image_surface_get_data(mask);
+    int stride = cairo_image_surface_get_stride(mask);
+    for (int r = 0; r < g->grid_h; r++)
+        for (int c = 0; c < g->grid_w; c++)
+            data[(size_t)r * stride + c] = grid[(size_t)r * g->grid_w + c] ? 255 : 0;
+    cairo_surface_mark_dirty(mask);
+    cairo_save(cr);
+    cairo_translate(cr, g->frame.left, g->frame.top);
+    cairo_scale(cr, (g->frame.right - g->frame.left) / g->grid_w, (g->frame.bottom - g->frame.top) / g->grid_h);
+    cairo_pattern_t *pattern = cairo_pattern_create_for_surface(mask);
+    cairo_pattern_set_filter(pattern, CAIRO_FILTER_NEAREST);
+    cairo_mask(cr, pattern);
+    cairo_pattern_destroy(pattern);
+    cairo_restore(cr);
+    cairo_surface_destroy(mask);
 }
 
 void nc_plot_raster(cairo_t *cr, double width, double height, const nc_plot_style *st,
@@ -555,11 +624,17 @@ void nc_plot_raster(cairo_t *cr, double width, double height, const nc_plot_styl
     uint8_t *grid = calloc((size_t)g.grid_w * (size_t)g.grid_h, 1);
     if (grid) {
         raster_fill_grid(s, &g, grid);
-        raster_path(cr, &g, grid);
+        set_color(cr, st->series[0]);
+        /* narrow cells merge into runs anyway: the mask draws the same; wide
+         * cells keep their gaps as a path unless there are very many */
+        if (g.cell_w < 3 || (int64_t)g.grid_w * g.grid_h > 250000)
+            raster_mask(cr, &g, grid);
+        else {
+            raster_path(cr, &g, grid);
+            cairo_fill(cr);
+        }
         free(grid);
     }
-    set_color(cr, st->series[0]);
-    cairo_fill(cr);
     set_color(cr, st->foreground);
     char label[32];
     snprintf(label, sizeof label, "t = %d", g.t0 + 1);
@@ -711,6 +786,139 @@ void nc_plot_trace(cairo_t *cr, double width, double height, const nc_plot_style
     }
     cairo_restore(cr);
     stroke_frame(cr, st, &f);
+}
+
+/* ---- teaching view ------------------------------------------------------------- */
+
+static uint32_t argb(nc_rgba c)
+{
+    return (uint32_t)(c.a * 255) << 24 | (uint32_t)(c.r * 255) << 16 | (uint32_t)(c.g * 255) << 8 |
+           (uint32_t)(c.b * 255);
+}
+
+/* Paints an image surface into the box (x, y, w, h), keeping its aspect,
+ * pixels kept sharp (nearest neighbour). */
+static void paint_fitted(cairo_t *cr, cairo_surface_t *img, double x, double y, double w, double h)
+{
+    int iw = cairo_image_surface_get_width(img), ih = cairo_image_surface_get_height(img);
+    double scale = fmin(w / iw, h / ih);
+    cairo_save(cr);
+    cairo_translate(cr, x + (w - iw * scale) / 2, y + (h - ih * scale) / 2);
+    cairo_scale(cr, scale, scale);
+    cairo_set_source_surface(cr, img, 0, 0);
+    cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+    cairo_paint(cr);
+    cairo_restore(cr);
+}
+
+static cairo_surface_t *input_image(const nc_plot_teach_spec *s)
+{
+    int H = s->image_height, W = s->image_width, C = s->image_channels;
+    cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
+    if (cairo_surface_status(img) != CAIRO_STATUS_SUCCESS)
+        return img;
+    float lo = INFINITY, hi = -INFINITY;
+    for (int64_t i = 0; i < (int64_t)C * H * W; i++)
+        lo = fminf(lo, s->image[i]), hi = fmaxf(hi, s->image[i]);
+    float span = hi > lo ? hi - lo : 1;
+    cairo_surface_flush(img);
+    uint32_t *px = (uint32_t *)cairo_image_surface_get_data(img);
+    int stride = cairo_image_surface_get_stride(img) / 4;
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) {
+            double v[3];
+            for (int k = 0; k < 3; k++) /* grey for one channel, RGB for three */
+                v[k] = (s->image[((C == 3 ? k : 0) * H + y) * W + x] - lo) / span;
+            px[y * stride + x] = argb((nc_rgba){v[0], v[1], v[2], 1});
+        }
+    cairo_surface_mark_dirty(img);
+    return img;
+}
+
+/* Channels as tiles in a grid, a one-pixel gap between them. */
+static cairo_surface_t *feature_maps(const nc_plot_teach_spec *s, const nc_plot_style *st, int cols)
+{
+    int C = s->map_channels, H = s->map_height, W = s->map_width, rows = (C + cols - 1) / cols;
+    cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, cols * (W + 1) - 1, rows * (H + 1) - 1);
+    if (cairo_surface_status(img) != CAIRO_STATUS_SUCCESS)
+        return img;
+    cairo_surface_flush(img);
+    uint32_t *px = (uint32_t *)cairo_image_surface_get_data(img);
+    int stride = cairo_image_surface_get_stride(img) / 4;
+    nc_rgba base = {st->background.r * 0.85 + st->foreground.r * 0.15, st->background.g * 0.85 + st->foreground.g * 0.15,
+                    st->background.b * 0.85 + st->foreground.b * 0.15, 1};
+    for (int64_t i = 0; i < (int64_t)C * H * W; i++) {
+        int c = (int)(i / ((int64_t)H * W)), y = (int)(i / W % H), x = (int)(i % W);
+        nc_rgba col = base;
+        if (i < s->map_values && s->spikes[i])
+            col = st->series[0];
+        else if (i < s->map_values && s->rate) { /* the running rate tints the tile */
+            double r = fmin(1, s->rate[i]) * 0.6;
+            col = (nc_rgba){base.r + (st->series[0].r - base.r) * r, base.g + (st->series[0].g - base.g) * r,
+                            base.b + (st->series[0].b - base.b) * r, 1};
+        } else if (i >= s->map_values)
+            col = st->background;
+        px[((c / cols) * (H + 1) + y) * stride + (c % cols) * (W + 1) + x] = argb(col);
+    }
+    cairo_surface_mark_dirty(img);
+    return img;
+}
+
+static void evidence_bars(cairo_t *cr, const nc_plot_style *st, const nc_plot_teach_spec *s, double x, double y,
+                          double w, double h)
+{
+    int best = 0;
+    double top = 1e-12;
+    for (int k = 0; k < s->n_classes; k++) {
+        top = fmax(top, fabs(s->evidence[k]));
+        if (s->evidence[k] > s->evidence[best])
+            best = k;
+    }
+    /* rows no taller than a few lines of text, centred in the panel */
+    double row = fmin(h / (s->n_classes > 0 ? s->n_classes : 1), st->font_size * 2.6);
+    double names = w * 0.42, bar = w - names - 8;
+    y += (h - row * s->n_classes) / 2;
+    for (int k = 0; k < s->n_classes; k++) {
+        char label[64];
+        if (s->class_names)
+            snprintf(label, sizeof label, "%s%s", s->class_names[k], k == s->label ? " ✓" : "");
+        else
+            snprintf(label, sizeof label, "class %d%s", k, k == s->label ? " ✓" : "");
+        double cy = y + (k + 0.5) * row, v = fmax(0, s->evidence[k]) / top;
+        set_color(cr, k == best ? st->series[1] : st->grid);
+        cairo_rectangle(cr, x + names + 8, cy - row * 0.35, fmax(v * bar, 1), row * 0.7);
+        cairo_fill(cr);
+        set_color(cr, st->foreground);
+        text_at(cr, x + names, cy, label, 1, 0.5);
+    }
+}
+
+static void teach_caption(cairo_t *cr, const nc_plot_style *st, double x, double y, const char *text)
+{
+    set_color(cr, st->foreground);
+    text_at(cr, x, y, text, 0.5, 0);
+}
+
+void nc_plot_teach(cairo_t *cr, double width, double height, const nc_plot_style *st, const nc_plot_teach_spec *s)
+{
+    char title[256];
+    snprintf(title, sizeof title, "%s — t = %d of %d", s->title ? s->title : "", s->step, s->steps);
+    begin_chart(cr, width, height, st, title, NULL, 0);
+    double top = st->font_size * 3.2, bottom = height - st->font_size * 3, h = bottom - top;
+    double in_w = width * 0.22, maps_w = width * 0.45, ev_x = 16 + in_w + maps_w + 24, ev_w = width - ev_x - 16;
+    cairo_surface_t *img = input_image(s);
+    paint_fitted(cr, img, 16, top, in_w, h);
+    cairo_surface_destroy(img);
+    teach_caption(cr, st, 16 + in_w / 2, bottom + 6, "input image");
+    int cols = (int)ceil(sqrt(s->map_channels * (maps_w / h) * s->map_height / fmax(s->map_width, 1)));
+    cols = cols < 1 ? 1 : cols > s->map_channels ? s->map_channels : cols;
+    cairo_surface_t *maps = feature_maps(s, st, cols);
+    paint_fitted(cr, maps, 16 + in_w + 12, top, maps_w, h);
+    cairo_surface_destroy(maps);
+    teach_caption(cr, st, 16 + in_w + 12 + maps_w / 2, bottom + 6, s->layer_caption ? s->layer_caption : "");
+    if (s->n_classes > 0 && s->evidence)
+        evidence_bars(cr, st, s, ev_x, top, ev_w, h);
+    teach_caption(cr, st, ev_x + ev_w / 2, bottom + 6, "output evidence so far");
 }
 
 static int has_suffix(const char *s, const char *suffix)

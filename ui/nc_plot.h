@@ -7,9 +7,13 @@
  *                    lines for the ANN and QCFS-ANN accuracy);
  *   nc_plot_bars   — per-layer values, grouped or stacked (firing rates;
  *                    calibration error decomposed into clip/quant/uneven);
- *   nc_plot_raster — spikes of chosen neurons over time, one rectangle path
- *                    (binned to one cell per pixel when zoomed out);
- *   nc_plot_trace  — the membrane potential of one neuron with θ and spikes.
+ *   nc_plot_raster — spikes of chosen neurons over time: one rectangle path,
+ *                    or, when cells are smaller than a few pixels, the spikes
+ *                    binned to one cell per pixel and drawn as one alpha mask
+ *                    (a million spikes cost what a thousand do);
+ *   nc_plot_trace  — the membrane potential of one neuron with θ and spikes;
+ *   nc_plot_teach  — one image's input, feature-map spikes at a step and
+ *                    running class evidence (the teaching view).
  * Geometry helpers (layout, hit-testing, zoom windows) follow the charts. */
 #ifndef NC_PLOT_H
 #define NC_PLOT_H
@@ -165,6 +169,31 @@ void nc_plot_trace(cairo_t *cr, double width, double height, const nc_plot_style
 /* Its axes (x: t = 0..T, y: the membrane's range and θ). */
 void nc_plot_trace_layout(double width, double height, const nc_plot_style *style, const nc_plot_trace_spec *spec,
                           nc_plot_lines_geometry *out);
+
+/* ---- teaching view ------------------------------------------------------ */
+
+typedef struct nc_plot_teach_spec {
+    const char *title;
+    int image_channels, image_height, image_width;
+    const float *image;            /* [C, H, W], shown from its min to its max     */
+    const char *layer_caption;
+    int map_channels, map_height, map_width; /* the layer as [C, H, W]; a vector
+                                              of F values as [1, H, W], H·W ≥ F */
+    int64_t map_values;            /* values in spikes / rate (≤ C·H·W)             */
+    const uint8_t *spikes;         /* [map_values] at step t, 0 or 1                */
+    const float *rate;             /* [map_values] spikes in steps 1..t / t, or NULL */
+    int n_classes;
+    const char *const *class_names;/* or NULL: the class numbers                    */
+    const double *evidence;        /* [n_classes]: Σ of the output over steps 1..t  */
+    int label;                     /* the image's class, or −1                      */
+    int step, steps;               /* t and T                                       */
+} nc_plot_teach_spec;
+
+/* Three panels: the input image; the layer's feature maps, one tile per
+ * channel, spikes of step t bright over the running rate; the output's
+ * evidence per class, the leader highlighted and the label marked. */
+void nc_plot_teach(cairo_t *cr, double width, double height, const nc_plot_style *style,
+                   const nc_plot_teach_spec *spec);
 
 /* Writes a chart to `path` (.png, .svg or .pdf by extension) through a
  * temporary file and rename.  draw(cr, width, height, user) paints it.

@@ -1,0 +1,743 @@
+/* test_gpu_engine.c — the GPU engine against the CPU engine (the reference):
+ *   - registry, precision names, NC_GPU_PRECISION, the measured peak;
+ *   - ANN and QCFS mode on hand-built nets (conv, pools, residual add,
+ *     concat, global avgpool, dense): logits within 1e-5 + 1e-4·|ref|; the
+ *     same output with and without an observer (the fused-bias path);
+ *   - SNN mode on hand-built nets: every IF variant (≥/>, subtract/zero),
+ *     per-channel θ, the three MaxPool strategies, direct and Poisson input,
+ *     a [T, N, ...] sequence input: spike mismatches per layer against the
+ *     CPU engine (a different summation order can flip a spike at an exact
+ *     tie: at most 1e-4 of the neuron-steps, or 1), observers delivered in
+ *     whole steps;
+ *   - every precision mode on an SNN: spike mismatch rates and output errors
+ *     reported, split-bf16 held to fp32-like agreement;
+ *   - the fixture ONNX models (tests/fixtures/models): ANN logits against
+ *     the CPU engine and PyTorch, calibration on the GPU (thresholds equal to
+ *     the CPU engine's), the converted SNN's spikes per layer, every precision;
+ *   - cancel, reload, bad input, unsupported nodes, an impossible allocation
+ *     (NC_ERR_MEMORY naming the node and the bytes; the engine works after),
+ *     the CUDA-event timing call.
+ * Without a GPU every test is skipped (and passes). */
+#include "test_gpu_common.h"
+
+#include "nc_dataset.h"
+#include "nc_onnx.h"
+#include "../sim/nc_pipeline.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#if NC_HAVE_CUDA
+
+/* ---- registry ---------------------------------------------------------------- */
+
+static void test_registry(void)
+{
+    const char *const *names = nc_engine_names();
+    int has_gpu = 0;
+    for (int i = 0; names[i]; i++)
+        has_gpu |= strcmp(names[i], "gpu") == 0;
+    NC_CHECK(has_gpu, "\"gpu\" is among the engine names of a CUDA build");
+    nc_engine *e = NULL;
+    nc_error err = {0};
+    NC_CHECK(nc_engine_new("gpu", &e, &err) == NC_OK, "%s", err.message);
+    if (e) {
+        NC_CHECK(strcmp(e->ops->name, "gpu") == 0 && nc_engine_is_gpu(e), "named gpu");
+        NC_CHECK(e->ops->caps & NC_CAP_SNN, "runs SNN mode");
+        NC_CHECK(nc_engine_gpu_get_precision(e) == NC_GPU_FP32, "fp32 by default");
+        NC_CHECK(nc_engine_gpu_set_precision(e, NC_GPU_SPLIT_BF16, &err) == NC_OK, "%s", err.message);
+        NC_CHECK(nc_engine_gpu_get_precision(e) == NC_GPU_SPLIT_BF16, "precision set");
+    }
+    nc_engine_free(e);
+    for (int p = 0; p < NC_GPU_PRECISION_COUNT; p++) {
+        nc_gpu_precision q;
+        NC_CHECK(nc_gpu_precision_parse(nc_gpu_precision_name((nc_gpu_precision)p), &q) == 0 && (int)q == p,
+                 "round trip of %s", nc_gpu_precision_name((nc_gpu_precision)p));
+    }
+    nc_gpu_precision q;
+    NC_CHECK(nc_gpu_precision_parse("fp16", &q) != 0, "unknown precision refused");
+    setenv("NC_GPU_PRECISION", "bf16", 1);
+    e = NULL;
+    NC_CHECK(nc_engine_new("gpu", &e, &err) == NC_OK && nc_engine_gpu_get_precision(e) == NC_GPU_BF16,
+             "NC_GPU_PRECISION=bf16");
+    nc_engine_free(e);
+    setenv("NC_GPU_PRECISION", "bogus", 1);
+    e = NULL;
+    nc_status s = nc_engine_new("gpu", &e, &err);
+    NC_CHECK(s == NC_ERR_ARGUMENT && strstr(err.message, "NC_GPU_PRECISION"), "bad NC_GPU_PRECISION: %s",
+             err.message);
+    nc_engine_free(e);
+    unsetenv("NC_GPU_PRECISION");
+    nc_engine *cpu = nc_engine_cpu_new();
+    NC_CHECK(nc_engine_gpu_set_precision(cpu, NC_GPU_BF16, &err) == NC_ERR_ARGUMENT, "not on the cpu engine");
+    nc_engine_free(cpu);
+    setenv("NC_GPU_PEAK_N", "1024", 1);
+    for (int p = 0; p < NC_GPU_PRECISION_COUNT; p++) {
+        double tf = 0;
+        s = nc_gpu_measure_peak((nc_gpu_precision)p, &tf, &err);
+        NC_CHECK(s == NC_OK && tf > 0, "peak %s: %s", nc_gpu_precision_name((nc_gpu_precision)p), err.message);
+        printf("# peak at n = 1024, %s: %.1f TFLOP/s\n", nc_gpu_precision_name((nc_gpu_precision)p), tf);
+    }
+    unsetenv("NC_GPU_PEAK_N");
+}
+
+/* ---- ANN --------------------------------------------------------------------------- */
+
+/* x [2, 10, 10] → conv 3×3 → relu → maxpool 2 → conv 3×3 s2 → qcfs →
+ * flatten → dense 24 → relu → dense 5 */
+static nc_net *ann_cnn(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {2, 10, 10};
+    int x = add_input(net, 3, xs);
+    int c1 = add_conv(net, "conv1", x, 6, 2, 3, 1);
+    int r1 = add_neuron(net, "relu1", c1, NC_NEURON_RELU);
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "pool", r1, 2, 2);
+    int s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+    int c2 = add_conv_full(net, "conv2", mp, 8, 6, 3, 3, s2, p1, NULL, 1, 0.3f);
+    int q = add_neuron(net, "qcfs", c2, NC_NEURON_QCFS);
+    float lam = 0.8f;
+    nc_neuron_set_threshold(&net->nodes[q].neuron, 1, &lam, NULL);
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", q);
+    int d1 = add_dense(net, "fc1", fl, 24, 8 * 3 * 3);
+    int r2 = add_neuron(net, "relu2", d1, NC_NEURON_RELU);
+    int d2 = add_dense(net, "fc2", r2, 5, 24);
+    add1(net, NC_NODE_OUTPUT, "y", d2);
+    if (!infer(net)) {
+        nc_net_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+/* x [3, 6, 6] → conv → relu → add(relu, x·affine) → concat(add, conv) → gap → flatten → dense */
+static nc_net *ann_residual(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {3, 6, 6};
+    int x = add_input(net, 3, xs);
+    int cv = add_conv(net, "conv", x, 3, 3, 3, 1);
+    int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
+    int af = add1(net, NC_NODE_AFFINE, "bn", x);
+    int64_t cs[1] = {3};
+    net->nodes[af].weight = rnd_tensor(1, cs, 0.5f, 1.5f);
+    net->nodes[af].bias = rnd_tensor(1, cs, -0.3f, 0.3f);
+    int ad_in[2] = {r, af};
+    int ad = nc_net_add_node(net, NC_NODE_ADD, "add", 2, ad_in);
+    int cc_in[2] = {ad, cv};
+    int cc = nc_net_add_node(net, NC_NODE_CONCAT, "cat", 2, cc_in);
+    int gap = add1(net, NC_NODE_GLOBAL_AVGPOOL, "gap", cc);
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", gap);
+    int d = add_dense(net, "fc", fl, 4, 6);
+    add1(net, NC_NODE_OUTPUT, "y", d);
+    if (!infer(net)) {
+        nc_net_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+static void test_ann_nets(void)
+{
+    nc_net *nets[2] = {ann_cnn(), ann_residual()};
+    for (int k = 0; k < 2; k++) {
+        nc_net *net = nets[k];
+        NC_CHECK(net != NULL, "net %d shapes", k);
+        if (!net)
+            continue;
+        const nc_node *in = &net->nodes[0];
+        int64_t bs[4] = {7, in->shape[0], in->shape[1], in->shape[2]};
+        nc_tensor *x = rnd_tensor(4, bs, -1, 1);
+        for (int mode = NC_MODE_ANN; mode <= NC_MODE_QCFS; mode++) {
+            nc_run_options o = {.mode = (nc_mode)mode, .T = 1};
+            nc_tensor *g = run_on("gpu", net, x, &o), *c = run_on("cpu", net, x, &o);
+            NC_CHECK(g && c, "forward");
+            char what[64];
+            snprintf(what, sizeof what, "net %d %s", k, mode == NC_MODE_ANN ? "ANN" : "QCFS");
+            if (g && c)
+                NC_CHECK(compare_report(what, g->data, c->data, nc_tensor_numel(c), 1e-5, 1e-4) == 0, "%s", what);
+            /* with an observer the biases are added by their own kernel: the
+             * same numbers as the fused path */
+            keep_obs kobs = {0};
+            nc_observer ob = {keep_out, NULL, &kobs};
+            o.observer = &ob;
+            nc_tensor *g2 = run_on("gpu", net, x, &o);
+            if (g && g2)
+                NC_CHECK(compare_report("observer vs none", g2->data, g->data, nc_tensor_numel(g), 0, 0) == 0,
+                         "%s: observing changes nothing", what);
+            for (int i = 0; g2 && i < net->n_nodes; i++)
+                NC_CHECK(kobs.out_rows[i] == 7 && kobs.calls[i] == 1, "%s: node %d observed once with N rows", what, i);
+            keep_free(&kobs);
+            nc_tensor_free(g);
+            nc_tensor_free(g2);
+            nc_tensor_free(c);
+        }
+        nc_tensor_free(x);
+        nc_net_free(net);
+    }
+}
+
+/* ---- SNN --------------------------------------------------------------------------- */
+
+/* A: x → conv → IF → avgpool 2 → conv → maxpool 2 (pre-spike) → IF → flatten → dense → IF → dense
+ * B: x → conv → IF → maxpool 2 (gated) → conv → IF → maxpool 2 (avg) → flatten → dense → IF → dense */
+static nc_net *snn_net(int variant, nc_reset reset, nc_compare cmp, int *if_nodes, int *n_if)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {2, 12, 12};
+    int x = add_input(net, 3, xs);
+    int c1 = add_conv(net, "conv1", x, 8, 2, 3, 1);
+    int i1 = add_if(net, "if1", c1, 8, 0.4f, 1.2f, reset, cmp);
+    int last;
+    *n_if = 0;
+    if_nodes[(*n_if)++] = i1;
+    if (variant == 0) {
+        int ap = add_pool(net, NC_NODE_AVGPOOL, "avg", i1, 2, 2);
+        int c2 = add_conv(net, "conv2", ap, 12, 8, 3, 1);
+        int mp = add_pool(net, NC_NODE_MAXPOOL, "max", c2, 2, 2);
+        net->nodes[mp].maxpool_strategy = NC_MAXPOOL_PRE_SPIKE;
+        last = add_if(net, "if2", mp, 1, 0.3f, 0.3f, reset, cmp);
+    } else {
+        int mp = add_pool(net, NC_NODE_MAXPOOL, "gated", i1, 2, 2);
+        net->nodes[mp].maxpool_strategy = NC_MAXPOOL_GATED;
+        int c2 = add_conv(net, "conv2", mp, 12, 8, 3, 1);
+        int i2 = add_if(net, "if2", c2, 12, 0.2f, 0.5f, reset, cmp);
+        if_nodes[(*n_if)++] = i2;
+        last = add_pool(net, NC_NODE_MAXPOOL, "as-avg", i2, 2, 2);
+        net->nodes[last].maxpool_strategy = NC_MAXPOOL_AVG;
+    }
+    if (variant == 0)
+        if_nodes[(*n_if)++] = last;
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", last);
+    int d1 = add_dense(net, "fc1", fl, 32, 12 * 3 * 3);
+    int i3 = add_if(net, "if3", d1, 32, 0.3f, 0.8f, reset, cmp);
+    if_nodes[(*n_if)++] = i3;
+    int d2 = add_dense(net, "fc2", i3, 10, 32);
+    add1(net, NC_NODE_OUTPUT, "y", d2);
+    if (!infer(net)) {
+        nc_net_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+/* Runs net in SNN mode on both engines (gpu in precision p) and compares
+ * spikes per IF layer and the output; returns the worst spike mismatch rate. */
+static double compare_snn(const char *label, const nc_net *net, const nc_tensor *x, const nc_run_options *base,
+                          const int *if_nodes, int n_if, nc_gpu_precision p, int check)
+{
+    nc_run_options o = *base;
+    keep_obs kg = {0}, kc = {0};
+    kg.step_rows = kc.step_rows = x->shape[x->ndim == 5 ? 1 : 0];
+    nc_observer og = {keep_out, keep_in, &kg}, oc = {keep_out, keep_in, &kc};
+    nc_engine *g = engine_with("gpu", net);
+    nc_error err = {0};
+    if (g)
+        nc_engine_gpu_set_precision(g, p, &err);
+    nc_tensor *go = NULL, *co = NULL;
+    o.observer = &og;
+    if (g && nc_engine_forward(g, x, &o, &go, &err) != NC_OK)
+        printf("# %s: gpu: %s\n", label, err.message);
+    o.observer = &oc;
+    co = run_on("cpu", net, x, &o);
+    double worst = 0;
+    NC_CHECK(go && co, "%s: forward", label);
+    if (go && co) {
+        int64_t total_bad = 0;
+        for (int k = 0; k < n_if; k++) {
+            int i = if_nodes[k];
+            int64_t n = kc.out_rows[i] * kc.per_row[i], spikes = 0;
+            NC_CHECK(kg.out_rows[i] == kc.out_rows[i], "%s: %s observed %lld rows, cpu %lld", label,
+                     net->nodes[i].name, (long long)kg.out_rows[i], (long long)kc.out_rows[i]);
+            NC_CHECK(kg.in_rows[i] == kc.in_rows[i], "%s: %s input observed %lld rows, cpu %lld", label,
+                     net->nodes[i].name, (long long)kg.in_rows[i], (long long)kc.in_rows[i]);
+            if (kg.out_rows[i] != kc.out_rows[i] || !kg.out[i])
+                continue;
+            int64_t bad = spike_mismatches(kg.out[i], kc.out[i], n, &spikes);
+            double rate = n ? (double)bad / (double)n : 0;
+            worst = rate > worst ? rate : worst;
+            total_bad += bad;
+            printf("# %s [%s]: layer %s: %lld spikes (rate %.3f), %lld of %lld neuron-steps differ (%.2e)\n", label,
+                   nc_gpu_precision_name(p), net->nodes[i].name, (long long)spikes, (double)spikes / (double)n,
+                   (long long)bad, (long long)n, rate);
+            if (bad && check) /* the first differing neuron-steps */
+                for (int64_t j = 0, shown = 0; j < n && shown < 3; j++)
+                    if ((kg.out[i][j] != 0) != (kc.out[i][j] != 0)) {
+                        printf("#   %s step %lld value %lld: gpu %g, cpu %g (input current gpu %.9g cpu %.9g)\n",
+                               net->nodes[i].name, (long long)(j / (kc.per_row[i] * kg.step_rows)),
+                               (long long)(j % (kc.per_row[i] * kg.step_rows)), kg.out[i][j], kc.out[i][j],
+                               kg.in[i] ? kg.in[i][j] : NAN, kc.in[i] ? kc.in[i][j] : NAN);
+                        shown++;
+                    }
+            if (check)
+                NC_CHECK(bad <= 1 || rate <= 1e-4, "%s: layer %s: %lld spikes differ (%.2e)", label,
+                         net->nodes[i].name, (long long)bad, rate);
+        }
+        NC_CHECK(!kg.bad, "%s: an observer call did not deliver whole steps", label);
+        double rel = rel_error(go->data, co->data, nc_tensor_numel(co));
+        printf("# %s [%s]: output relative error %.3g\n", label, nc_gpu_precision_name(p), rel);
+        NC_CHECK(rel == rel, "%s: NaN in the output", label);
+        if (check && total_bad == 0)
+            NC_CHECK(compare_report(label, go->data, co->data, nc_tensor_numel(co), 1e-5, 1e-4) == 0,
+                     "%s: output", label);
+    }
+    keep_free(&kg);
+    keep_free(&kc);
+    nc_tensor_free(go);
+    nc_tensor_free(co);
+    nc_engine_free(g);
+    return worst;
+}
+
+static void test_snn_nets(void)
+{
+    for (int variant = 0; variant < 2; variant++)
+        for (int cfg = 0; cfg < 4; cfg++) {
+            nc_reset reset = cfg & 1 ? NC_RESET_ZERO : NC_RESET_SUBTRACT;
+            nc_compare cmp = cfg & 2 ? NC_FIRE_GT : NC_FIRE_GE;
+            int ifs[8], n_if;
+            nc_net *net = snn_net(variant, reset, cmp, ifs, &n_if);
+            NC_CHECK(net != NULL, "shapes");
+            if (!net)
+                continue;
+            int64_t bs[4] = {6, 2, 12, 12};
+            nc_tensor *x = rnd_tensor(4, bs, 0, 1);
+            for (int enc = 0; enc < (variant == 0 && cfg == 0 ? 2 : 1); enc++) {
+                char label[128];
+                snprintf(label, sizeof label, "snn %s, %s, %s, %s", variant ? "gated/avg" : "avg/pre-spike",
+                         cmp == NC_FIRE_GE ? ">=" : ">", reset == NC_RESET_SUBTRACT ? "subtract" : "zero",
+                         enc ? "poisson" : "direct");
+                nc_run_options o = {.mode = NC_MODE_SNN, .T = 8,
+                                    .encoding = enc ? NC_ENCODING_POISSON : NC_ENCODING_DIRECT, .seed = 3};
+                compare_snn(label, net, x, &o, ifs, n_if, NC_GPU_FP32, 1);
+            }
+            /* no observer (biases fused into the IF kernels) gives the same output */
+            nc_run_options o = {.mode = NC_MODE_SNN, .T = 8};
+            keep_obs k = {0};
+            nc_observer ob = {keep_out, keep_in, &k};
+            nc_tensor *plain = run_on("gpu", net, x, &o);
+            o.observer = &ob;
+            nc_tensor *seen = run_on("gpu", net, x, &o);
+            NC_CHECK(plain && seen && compare_report("snn fused vs observed", plain->data, seen->data,
+                                                     nc_tensor_numel(plain), 0, 0) == 0,
+                     "fused biases change nothing");
+            keep_free(&k);
+            nc_tensor_free(plain);
+            nc_tensor_free(seen);
+            nc_tensor_free(x);
+            nc_net_free(net);
+        }
+}
+
+/* A [T, N, ...] sequence input (no encoding). */
+static void test_sequence_input(void)
+{
+    int ifs[8], n_if;
+    nc_net *net = snn_net(0, NC_RESET_SUBTRACT, NC_FIRE_GE, ifs, &n_if);
+    if (!net) {
+        NC_CHECK(0, "shapes");
+        return;
+    }
+    int64_t ss[5] = {5, 3, 2, 12, 12};
+    nc_tensor *x = rnd_tensor(5, ss, 0, 1);
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 5};
+    compare_snn("sequence input", net, x, &o, ifs, n_if, NC_GPU_FP32, 1);
+    nc_tensor_free(x);
+    nc_net_free(net);
+}
+
+static void test_precisions_snn(void)
+{
+    int ifs[8], n_if;
+    nc_net *net = snn_net(0, NC_RESET_SUBTRACT, NC_FIRE_GE, ifs, &n_if);
+    if (!net) {
+        NC_CHECK(0, "shapes");
+        return;
+    }
+    int64_t bs[4] = {16, 2, 12, 12};
+    nc_tensor *x = rnd_tensor(4, bs, 0, 1);
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 8};
+    /* worst per-layer mismatch rate allowed: fp32 and split-bf16 are fp32
+     * accurate; the others only report (bounded loosely: a broken kernel
+     * gives rates near the firing rate) */
+    static const double bound[NC_GPU_PRECISION_COUNT] = {2e-3, 0.1, 0.2, 2e-3, 2e-2};
+    for (int p = 0; p < NC_GPU_PRECISION_COUNT; p++) {
+        char label[64];
+        snprintf(label, sizeof label, "precision %s", nc_gpu_precision_name((nc_gpu_precision)p));
+        double worst = compare_snn(label, net, x, &o, ifs, n_if, (nc_gpu_precision)p, p == NC_GPU_FP32);
+        printf("# %s: worst layer mismatch rate %.2e (bound %.0e)\n", label, worst, bound[p]);
+        NC_CHECK(worst <= bound[p], "%s: mismatch rate %.2e", label, worst);
+    }
+    nc_tensor_free(x);
+    nc_net_free(net);
+}
+
+/* ---- fixture models ---------------------------------------------------------------- */
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static nc_tensor *read_npy(const char *path)
+{
+    nc_tensor *t = NULL;
+    nc_error err = {0};
+    if (nc_npy_read(path, &t, &err) != NC_OK)
+        printf("# %s\n", err.message);
+    return t;
+}
+
+/* 64 images: the fixture's inputs and perturbed copies of them. */
+static nc_tensor *calibration_images(const nc_tensor *in)
+{
+    int64_t per = nc_tensor_numel(in) / in->shape[0], n = 64;
+    int64_t shape[NC_MAX_DIMS];
+    memcpy(shape, in->shape, sizeof shape);
+    shape[0] = n;
+    nc_tensor *t = nc_tensor_new(in->ndim, shape);
+    for (int64_t s = 0; t && s < n; s++)
+        for (int64_t j = 0; j < per; j++)
+            t->data[s * per + j] = in->data[(s % in->shape[0]) * per + j] + (s < in->shape[0] ? 0 : 0.1f * rnd_float());
+    return t;
+}
+
+/* Converts a clone of net with the pipeline on `engine` (p99.9, layer-wise,
+ * pre-spike MaxPool) calibrated on imgs. */
+static nc_net *convert_on(nc_engine *engine, const nc_net *net, const nc_tensor *imgs)
+{
+    nc_net *snn = nc_net_clone(net);
+    int32_t *labels = calloc((size_t)imgs->shape[0], sizeof *labels);
+    nc_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    ds.count = imgs->shape[0];
+    ds.channels = imgs->ndim == 4 ? (int)imgs->shape[1] : 1;
+    ds.height = imgs->ndim == 4 ? (int)imgs->shape[2] : 1;
+    ds.width = imgs->ndim == 4 ? (int)imgs->shape[3] : (int)imgs->shape[1];
+    ds.images = imgs->data;
+    ds.labels = labels;
+    ds.num_classes = 10;
+    snprintf(ds.path, sizeof ds.path, "fixture images");
+    snprintf(ds.format, sizeof ds.format, "npy");
+    nc_pipeline_options o = nc_pipeline_options_default();
+    o.calib_images = ds.count;
+    o.batch_size = 32;
+    nc_pipeline_result r = {0};
+    nc_error err = {0};
+    nc_status s = snn ? nc_pipeline_convert(engine, snn, &ds, &o, NULL, NULL, &r, &err) : NC_ERR_MEMORY;
+    nc_pipeline_result_clear(&r);
+    free(labels);
+    if (s != NC_OK) {
+        printf("# convert on %s: %s\n", engine->ops->name, err.message);
+        nc_net_free(snn);
+        return NULL;
+    }
+    return snn;
+}
+
+static void fixture_model(const char *dir, const char *name)
+{
+    char path[1200], onnx[1200];
+    snprintf(path, sizeof path, "%s/%s.input.npy", dir, name);
+    nc_tensor *input = read_npy(path);
+    snprintf(path, sizeof path, "%s/%s.logits.npy", dir, name);
+    nc_tensor *want = read_npy(path);
+    snprintf(onnx, sizeof onnx, "%s/%s.onnx", dir, name);
+    if (!exists(onnx)) {
+        char assets[1024];
+        nc_test_path("assets/models", assets, sizeof assets);
+        snprintf(onnx, sizeof onnx, "%s/%s.onnx", assets, name);
+    }
+    nc_net *net = NULL;
+    nc_error err = {0};
+    if (input && want && nc_onnx_load(onnx, NULL, &net, &err) != NC_OK)
+        printf("# %s: %s\n", onnx, err.message);
+    NC_CHECK(input && want && net, "%s: fixture loads", name);
+    if (!input || !want || !net)
+        goto done;
+    {
+        /* ANN: gpu against cpu and PyTorch */
+        nc_run_options ann = {.mode = NC_MODE_ANN, .T = 1};
+        nc_tensor *g = run_on("gpu", net, input, &ann), *c = run_on("cpu", net, input, &ann);
+        char what[128];
+        snprintf(what, sizeof what, "%s ANN gpu vs cpu", name);
+        NC_CHECK(g && c && compare_report(what, g->data, c->data, nc_tensor_numel(c), 1e-4, 1e-4) == 0, "%s", what);
+        snprintf(what, sizeof what, "%s ANN gpu vs PyTorch", name);
+        NC_CHECK(g && nc_tensor_numel(g) == nc_tensor_numel(want) &&
+                     compare_report(what, g->data, want->data, nc_tensor_numel(want), 1e-4, 1e-4) == 0,
+                 "%s", what);
+        nc_tensor_free(g);
+        nc_tensor_free(c);
+    }
+    {
+        /* calibration through the observer on both engines, then the SNN */
+        nc_tensor *imgs = calibration_images(input);
+        nc_engine *ge = NULL, *ce = nc_engine_cpu_new();
+        nc_engine_new("gpu", &ge, &err);
+        nc_net *sc = imgs && ce ? convert_on(ce, net, imgs) : NULL;
+        nc_net *sg = imgs && ge ? convert_on(ge, net, imgs) : NULL;
+        NC_CHECK(sc && sg, "%s: conversion on both engines", name);
+        int ifs[64], n_if = 0;
+        for (int i = 0; sc && sg && i < sc->n_nodes && n_if < 64; i++) {
+            const nc_neuron *a = &sc->nodes[i].neuron, *b = &sg->nodes[i].neuron;
+            if (sc->nodes[i].kind != NC_NODE_NEURON || a->model != NC_NEURON_IF)
+                continue;
+            ifs[n_if++] = i;
+            NC_CHECK(b->model == NC_NEURON_IF && a->n_threshold == b->n_threshold, "%s: same IF layers", name);
+            for (int k = 0; k < a->n_threshold && k < b->n_threshold; k++) {
+                double d = fabs((double)a->threshold[k] - b->threshold[k]) / fabs((double)a->threshold[k]);
+                if (k == 0)
+                    printf("# %s: %s θ cpu %.7g, gpu %.7g (relative difference %.2e)\n", name, sc->nodes[i].name,
+                           a->threshold[k], b->threshold[k], d);
+                NC_CHECK(d <= 2e-3, "%s: %s threshold %d: cpu %.7g gpu %.7g", name, sc->nodes[i].name, k,
+                         a->threshold[k], b->threshold[k]);
+            }
+        }
+        if (sc && n_if > 0) {
+            nc_run_options o = {.mode = NC_MODE_SNN, .T = 16};
+            for (int p = 0; p < NC_GPU_PRECISION_COUNT; p++) {
+                char label[128];
+                snprintf(label, sizeof label, "%s SNN T=16", name);
+                double worst = compare_snn(label, sc, imgs, &o, ifs, n_if, (nc_gpu_precision)p, 0);
+                printf("# %s [%s]: worst layer spike mismatch rate %.2e\n", label,
+                       nc_gpu_precision_name((nc_gpu_precision)p), worst);
+                if (p == NC_GPU_FP32)
+                    NC_CHECK(worst <= 1e-4, "%s fp32: spike mismatch rate %.2e > 1e-4", label, worst);
+                if (p == NC_GPU_SPLIT_BF16)
+                    NC_CHECK(worst <= 1e-3, "%s split-bf16: spike mismatch rate %.2e > 1e-3", label, worst);
+            }
+        }
+        nc_net_free(sc);
+        nc_net_free(sg);
+        nc_engine_free(ge);
+        nc_engine_free(ce);
+        nc_tensor_free(imgs);
+    }
+done:
+    nc_net_free(net);
+    nc_tensor_free(input);
+    nc_tensor_free(want);
+}
+
+static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void test_fixture_models(void)
+{
+    char dir[1024];
+    nc_test_path("tests/fixtures/models", dir, sizeof dir);
+    DIR *d = opendir(dir);
+    NC_CHECK(d != NULL, "no %s", dir);
+    if (!d)
+        return;
+    char *names[64];
+    int n = 0;
+    const char *suffix = ".input.npy";
+    for (struct dirent *e; (e = readdir(d)) && n < 64;) {
+        size_t len = strlen(e->d_name), sl = strlen(suffix);
+        if (len > sl && strcmp(e->d_name + len - sl, suffix) == 0)
+            names[n++] = strndup(e->d_name, len - sl);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, compare_names);
+    NC_CHECK(n > 0, "fixture models present");
+    for (int i = 0; i < n; i++) {
+        printf("# ---- %s\n", names[i]);
+        fixture_model(dir, names[i]);
+        free(names[i]);
+    }
+}
+
+/* ---- control and errors ----------------------------------------------------------- */
+
+static int cancel_at_3(void *user, const nc_progress *p)
+{
+    (*(int *)user)++;
+    return p->done >= 3;
+}
+
+static void test_cancel_and_reload(void)
+{
+    nc_net *a = ann_cnn(), *b = ann_residual();
+    if (!a || !b) {
+        NC_CHECK(0, "shapes");
+        nc_net_free(a);
+        nc_net_free(b);
+        return;
+    }
+    nc_engine *e = engine_with("gpu", a);
+    NC_CHECK(e != NULL, "engine");
+    if (!e)
+        return;
+    int64_t as[4] = {4, 2, 10, 10}, bs[4] = {4, 3, 6, 6};
+    nc_tensor *xa = rnd_tensor(4, as, -1, 1), *xb = rnd_tensor(4, bs, -1, 1), *out = NULL;
+    int calls = 0;
+    nc_run_options o = {.mode = NC_MODE_ANN, .T = 1, .progress = cancel_at_3, .progress_user = &calls};
+    nc_error err = {0};
+    nc_status s = nc_engine_forward(e, xa, &o, &out, &err);
+    NC_CHECK(s == NC_ERR_CANCELLED && out == NULL && calls == 3, "cancelled after 3 nodes (%d calls): %s", calls,
+             err.message);
+    o.progress = NULL;
+    nc_tensor *ref = run_on("cpu", a, xa, &o);
+    s = nc_engine_forward(e, xa, &o, &out, &err);
+    NC_CHECK(s == NC_OK && ref && compare_report("after cancel", out->data, ref->data, nc_tensor_numel(ref), 1e-5, 1e-4) == 0,
+             "usable after cancel: %s", err.message);
+    nc_tensor_free(out);
+    nc_tensor_free(ref);
+    /* reload another net into the same engine, then the first again */
+    for (int k = 0; k < 3; k++) {
+        nc_net *net = k == 1 ? b : a;
+        nc_tensor *x = k == 1 ? xb : xa;
+        out = NULL;
+        s = nc_engine_load(e, net, &err);
+        if (s == NC_OK)
+            s = nc_engine_forward(e, x, &o, &out, &err);
+        ref = run_on("cpu", net, x, &o);
+        NC_CHECK(s == NC_OK && ref && compare_report("reload", out->data, ref->data, nc_tensor_numel(ref), 1e-5, 1e-4) == 0,
+                 "reload %d: %s", k, err.message);
+        nc_tensor_free(out);
+        nc_tensor_free(ref);
+    }
+    /* a wrong input shape */
+    out = NULL;
+    s = nc_engine_forward(e, xb, &o, &out, &err);
+    NC_CHECK(s == NC_ERR_SHAPE && strstr(err.message, "expects"), "bad input shape: %s", err.message);
+    nc_tensor_free(xa);
+    nc_tensor_free(xb);
+    nc_engine_free(e);
+    nc_net_free(a);
+    nc_net_free(b);
+}
+
+static void test_unsupported(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[1] = {8};
+    int x = add_input(net, 1, xs);
+    int lif = add_neuron(net, "lif", x, NC_NEURON_LIF);
+    add1(net, NC_NODE_OUTPUT, "y", lif);
+    nc_engine *e = NULL;
+    nc_error err = {0};
+    nc_status s = nc_engine_new("gpu", &e, &err);
+    if (s == NC_OK)
+        s = nc_engine_load(e, net, &err);
+    NC_CHECK(s == NC_ERR_UNSUPPORTED && strstr(err.message, "lif") && strstr(err.message, "cpu"),
+             "a NIR LIF neuron is refused with a reason: %s", err.message);
+    nc_engine_free(e);
+    nc_net_free(net);
+}
+
+/* A conv whose output cannot fit in device memory: 1×1 with padding 20000
+ * makes [1, 40001, 40001] per sample, 6.4 GB, × 64 samples. */
+static void test_out_of_memory(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {1, 1, 1};
+    int x = add_input(net, 3, xs);
+    int p[4] = {20000, 20000, 20000, 20000};
+    int cv = add_conv_full(net, "huge_conv", x, 1, 1, 1, 1, NULL, p, NULL, 1, 1.0f);
+    int gap = add1(net, NC_NODE_GLOBAL_AVGPOOL, "gap", cv);
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", gap);
+    add1(net, NC_NODE_OUTPUT, "y", fl);
+    nc_net *small = ann_cnn();
+    if (!infer(net) || !small) {
+        NC_CHECK(0, "shapes");
+        nc_net_free(net);
+        nc_net_free(small);
+        return;
+    }
+    nc_gpu_info before, after;
+    nc_gpu_query(&before);
+    nc_engine *e = engine_with("gpu", net);
+    NC_CHECK(e != NULL, "engine");
+    if (!e) {
+        nc_net_free(net);
+        nc_net_free(small);
+        return;
+    }
+    int64_t bs[4] = {64, 1, 1, 1};
+    nc_tensor *xin = rnd_tensor(4, bs, -1, 1), *out = NULL;
+    nc_error err = {0};
+    for (int mode = 0; mode < 2; mode++) {
+        nc_run_options o = {.mode = mode ? NC_MODE_SNN : NC_MODE_ANN, .T = 4};
+        nc_status s = nc_engine_forward(e, xin, &o, &out, &err);
+        printf("# impossible allocation (%s): %s: %s\n", mode ? "SNN" : "ANN", nc_status_name(s), err.message);
+        NC_CHECK(s == NC_ERR_MEMORY && strstr(err.message, "out of device memory") && strstr(err.message, "huge_conv"),
+                 "NC_ERR_MEMORY naming the node and the size");
+        NC_CHECK(out == NULL, "no output");
+    }
+    nc_gpu_query(&after);
+    printf("# free device memory before %.2f GiB, after %.2f GiB\n", before.free_memory / 1073741824.0,
+           after.free_memory / 1073741824.0);
+    NC_CHECK(after.free_memory + (1ull << 30) >= before.free_memory, "the failed pass left no memory behind");
+    /* the same engine runs another net afterwards */
+    int64_t ss[4] = {4, 2, 10, 10};
+    nc_tensor *xs2 = rnd_tensor(4, ss, -1, 1);
+    nc_status s = nc_engine_load(e, small, &err);
+    if (s == NC_OK)
+        s = nc_engine_forward(e, xs2, NULL, &out, &err);
+    nc_tensor *ref = run_on("cpu", small, xs2, NULL);
+    NC_CHECK(s == NC_OK && ref && compare_report("after OOM", out->data, ref->data, nc_tensor_numel(ref), 1e-5, 1e-4) == 0,
+             "usable after the failure: %s", err.message);
+    nc_tensor_free(ref);
+    nc_tensor_free(out);
+    nc_tensor_free(xs2);
+    nc_tensor_free(xin);
+    nc_engine_free(e);
+    nc_net_free(net);
+    nc_net_free(small);
+}
+
+static void test_timing(void)
+{
+    int ifs[8], n_if;
+    nc_net *net = snn_net(0, NC_RESET_SUBTRACT, NC_FIRE_GE, ifs, &n_if);
+    nc_engine *e = net ? engine_with("gpu", net) : NULL;
+    NC_CHECK(e != NULL, "engine");
+    if (e) {
+        int64_t bs[4] = {32, 2, 12, 12};
+        nc_tensor *x = rnd_tensor(4, bs, 0, 1), *out = NULL;
+        nc_run_options o = {.mode = NC_MODE_SNN, .T = 8};
+        double times[5], median = 0;
+        nc_error err = {0};
+        nc_status s = nc_engine_gpu_time_forward(e, x, &o, 2, 5, times, &median, &err);
+        NC_CHECK(s == NC_OK && median > 0, "timed: %s", err.message);
+        for (int k = 0; s == NC_OK && k < 5; k++)
+            NC_CHECK(times[k] > 0, "time %d", k);
+        printf("# timing: median %.3f ms (SNN, N = 32, T = 8)\n", median);
+        s = nc_engine_forward(e, x, &o, &out, &err);
+        nc_tensor *ref = run_on("cpu", net, x, &o);
+        NC_CHECK(s == NC_OK && ref && out && nc_tensor_numel(out) == nc_tensor_numel(ref), "forward after timing");
+        nc_tensor_free(ref);
+        nc_tensor_free(out);
+        nc_tensor_free(x);
+    }
+    nc_engine_free(e);
+    nc_net_free(net);
+}
+
+#endif /* NC_HAVE_CUDA */
+
+int main(void)
+{
+    const char *skip = gpu_skip_reason();
+#if NC_HAVE_CUDA
+    GPU_RUN(test_registry, skip);
+    GPU_RUN(test_ann_nets, skip);
+    GPU_RUN(test_snn_nets, skip);
+    GPU_RUN(test_sequence_input, skip);
+    GPU_RUN(test_precisions_snn, skip);
+    GPU_RUN(test_fixture_models, skip);
+    GPU_RUN(test_cancel_and_reload, skip);
+    GPU_RUN(test_unsupported, skip);
+    GPU_RUN(test_out_of_memory, skip);
+    GPU_RUN(test_timing, skip);
+#else
+    static const char *names[] = {"test_registry",       "test_ann_nets",          "test_snn_nets",
+                                  "test_sequence_input", "test_precisions_snn",    "test_fixture_models",
+                                  "test_cancel_and_reload", "test_unsupported", "test_out_of_memory", "test_timing"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        nc_test_report(names[i], 0, skip);
+#endif
+    return nc_test_done();
+}

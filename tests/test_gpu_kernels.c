@@ -1,0 +1,450 @@
+/* test_gpu_kernels.c — every CUDA kernel of the GPU engine against its plain-C
+ * reference in sim/nc_cpu_ops.h, llm.c style (first mismatches and the max
+ * error printed):
+ *   - the IF kernel (all 4 reset/compare variants, per-layer and per-channel
+ *     θ, constant and per-step currents, a fused bias, exact threshold ties,
+ *     T across the 8-step unroll): bit-identical to nc_ref_if_run;
+ *   - Poisson encoding: bit-identical to nc_poisson_encode;
+ *   - the GEMM in every precision, on analog and on spike operands (the
+ *     spike path of bf16 / split-bf16): relative errors printed, fp32 and
+ *     split-bf16 held to fp32 accuracy;
+ *   - conv2d (padding, stride, dilation, groups, depthwise, 1×1), avg/max
+ *     pools (padding, ceil mode, count_include_pad, dilation), global avgpool,
+ *     affine, scale, add, concat, relu/clip/qcfs through one-node nets on the
+ *     engine, against nc_ref_conv2d / nc_ref_*pool / the CPU engine.
+ * Without a GPU every test is skipped (and passes). */
+#include "test_gpu_common.h"
+
+#if NC_HAVE_CUDA
+
+/* ---- IF ------------------------------------------------------------------- */
+
+static void if_case(int T, int64_t n, int c, int64_t inner, int per_channel, int constant, int with_bias,
+                    nc_reset reset, nc_compare cmp, int64_t *bad_total)
+{
+    int64_t total = n * c * inner;
+    int n_th = per_channel ? c : 1;
+    float th[64], bias[64];
+    for (int k = 0; k < n_th; k++)
+        th[k] = k == 0 ? 1.0f : rnd_range(0.3f, 2.0f); /* θ = 1: exact ties below */
+    for (int k = 0; k < c; k++)
+        bias[k] = rnd_range(-0.2f, 0.2f);
+    int64_t in_step = constant ? 0 : total, in_n = constant ? total : T * total;
+    float *in = malloc((size_t)in_n * sizeof(float)), *x = malloc((size_t)in_n * sizeof(float));
+    float *out = malloc((size_t)(T * total) * sizeof(float)), *ref = malloc((size_t)(T * total) * sizeof(float));
+    float *v = malloc((size_t)total * sizeof(float));
+    for (int64_t i = 0; i < in_n; i++) {
+        in[i] = rnd_range(-0.5f, 1.5f);
+        if (i % 7 == 0)
+            in[i] = 0.5f; /* with θ = 1 and v0 = θ/2: m = 1.0 exactly, a tie */
+        x[i] = with_bias ? in[i] + bias[(i % total / inner) % c] : in[i];
+    }
+    nc_if_params p = {th, n_th, 0.5f, reset, cmp};
+    nc_ref_if_run(&p, T, n, c, inner, x, in_step, ref, total, v);
+    nc_error err = {0};
+    nc_status s = nc_gpu_test_if(T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO, cmp == NC_FIRE_GT,
+                                 with_bias ? bias : NULL, in, in_step, out, total, &err);
+    NC_CHECK(s == NC_OK, "nc_gpu_test_if: %s", err.message);
+    if (s == NC_OK) {
+        char what[160];
+        snprintf(what, sizeof what, "IF T=%d %s %s %s %s %s", T, cmp == NC_FIRE_GE ? ">=" : ">",
+                 reset == NC_RESET_SUBTRACT ? "subtract" : "zero", per_channel ? "per-channel" : "layer",
+                 constant ? "constant" : "per-step", with_bias ? "bias" : "no-bias");
+        int64_t bad = compare_report(what, out, ref, T * total, 0.0, 0.0);
+        NC_CHECK(bad == 0, "%s: %lld values differ from nc_ref_if_run", what, (long long)bad);
+        *bad_total += bad;
+    }
+    free(in);
+    free(x);
+    free(out);
+    free(ref);
+    free(v);
+}
+
+static void test_if_kernel(void)
+{
+    int64_t bad = 0;
+    for (int variant = 0; variant < 32; variant++) {
+        int T = variant % 2 ? 9 : 4;
+        if_case(T, 3, 5, 13, variant & 1, variant & 2, variant & 4, variant & 8 ? NC_RESET_ZERO : NC_RESET_SUBTRACT,
+                variant & 16 ? NC_FIRE_GT : NC_FIRE_GE, &bad);
+    }
+    /* a big layer: many blocks, grid-stride loop */
+    if_case(8, 64, 32, 28 * 28, 1, 0, 1, NC_RESET_SUBTRACT, NC_FIRE_GE, &bad);
+    printf("# IF kernel: %lld mismatches over all cases\n", (long long)bad);
+}
+
+/* ---- Poisson ----------------------------------------------------------------- */
+
+static void test_poisson_kernel(void)
+{
+    int T = 5;
+    int64_t n = 3001;
+    float *in = malloc((size_t)n * sizeof(float)), *out = malloc((size_t)(T * n) * sizeof(float)),
+          *ref = malloc((size_t)(T * n) * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        in[i] = rnd_range(-0.2f, 1.2f);
+    nc_poisson_encode(77, 0, T, n, in, ref);
+    nc_error err = {0};
+    nc_status s = nc_gpu_test_poisson(77, T, n, in, out, &err);
+    NC_CHECK(s == NC_OK, "%s", err.message);
+    if (s == NC_OK)
+        NC_CHECK(compare_report("poisson", out, ref, T * n, 0, 0) == 0, "bit-identical to nc_poisson_encode");
+    free(in);
+    free(out);
+    free(ref);
+}
+
+/* ---- GEMM in every precision ----------------------------------------------------- */
+
+static void test_gemm_precisions(void)
+{
+    const int64_t rows = 300;
+    const int fin = 203, fout = 70; /* fin not a multiple of 8: unaligned tensor-core operands */
+    float *in = malloc((size_t)(rows * fin) * sizeof(float)), *sp = malloc((size_t)(rows * fin) * sizeof(float));
+    float *w = malloc((size_t)fin * fout * sizeof(float)), *th = malloc((size_t)fin * sizeof(float));
+    float *ref = malloc((size_t)(rows * fout) * sizeof(float)), *ref_sp = malloc((size_t)(rows * fout) * sizeof(float));
+    float *out = malloc((size_t)(rows * fout) * sizeof(float));
+    for (int f = 0; f < fin; f++)
+        th[f] = rnd_range(0.5f, 2.0f);
+    for (int64_t i = 0; i < rows * fin; i++) {
+        in[i] = rnd_float();
+        sp[i] = rnd_float() > 0.4f ? th[i % fin] : 0.0f; /* spikes carry θ of their feature */
+    }
+    for (int64_t i = 0; i < (int64_t)fin * fout; i++)
+        w[i] = rnd_float() / sqrtf((float)fin);
+    nc_ref_dense(rows, fin, fout, in, w, NULL, ref);
+    nc_ref_dense(rows, fin, fout, sp, w, NULL, ref_sp);
+    /* relative-error bounds: fp32 and the split modes on spikes are fp32
+     * accurate; tf32 keeps 10 bits, bf16 7 bits of the operands */
+    static const double bound_analog[NC_GPU_PRECISION_COUNT] = {1e-5, 3e-3, 3e-2, 1e-5, 1e-5};
+    static const double bound_spike[NC_GPU_PRECISION_COUNT] = {1e-5, 3e-3, 3e-2, 1e-5, 1e-4};
+    for (int p = 0; p < NC_GPU_PRECISION_COUNT; p++) {
+        for (int spike = 0; spike < 2; spike++) {
+            nc_error err = {0};
+            memset(out, 0, (size_t)(rows * fout) * sizeof(float));
+            nc_status s = nc_gpu_test_gemm((nc_gpu_precision)p, rows, fin, fout, spike ? sp : in, w,
+                                           spike ? th : NULL, out, &err);
+            NC_CHECK(s == NC_OK, "%s: %s", nc_gpu_precision_name((nc_gpu_precision)p), err.message);
+            if (s != NC_OK)
+                continue;
+            char what[96];
+            snprintf(what, sizeof what, "GEMM %s, %s operand", nc_gpu_precision_name((nc_gpu_precision)p),
+                     spike ? "spike" : "analog");
+            const float *r = spike ? ref_sp : ref;
+            double bound = spike ? bound_spike[p] : bound_analog[p];
+            if (bound <= 1e-5)
+                compare_report(what, out, r, rows * fout, 1e-5, 1e-4);
+            double e = rel_error(out, r, rows * fout);
+            printf("# %s: relative error %.3g (bound %.0e)\n", what, e, bound);
+            NC_CHECK(e <= bound, "%s: relative error %.3g > %.0e", what, e, bound);
+        }
+    }
+    free(in);
+    free(sp);
+    free(w);
+    free(th);
+    free(ref);
+    free(ref_sp);
+    free(out);
+}
+
+/* ---- one-node nets -------------------------------------------------------------- */
+
+/* input [c, h, w] → node → output; returns the net (shapes inferred) and the
+ * index of the node in *node. */
+static nc_net *one_node_net(int c, int h, int w, nc_node_kind kind, int *node)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {c, h, w};
+    int x = add_input(net, 3, xs);
+    *node = add1(net, kind, "op", x);
+    return net;
+}
+
+static nc_net *finish_net(nc_net *net, int last)
+{
+    add1(net, NC_NODE_OUTPUT, "y", last);
+    if (!infer(net)) {
+        nc_net_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+typedef struct conv_case {
+    const char *name;
+    int cin, h, w, cout, kh, kw, groups;
+    int stride[2], pad[4], dil[2];
+} conv_case;
+
+static void test_conv_kernels(void)
+{
+    static const conv_case cases[] = {
+        {"3x3 pad 1", 3, 9, 9, 8, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+        {"3x3 stride 2 asym pad", 4, 10, 9, 6, 3, 3, 1, {2, 2}, {1, 0, 0, 1}, {1, 1}},
+        {"3x3 dilation 2", 3, 12, 11, 5, 3, 3, 1, {1, 1}, {2, 2, 2, 2}, {2, 2}},
+        {"5x3 stride (2,1)", 2, 11, 8, 7, 5, 3, 1, {2, 1}, {2, 1, 2, 1}, {1, 1}},
+        {"groups 2", 4, 8, 8, 8, 3, 3, 2, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+        {"depthwise", 4, 8, 8, 4, 3, 3, 4, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+        {"depthwise x2", 4, 8, 8, 8, 3, 3, 4, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+        {"1x1 pointwise", 16, 7, 7, 8, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+        {"1x1 stride 2", 6, 9, 9, 5, 1, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+        {"1x1 groups 2", 8, 5, 5, 8, 1, 1, 2, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+    };
+    const int64_t N = 5;
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const conv_case *cc = &cases[k];
+        nc_net *net = nc_net_new();
+        int64_t xs[3] = {cc->cin, cc->h, cc->w};
+        int x = add_input(net, 3, xs);
+        int cv = add_conv_full(net, "conv", x, cc->cout, cc->cin / cc->groups, cc->kh, cc->kw, cc->stride, cc->pad,
+                               cc->dil, cc->groups, 0.5f);
+        if (!(net = finish_net(net, cv))) {
+            NC_CHECK(0, "%s: shapes", cc->name);
+            continue;
+        }
+        const nc_node *n = &net->nodes[cv];
+        nc_window g;
+        int kern[2] = {cc->kh, cc->kw};
+        nc_window_init(&g, cc->cin, cc->h, cc->w, kern, cc->stride, cc->pad, cc->dil, 0);
+        int64_t out_numel = nc_node_numel(n);
+        int64_t bs[4] = {N, cc->cin, cc->h, cc->w};
+        nc_tensor *in = rnd_tensor(4, bs, -1, 1);
+        float *ref = malloc((size_t)(N * out_numel) * sizeof(float));
+        nc_ref_conv2d(&g, cc->cout, cc->groups, N, in->data, n->weight->data, n->bias->data, ref);
+        nc_engine *e = engine_with("gpu", net);
+        for (int p = 0; e && p < NC_GPU_PRECISION_COUNT; p++) {
+            nc_error err = {0};
+            nc_tensor *out = NULL;
+            nc_engine_gpu_set_precision(e, (nc_gpu_precision)p, &err);
+            nc_status s = nc_engine_forward(e, in, NULL, &out, &err);
+            NC_CHECK(s == NC_OK, "%s %s: %s", cc->name, nc_gpu_precision_name((nc_gpu_precision)p), err.message);
+            if (s == NC_OK) {
+                char what[128];
+                snprintf(what, sizeof what, "conv %s, %s", cc->name, nc_gpu_precision_name((nc_gpu_precision)p));
+                double rel = rel_error(out->data, ref, N * out_numel);
+                if (p == NC_GPU_FP32 || p == NC_GPU_SPLIT_BF16 || p == NC_GPU_SPLIT_BF16X2) /* analog: fp32 */
+                    NC_CHECK(compare_report(what, out->data, ref, N * out_numel, 1e-5, 1e-4) == 0, "%s", what);
+                else
+                    printf("# %s: relative error %.3g\n", what, rel);
+                NC_CHECK(rel < (p == NC_GPU_BF16 ? 3e-2 : p == NC_GPU_TF32 ? 3e-3 : 1e-5), "%s: relative error %.3g",
+                         what, rel);
+            }
+            nc_tensor_free(out);
+        }
+        NC_CHECK(e != NULL, "%s: gpu engine", cc->name);
+        /* SNN mode, fp32: a constant input, so the conv runs once for all steps */
+        if (e) {
+            nc_error err = {0};
+            nc_engine_gpu_set_precision(e, NC_GPU_FP32, &err);
+            nc_run_options o = {.mode = NC_MODE_SNN, .T = 3};
+            nc_tensor *out = NULL;
+            NC_CHECK(nc_engine_forward(e, in, &o, &out, &err) == NC_OK, "%s snn: %s", cc->name, err.message);
+            for (int t = 0; out && t < 3; t++)
+                NC_CHECK(compare_report("conv snn step", out->data + t * N * out_numel, ref, N * out_numel, 1e-5, 1e-4) == 0,
+                         "%s step %d", cc->name, t);
+            nc_tensor_free(out);
+        }
+        nc_engine_free(e);
+        free(ref);
+        nc_tensor_free(in);
+        nc_net_free(net);
+    }
+}
+
+typedef struct pool_case {
+    const char *name;
+    nc_node_kind kind;
+    int k[2], stride[2], pad[4], dil[2], ceil, cip;
+} pool_case;
+
+static void test_pool_kernels(void)
+{
+    static const pool_case cases[] = {
+        {"avg 2x2", NC_NODE_AVGPOOL, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
+        {"avg 3x3 s2 pad 1", NC_NODE_AVGPOOL, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0},
+        {"avg 3x3 s2 pad 1 cip", NC_NODE_AVGPOOL, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 1},
+        {"avg 3x3 s2 ceil", NC_NODE_AVGPOOL, {3, 3}, {2, 2}, {0, 1, 1, 0}, {1, 1}, 1, 1},
+        {"avg 2x3 s(1,2) ceil", NC_NODE_AVGPOOL, {2, 3}, {1, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0},
+        {"max 2x2", NC_NODE_MAXPOOL, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
+        {"max 3x3 s2 pad 1 ceil", NC_NODE_MAXPOOL, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 0},
+        {"max 3x3 dilation 2", NC_NODE_MAXPOOL, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 0, 0},
+    };
+    const int C = 3, H = 11, W = 10;
+    const int64_t N = 4;
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const pool_case *pc = &cases[k];
+        int node;
+        nc_net *net = one_node_net(C, H, W, pc->kind, &node);
+        nc_node *n = &net->nodes[node];
+        memcpy(n->kernel, pc->k, sizeof n->kernel);
+        memcpy(n->stride, pc->stride, sizeof n->stride);
+        memcpy(n->pad, pc->pad, sizeof n->pad);
+        memcpy(n->dilation, pc->dil, sizeof n->dilation);
+        n->ceil_mode = pc->ceil;
+        n->count_include_pad = pc->cip;
+        if (!(net = finish_net(net, node))) {
+            NC_CHECK(0, "%s: shapes", pc->name);
+            continue;
+        }
+        nc_window g;
+        nc_window_init(&g, C, H, W, pc->k, pc->stride, pc->pad, pc->dil, pc->ceil);
+        int64_t out_numel = nc_node_numel(&net->nodes[node]);
+        int64_t bs[4] = {N, C, H, W};
+        nc_tensor *in = rnd_tensor(4, bs, -1, 1);
+        float *ref = malloc((size_t)(N * out_numel) * sizeof(float));
+        if (pc->kind == NC_NODE_AVGPOOL)
+            nc_ref_avgpool(&g, pc->cip, N, in->data, ref);
+        else
+            nc_ref_maxpool(&g, N, in->data, ref);
+        nc_tensor *out = run_on("gpu", net, in, NULL), *cpu = run_on("cpu", net, in, NULL);
+        NC_CHECK(out != NULL, "%s: gpu forward", pc->name);
+        if (out) {
+            char what[96];
+            snprintf(what, sizeof what, "%s vs reference", pc->name);
+            NC_CHECK(compare_report(what, out->data, ref, N * out_numel, 1e-6, 1e-6) == 0, "%s", what);
+            snprintf(what, sizeof what, "%s vs cpu engine (bit-identical)", pc->name);
+            if (cpu)
+                NC_CHECK(compare_report(what, out->data, cpu->data, N * out_numel, 0, 0) == 0, "%s", what);
+        }
+        nc_tensor_free(out);
+        nc_tensor_free(cpu);
+        free(ref);
+        nc_tensor_free(in);
+        nc_net_free(net);
+    }
+    /* global avgpool */
+    int node;
+    nc_net *net = one_node_net(C, H, W, NC_NODE_GLOBAL_AVGPOOL, &node);
+    if ((net = finish_net(net, node))) {
+        int64_t bs[4] = {N, C, H, W};
+        nc_tensor *in = rnd_tensor(4, bs, -1, 1);
+        float ref[64];
+        nc_global_avgpool(N, C, H * W, in->data, ref);
+        nc_tensor *out = run_on("gpu", net, in, NULL);
+        NC_CHECK(out && compare_report("global avgpool", out->data, ref, N * C, 0, 0) == 0, "global avgpool");
+        nc_tensor_free(out);
+        nc_tensor_free(in);
+        nc_net_free(net);
+    }
+}
+
+/* affine, scale (per value and scalar), relu, clip, qcfs, add of 3, concat:
+ * the CPU engine's results, bit for bit. */
+static void test_elementwise_kernels(void)
+{
+    const int C = 4, H = 5, W = 6;
+    const int64_t N = 3;
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {C, H, W};
+    int x = add_input(net, 3, xs);
+    int af = add1(net, NC_NODE_AFFINE, "affine", x);
+    int64_t cs[1] = {C}, vs[1] = {C * H * W}, one[1] = {1};
+    net->nodes[af].weight = rnd_tensor(1, cs, 0.5f, 1.5f);
+    net->nodes[af].bias = rnd_tensor(1, cs, -0.3f, 0.3f);
+    int sc = add1(net, NC_NODE_SCALE, "scale", af);
+    net->nodes[sc].weight = rnd_tensor(1, vs, -2.0f, 2.0f);
+    int sc1 = add1(net, NC_NODE_SCALE, "scale1", x);
+    net->nodes[sc1].weight = rnd_tensor(1, one, 0.7f, 0.7f);
+    int ad_in[3] = {x, sc, sc1};
+    int ad = nc_net_add_node(net, NC_NODE_ADD, "add3", 3, ad_in);
+    int re = add_neuron(net, "relu", ad, NC_NEURON_RELU);
+    int cl = add_neuron(net, "clip", ad, NC_NEURON_CLIP);
+    net->nodes[cl].neuron.clip_min = -0.25f;
+    net->nodes[cl].neuron.clip_max = 0.6f;
+    int qc = add_neuron(net, "qcfs", ad, NC_NEURON_QCFS);
+    float lam[4] = {0.9f, 1.3f, 2.0f, 0.45f};
+    nc_neuron_set_threshold(&net->nodes[qc].neuron, C, lam, NULL);
+    net->nodes[qc].neuron.levels = 4;
+    int cc_in[3] = {re, cl, qc};
+    int cc = nc_net_add_node(net, NC_NODE_CONCAT, "cat", 3, cc_in);
+    if (!(net = finish_net(net, cc))) {
+        NC_CHECK(0, "shapes");
+        return;
+    }
+    int64_t bs[4] = {N, C, H, W};
+    nc_tensor *in = rnd_tensor(4, bs, -2, 2);
+    for (int mode = NC_MODE_ANN; mode <= NC_MODE_SNN; mode++) {
+        nc_run_options o = {.mode = (nc_mode)mode, .T = 2};
+        keep_obs kg = {0}, kc = {0};
+        nc_observer og = {keep_out, keep_in, &kg}, oc = {keep_out, keep_in, &kc};
+        o.observer = &og;
+        nc_tensor *out = run_on("gpu", net, in, &o);
+        o.observer = &oc;
+        nc_tensor *cpu = run_on("cpu", net, in, &o);
+        NC_CHECK(out && cpu, "forward mode %d", mode);
+        for (int i = 1; out && cpu && i < net->n_nodes; i++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s (mode %d)", net->nodes[i].name, mode);
+            NC_CHECK(kg.out_rows[i] == kc.out_rows[i] && kg.out_rows[i] > 0, "%s: observed rows %lld vs %lld", what,
+                     (long long)kg.out_rows[i], (long long)kc.out_rows[i]);
+            if (kg.out_rows[i] == kc.out_rows[i] && kg.out[i] && kc.out[i])
+                NC_CHECK(compare_report(what, kg.out[i], kc.out[i], kg.out_rows[i] * kg.per_row[i], 0, 0) == 0,
+                         "%s: bit-identical to the cpu engine", what);
+        }
+        keep_free(&kg);
+        keep_free(&kc);
+        nc_tensor_free(out);
+        nc_tensor_free(cpu);
+    }
+    nc_tensor_free(in);
+    nc_net_free(net);
+}
+
+/* The gated max pool (per-step kernels with running counts) against the CPU
+ * engine: x → IF → gated max pool, per-step currents from Poisson input. */
+static void test_gated_kernel(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {3, 9, 8};
+    int x = add_input(net, 3, xs);
+    int sp = add_if(net, "if", x, 3, 0.3f, 0.9f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "gated", sp, 3, 2);
+    net->nodes[mp].pad[0] = net->nodes[mp].pad[1] = net->nodes[mp].pad[2] = net->nodes[mp].pad[3] = 1;
+    net->nodes[mp].ceil_mode = 1;
+    net->nodes[mp].maxpool_strategy = NC_MAXPOOL_GATED;
+    if (!(net = finish_net(net, mp))) {
+        NC_CHECK(0, "shapes");
+        return;
+    }
+    int64_t bs[4] = {4, 3, 9, 8};
+    nc_tensor *in = rnd_tensor(4, bs, 0, 1);
+    for (int enc = 0; enc < 2; enc++) {
+        nc_run_options o = {.mode = NC_MODE_SNN, .T = 11, .encoding = enc ? NC_ENCODING_POISSON : NC_ENCODING_DIRECT,
+                            .seed = 5};
+        nc_tensor *out = run_on("gpu", net, in, &o), *cpu = run_on("cpu", net, in, &o);
+        NC_CHECK(out && cpu, "forward");
+        if (out && cpu)
+            NC_CHECK(compare_report(enc ? "gated max pool (poisson)" : "gated max pool (direct)", out->data, cpu->data,
+                                    nc_tensor_numel(cpu), 0, 0) == 0,
+                     "bit-identical to the cpu engine");
+        nc_tensor_free(out);
+        nc_tensor_free(cpu);
+    }
+    nc_tensor_free(in);
+    nc_net_free(net);
+}
+
+#endif /* NC_HAVE_CUDA */
+
+int main(void)
+{
+    const char *skip = gpu_skip_reason();
+#if NC_HAVE_CUDA
+    GPU_RUN(test_if_kernel, skip);
+    GPU_RUN(test_poisson_kernel, skip);
+    GPU_RUN(test_gemm_precisions, skip);
+    GPU_RUN(test_conv_kernels, skip);
+    GPU_RUN(test_pool_kernels, skip);
+    GPU_RUN(test_elementwise_kernels, skip);
+    GPU_RUN(test_gated_kernel, skip);
+#else
+    static const char *names[] = {"test_if_kernel", "test_poisson_kernel", "test_gemm_precisions",
+                                  "test_conv_kernels", "test_pool_kernels", "test_elementwise_kernels",
+                                  "test_gated_kernel"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        nc_test_report(names[i], 0, skip);
+#endif
+    return nc_test_done();
+}

@@ -1,0 +1,61 @@
+#!/bin/bash
+# test_workbench_xvfb.sh — the workbench end to end, under Xvfb (TAP).
+#
+# Starts `neurocuda-workbench --self-test=DIR` on the bundled model: it
+# converts and simulates through the window's own actions (a run cancelled
+# after its first live update, then p99.9 and mmse runs compared on one
+# accuracy chart), checks that every view received data, exports every chart
+# as PNG/SVG/PDF, the recording and the project, opens that project and
+# simulates it, and screenshots the window (each view, light and dark).
+# G_DEBUG=fatal-criticals turns any GTK/GLib critical into a failure.
+#
+# Usage: test_workbench_xvfb.sh PATH/TO/neurocuda-workbench
+set -u
+workbench=${1:?usage: $0 neurocuda-workbench}
+out="${NC_BUILD_DIR:-${TMPDIR:-/tmp}}/test-workbench"
+n=0 failed=0
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; }
+check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+
+if ! command -v xvfb-run >/dev/null; then
+  echo "1..0 # SKIP xvfb-run not found (Debian package xvfb)"
+  exit 0
+fi
+
+rm -rf "$out"
+mkdir -p "$out"
+log="$out/self-test.log"
+# memory GSettings: the test neither reads nor changes the user's settings
+xvfb-run -a -s "-screen 0 1600x1000x24" \
+  env GSETTINGS_BACKEND=memory G_DEBUG=fatal-criticals NO_AT_BRIDGE=1 GTK_A11Y=none \
+  timeout 600 "$workbench" --self-test="$out" >"$log" 2>&1
+status=$?
+sed 's/^/# /' "$log"
+check "the self-test passed (exit status $status, no GTK critical)" '[ $status -eq 0 ] && grep -q "self-test: passed" "$log"'
+
+is_png() { [ -s "$1" ] && [ "$(head -c 4 "$1" | tail -c 3)" = "PNG" ]; }
+is_pdf() { [ -s "$1" ] && [ "$(head -c 5 "$1")" = "%PDF-" ]; }
+is_svg() { [ -s "$1" ] && grep -q "<svg" "$1"; }
+
+charts="accuracy firing-rates calibration-error raster membrane sops teaching"
+bad=""
+for c in $charts; do
+  is_png "$out/$c.png" && is_svg "$out/$c.svg" && is_pdf "$out/$c.pdf" || bad="$bad $c"
+done
+check "every chart exported as PNG, SVG and PDF${bad:+ (missing:$bad)}" '[ -z "$bad" ]'
+check "the recording is an HDF5 file" '[ "$(head -c 4 "$out/recording.h5" | tail -c 3)" = "HDF" ]'
+check "the project is an HDF5 file" '[ "$(head -c 4 "$out/model.ncsnn" | tail -c 3)" = "HDF" ]'
+
+bad=""
+for c in $charts dark settings running; do
+  f="$out/window-$c.png"
+  is_png "$f" && [ "$(stat -c %s "$f")" -gt 20000 ] || bad="$bad $c"
+done
+check "window screenshots of every view and in dark mode${bad:+ (missing:$bad)}" '[ -z "$bad" ]'
+check "no temporary files left by the atomic writes" '[ -z "$(ls "$out" | grep -E "\.tmp")" ]'
+
+echo "# screenshots and exports are in $out"
+echo "1..$n"
+exit $failed

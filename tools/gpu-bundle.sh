@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# gpu-bundle.sh — builds the GPU programs here and packs them for the GPU
+# machine into .gpu/nc.tar.xz (git-ignored: pass ".gpu" in the device run's
+# carry list), then tools/gpu-run.sh runs them there.
+#
+#   tools/gpu-bundle.sh            build dir ./build-gpu (NC_BUILDDIR overrides)
+#
+# Packed (with the shared libraries they need that the GPU image may lack;
+# the CUDA runtime and cuBLAS are NOT packed — the GPU machine has CUDA 13):
+#   bin/neurocuda, bin/test_gpu_kernels, bin/test_gpu_engine
+#   data/fmnist/   the first 2048 Fashion-MNIST test images (also as the
+#                  "train" split), for `neurocuda bench MODEL.onnx --data`
+# Only those targets are built, so that work in progress elsewhere in the
+# tree cannot stop the bundle.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+builddir=${NC_BUILDDIR:-build-gpu}
+bundler=${NC_GPU_BUNDLER:-$root/../shared/tools/gpu-bundle}
+[ -x "$bundler" ] || bundler=/work/shared/tools/gpu-bundle
+[ -f "$bundler" ] || { echo "gpu-bundle.sh: no gpu-bundle tool at $bundler" >&2; exit 1; }
+
+if [ ! -f "$builddir/build.ninja" ]; then
+  meson setup "$builddir" -Dcuda=enabled
+fi
+grep -q '#define NC_HAVE_CUDA 1' "$builddir/nc_config.h" || {
+  echo "gpu-bundle.sh: $builddir was configured without CUDA (meson configure $builddir -Dcuda=enabled)" >&2
+  exit 1
+}
+targets=(app/neurocuda tests/test_gpu_kernels tests/test_gpu_engine)
+ninja -C "$builddir" "${targets[@]}"
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p .gpu "$stage/data/fmnist"
+# a small Fashion-MNIST in IDX form (test images double as the train split)
+python3 - "$stage/data/fmnist" <<'EOF'
+import gzip, os, struct, sys
+src = "/usr/share/datasets/fashion-mnist"
+dst = sys.argv[1]
+n = 2048
+def sub(kind, split):
+    name = f"t10k-{kind}-idx{3 if kind == 'images' else 1}-ubyte.gz"
+    path = os.path.join(src, name)
+    if not os.path.exists(path):
+        return False
+    data = gzip.open(path).read()
+    magic, count = struct.unpack(">II", data[:8])
+    if kind == "images":
+        rows, cols = struct.unpack(">II", data[8:16])
+        body = data[16:16 + n * rows * cols]
+        head = struct.pack(">IIII", magic, n, rows, cols)
+    else:
+        body = data[8:8 + n]
+        head = struct.pack(">II", magic, n)
+    for split in ("t10k", "train"):
+        out = os.path.join(dst, name.replace("t10k", split))
+        with gzip.open(out, "wb") as f:
+            f.write(head + body)
+    return True
+ok = sub("images", None) and sub("labels", None)
+print("fashion-mnist subset:", "yes" if ok else "no (dataset-fashion-mnist not installed)")
+EOF
+
+bash "$bundler" .gpu/nc.tar.xz "${targets[@]/#/$builddir/}"
+# add the data to the archive (the bundler packs bin/ and lib/)
+tmp=$(mktemp -d)
+tar xJf .gpu/nc.tar.xz -C "$tmp"
+cp -r "$stage/data" "$tmp/"
+tar cJf .gpu/nc.tar.xz -C "$tmp" bin lib data
+rm -rf "$tmp"
+echo "$(du -h .gpu/nc.tar.xz | cut -f1) .gpu/nc.tar.xz: $(tar tJf .gpu/nc.tar.xz | grep -c '^bin/.') programs, data/fmnist"
