@@ -2,10 +2,12 @@
  * (see nc_nir_doc.h; the layout is specs/nir.md §1). */
 #include "nc_nir_doc.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nc_h5util.h"
 
@@ -606,6 +608,192 @@ static int text_ok(const char *s)
     return 1;
 }
 
+/* ---- variable-length strings: checked before libhdf5 reads them ---------------
+ *
+ * A variable-length element is stored as (length u32, global heap collection
+ * address, object index u32); libhdf5 1.10 follows that reference without
+ * bounds checks, so a damaged file crashes inside H5HG_read.  Before any
+ * vlen read, vlen_refs_ok() reads the raw elements (contiguous or
+ * unfiltered chunked layouts) and checks that each points at a well-formed
+ * collection ("GCOL", version 1, inside the file) holding an object of that
+ * index whose data lies inside the collection and is at least as long as the
+ * element says.  A compact layout (raw data inside the object header, which
+ * the 1.10 format checksums) is not checked here. */
+
+typedef struct heap_cache {
+    uint64_t addr;
+    unsigned char *data;
+    uint64_t size;
+} heap_cache;
+
+static uint64_t le_uint(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int k = n - 1; k >= 0; k--)
+        v = (v << 8) | p[k];
+    return v;
+}
+
+static int pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = pread(fd, (char *)buf + done, n - done, (off_t)(off + done));
+        if (r <= 0)
+            return -1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+/* Checks one element (len, addr, idx) against the heap; 1 ok. */
+static int heap_ref_ok(int fd, uint64_t file_size, uint64_t base, int sa, int ss, heap_cache *hc, uint64_t len,
+                       uint64_t addr, uint64_t idx)
+{
+    if (len == 0)
+        return 1; /* an empty (or NULL) string reads nothing */
+    if (len > NIR_MAX_STRING || idx == 0 || idx > 65535)
+        return 0;
+    uint64_t at = addr + base;
+    if (addr >= file_size || at >= file_size)
+        return 0;
+    if (!hc->data || hc->addr != at) {
+        unsigned char head[32];
+        int hl = 8 + ss;
+        if (at + (uint64_t)hl > file_size || pread_all(fd, head, (size_t)hl, at) != 0)
+            return 0;
+        uint64_t size = le_uint(head + 8, ss);
+        if (memcmp(head, "GCOL", 4) != 0 || head[4] != 1 || size < (uint64_t)hl || size > ((uint64_t)1 << 26) ||
+            at + size > file_size)
+            return 0;
+        unsigned char *data = malloc((size_t)size);
+        if (!data || pread_all(fd, data, (size_t)size, at) != 0) {
+            free(data);
+            return 0;
+        }
+        free(hc->data);
+        hc->data = data;
+        hc->size = size;
+        hc->addr = at;
+    }
+    /* objects: index u16, refcount u16, reserved 4, size (ss), data padded to 8 */
+    uint64_t off = 8 + (uint64_t)ss, head = 8 + (uint64_t)ss;
+    (void)sa;
+    while (off + head <= hc->size) {
+        const unsigned char *o = hc->data + off;
+        uint64_t oi = le_uint(o, 2), osize = le_uint(o + 8, ss);
+        if (oi == 0) /* free space: the end of the objects */
+            return 0;
+        if (osize > hc->size - off - head)
+            return 0;
+        if (oi == idx)
+            return osize >= len;
+        off += head + ((osize + 7) & ~(uint64_t)7);
+    }
+    return 0;
+}
+
+static int vlen_refs_ok(hid_t g, const char *name)
+{
+    hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
+    hid_t t = d >= 0 ? H5Dget_type(d) : H5I_INVALID_HID, dcpl = H5I_INVALID_HID, space = H5I_INVALID_HID;
+    hid_t f = H5I_INVALID_HID, fcpl = H5I_INVALID_HID;
+    int ok = 0, fd = -1;
+    heap_cache hc = {0};
+    unsigned char *raw = NULL;
+    if (t < 0)
+        goto done;
+    if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) <= 0) {
+        ok = 1; /* fixed-length strings are read without the heap */
+        goto done;
+    }
+    space = H5Dget_space(d);
+    dcpl = H5Dget_create_plist(d);
+    f = H5Iget_file_id(d);
+    fcpl = f >= 0 ? H5Fget_create_plist(f) : H5I_INVALID_HID;
+    hssize_t n = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+    size_t sa = 0, ss = 0;
+    hsize_t base = 0, file_size = 0;
+    if (n < 0 || dcpl < 0 || fcpl < 0 || H5Pget_sizes(fcpl, &sa, &ss) < 0 || H5Pget_userblock(fcpl, &base) < 0 ||
+        H5Fget_filesize(f, &file_size) < 0 || sa < 2 || sa > 8 || ss < 2 || ss > 8 || n > NIR_MAX_EDGES * 2)
+        goto done;
+    H5D_layout_t layout = H5Pget_layout(dcpl);
+    if (n == 0 || layout == H5D_COMPACT) {
+        ok = 1;
+        goto done;
+    }
+    char path[4096];
+    ssize_t pl = H5Fget_name(f, path, sizeof path);
+    if (pl <= 0 || (size_t)pl >= sizeof path || (fd = open(path, O_RDONLY)) < 0)
+        goto done;
+    size_t elem = 4 + sa + 4, bytes = (size_t)n * elem;
+    if (!(raw = malloc(bytes)))
+        goto done;
+    if (layout == H5D_CONTIGUOUS) {
+        haddr_t off = H5Dget_offset(d);
+        if (off == HADDR_UNDEF || off + base + bytes > file_size || pread_all(fd, raw, bytes, off + base) != 0)
+            goto done;
+    } else if (layout == H5D_CHUNKED) {
+        /* one unfiltered chunk holding every element (how writers store small
+         * string arrays); anything else is not checked and refused */
+        hsize_t nchunks = 0, coff[H5S_MAX_RANK], csize = 0;
+        haddr_t caddr = HADDR_UNDEF;
+        unsigned mask = 0;
+        int rank = H5Sget_simple_extent_ndims(space);
+        hsize_t dims[H5S_MAX_RANK], cdims[H5S_MAX_RANK];
+        if (rank < 1 || H5Sget_simple_extent_dims(space, dims, NULL) < 0 || H5Pget_chunk(dcpl, rank, cdims) != rank ||
+            H5Pget_nfilters(dcpl) != 0 || H5Dget_num_chunks(d, H5S_ALL, &nchunks) < 0 || nchunks != 1)
+            goto done;
+        for (int k = 0; k < rank; k++)
+            if (cdims[k] < dims[k])
+                goto done;
+        if (H5Dget_chunk_info(d, H5S_ALL, 0, coff, &mask, &caddr, &csize) < 0 || caddr == HADDR_UNDEF)
+            goto done;
+        /* the chunk is laid out with its own dims; read it whole and pick
+         * the elements row by row */
+        size_t cn = 1;
+        for (int k = 0; k < rank; k++)
+            cn *= (size_t)cdims[k];
+        if (cn > (size_t)NIR_MAX_EDGES * 4 || csize < cn * elem || caddr + base + cn * elem > file_size)
+            goto done;
+        unsigned char *chunk = malloc(cn * elem);
+        if (!chunk || pread_all(fd, chunk, cn * elem, caddr + base) != 0) {
+            free(chunk);
+            goto done;
+        }
+        for (hssize_t e = 0; e < n; e++) {
+            size_t rem = (size_t)e, at = 0, stride = 1;
+            for (int k = rank - 1; k >= 0; k--) {
+                at += (rem % dims[k]) * stride;
+                rem /= dims[k];
+                stride *= cdims[k];
+            }
+            memcpy(raw + (size_t)e * elem, chunk + at * elem, elem);
+        }
+        free(chunk);
+    } else {
+        goto done;
+    }
+    ok = 1;
+    for (hssize_t e = 0; e < n && ok; e++) {
+        const unsigned char *p = raw + (size_t)e * elem;
+        ok = heap_ref_ok(fd, file_size, base, (int)sa, (int)ss, &hc, le_uint(p, 4), le_uint(p + 4, (int)sa),
+                         le_uint(p + 4 + sa, 4));
+    }
+done:
+    free(raw);
+    free(hc.data);
+    if (fd >= 0)
+        close(fd);
+    nc_h5_close(&fcpl);
+    nc_h5_close(&f);
+    nc_h5_close(&dcpl);
+    nc_h5_close(&space);
+    nc_h5_close(&t);
+    nc_h5_close(&d);
+    return ok;
+}
+
 /* The class of a dataset's element type. */
 static H5T_class_t dataset_class(hid_t g, const char *name, int *ndim, int64_t *shape, nc_error *err)
 {
@@ -671,6 +859,9 @@ static nc_status read_value(hid_t g, const char *name, nir_node *n, int meta, in
         }
         int64_t count = 0;
         char **texts = NULL;
+        if (!vlen_refs_ok(g, name))
+            return nc_fail(err, NC_ERR_FORMAT, "dataset '%s': its strings point outside the file's string heap (damaged)",
+                           name);
         nc_status st = nc_h5_read_strings_any(g, name, &count, &texts, err);
         if (st != NC_OK)
             return st;
@@ -729,6 +920,10 @@ static nc_status read_edges(hid_t g, nir_graph *gr, nc_error *err)
     H5D_layout_t layout = H5Pget_layout(dcpl);
     if (H5Pget_external_count(dcpl) != 0 || layout == H5D_VIRTUAL || layout == H5D_LAYOUT_ERROR) {
         st = nc_fail(err, NC_ERR_FORMAT, "field 'edges' stores its data in other files, which is refused");
+        goto done;
+    }
+    if (!vlen_refs_ok(g, "edges")) {
+        st = nc_fail(err, NC_ERR_FORMAT, "field 'edges': its strings point outside the file's string heap (damaged)");
         goto done;
     }
     is_vlen = H5Tis_variable_str(ftype) > 0;
@@ -900,6 +1095,10 @@ static nc_status read_node(reader *r, hid_t parent, const char *link, const char
             st = nc_fail(r->err, NC_ERR_FORMAT, "%s: field 'type' is not a string", path);
             goto done;
         }
+        if (!vlen_refs_ok(g, "type")) {
+            st = nc_fail(r->err, NC_ERR_FORMAT, "%s: field 'type' points outside the file's string heap (damaged)", path);
+            goto done;
+        }
         if ((st = nc_h5_read_strings_any(g, "type", &count, &texts, r->err)) != NC_OK) {
             nc_error_prefix(r->err, "%s", path);
             goto done;
@@ -966,7 +1165,7 @@ nc_status nir_read_file(const char *path, nir_node *root, char *version, size_t 
         int64_t n = 0;
         char **texts = NULL;
         nc_error ignored;
-        if (nc_h5_read_strings_any(f, "version", &n, &texts, &ignored) == NC_OK && n == 1 &&
+        if (vlen_refs_ok(f, "version") && nc_h5_read_strings_any(f, "version", &n, &texts, &ignored) == NC_OK && n == 1 &&
             strlen(texts[0]) < 64 && text_ok(texts[0]))
             snprintf(version, version_size, "%s", texts[0]);
         nc_h5_free_strings(n, texts);

@@ -39,7 +39,14 @@
  *               analog operand (the input image, ANN mode, after Add/Concat)
  *               runs in fp32 in the split modes.
  * The default is fp32, or the value of the environment variable
- * NC_GPU_PRECISION when a gpu engine is created. */
+ * NC_GPU_PRECISION when a gpu engine is created.
+ *
+ * Not on the GPU yet (nc_engine_check names them): the NIR neuron models
+ * (LIF, CubaLIF, LI, CubaLI, I, NIR-IF, Threshold, Delay) and recurrent
+ * edges, which the CPU engine runs step by step.
+ *
+ * Like the CPU engine, the GPU engine copies what it needs of the net at
+ * load (weights, thresholds): load again after changing the net. */
 #ifndef NC_GPU_H
 #define NC_GPU_H
 
@@ -103,7 +110,9 @@ nc_gpu_precision nc_engine_gpu_get_precision(const nc_engine *e);
  * stream: the input is uploaded once, then `warmup` untimed and `repeats`
  * timed passes run on the device (the output stays on the device, no
  * observer; opts->observer is ignored).  *times_ms receives `repeats` times
- * in milliseconds (caller's array); *median_ms their median. */
+ * in milliseconds (caller's array, may be NULL); *median_ms their median.
+ * With NC_GPU_PROFILE=1 in the environment one more pass records an event
+ * after every node and prints each node's time on stderr. */
 nc_status nc_engine_gpu_time_forward(nc_engine *e, const nc_tensor *input, const nc_run_options *opts,
                                      int warmup, int repeats, double *times_ms, double *median_ms,
                                      nc_error *err);

@@ -39,7 +39,7 @@
 /* NIR neuron models run through sim/nc_neuron_models.c.  Set to 1 once that
  * file is in the sim library; while 0, they fail with NC_ERR_UNSUPPORTED. */
 #ifndef NC_CPU_NIR_MODELS
-#define NC_CPU_NIR_MODELS 0
+#define NC_CPU_NIR_MODELS 1
 #endif
 
 #define NC_CPU_MAX_THREADS 64
@@ -469,6 +469,33 @@ static nc_status run_gated(run_ctx *c, int i, cpu_value *out)
     return NC_OK;
 }
 
+/* PRE_SPIKE MaxPool over currents that change from step to step (they come
+ * from spikes): the max of each step's currents would overestimate the max of
+ * their average, an error that does not shrink with T.  Pooling the running
+ * sums S_i(t) = Σ_{τ≤t} x_i(τ) and passing on the increments
+ *     out(t) = max_i S_i(t) − max_i S_i(t−1)
+ * stays causal and makes the pooled mean over T exactly the max of the mean
+ * currents, which is what the ANN's max computes. */
+static nc_status run_prespike_max(run_ctx *c, row_job *j, const cpu_value *in, cpu_value *out)
+{
+    int64_t step = (int64_t)c->N * j->in_row, out_step = (int64_t)c->N * j->out_row;
+    float *sums = malloc((size_t)(c->T * step) * sizeof(float));
+    if (!sums)
+        return node_fail(c, (int)(j->node - c->net->nodes), NC_ERR_MEMORY, "out of memory for running sums");
+    memcpy(sums, in->data, (size_t)step * sizeof(float));
+    for (int t = 1; t < c->T; t++)
+        for (int64_t k = 0; k < step; k++)
+            sums[t * step + k] = sums[(t - 1) * step + k] + in->data[t * step + k];
+    j->op = JOB_MAXPOOL;
+    j->in = sums;
+    job_parallel(j, c->threads, in->rows, in->rows * j->in_row);
+    for (int t = c->T - 1; t >= 1; t--)
+        for (int64_t k = 0; k < out_step; k++)
+            out->data[t * out_step + k] -= out->data[(t - 1) * out_step + k];
+    free(sums);
+    return NC_OK;
+}
+
 /* avgpool, maxpool (by mode and strategy) and global avgpool. */
 static nc_status run_pool(run_ctx *c, int i, cpu_value *out)
 {
@@ -488,12 +515,14 @@ static nc_status run_pool(run_ctx *c, int i, cpu_value *out)
     } else if (n->kind == NC_NODE_AVGPOOL || (c->snn && n->maxpool_strategy == NC_MAXPOOL_AVG)) {
         /* AVG: the MaxPool's window run as an average (its count_include_pad) */
         j.op = JOB_AVGPOOL;
+    } else if (c->snn && !in->constant) {
+        return run_prespike_max(c, &j, in, out);
     } else {
-        /* ANN/QCFS, and PRE_SPIKE in SNN: the max of this step's inputs.  The
-         * engine does not reorder: PRE_SPIKE is exact when the converter has
-         * moved the MaxPool before the IF (ReLU and max commute in the ANN), so
-         * that it pools currents and one IF spikes on the pooled current.  On
-         * spikes it would be the "max of spikes" that overestimates rates. */
+        /* ANN/QCFS, and a constant input in SNN: the max of this step's
+         * inputs.  The engine does not reorder: PRE_SPIKE is exact when the
+         * converter has moved the MaxPool before the IF (ReLU and max commute
+         * in the ANN), so that it pools currents and one IF spikes on the
+         * pooled current. */
         j.op = JOB_MAXPOOL;
     }
     job_parallel(&j, c->threads, in->rows, in->rows * j.in_row);

@@ -538,15 +538,15 @@ static nc_preprocess fmnist_pp(void)
     return pp;
 }
 
-/* Calibrates on 500 train images, converts (L = 8) and compares QCFS-mode
- * accuracy with the ANN on 1000 test images. */
+/* Calibrates on 500 train images, converts (L = 8) and compares the QCFS-ANN
+ * and the SNN at T = 32 with the ANN on 1000 test images. */
 static void check_fixture(const char *name, const nc_dataset *train, const nc_dataset *test)
 {
     char rel[256], path[1024];
     snprintf(rel, sizeof rel, "tests/fixtures/models/%s.onnx", name);
     nc_test_path(rel, path, sizeof path);
     char test_name[128];
-    snprintf(test_name, sizeof test_name, "fixture %s: calibrate, convert, QCFS accuracy", name);
+    snprintf(test_name, sizeof test_name, "fixture %s: calibrate, convert, QCFS and SNN accuracy", name);
     if (access(path, R_OK) != 0 || !train || !test) {
         nc_test_report(test_name, 0, !train || !test ? "Fashion-MNIST not installed" : "fixture model not there yet");
         return;
@@ -566,20 +566,6 @@ static void check_fixture(const char *name, const nc_dataset *train, const nc_da
         printf("# %s: %s\n", name, err.message);
         goto done;
     }
-    /* Other methods, for the record (not asserted). */
-    for (int m = 0; m < NC_CALIB_METHOD_COUNT; m++)
-        for (int pc = 0; pc < 2; pc++) {
-            nc_net *c = nc_net_clone(net);
-            nc_thresholds *tm = NULL;
-            nc_eval_result r = {0};
-            if (nc_calibrate_thresholds(stats, c, m, pc, 8, 0.5f, &tm, &err) == NC_OK &&
-                nc_convert_to_qcfs(c, tm, 8, &err) == NC_OK && nc_engine_load(e, c, &err) == NC_OK &&
-                nc_evaluate(e, test, 100, NC_MODE_QCFS, NULL, NULL, &r, &err) == NC_OK)
-                printf("# %s: %-6s %-7s L=8 QCFS %.2f%%\n", name, nc_calib_method_name(m), pc ? "channel" : "layer",
-                       100 * r.accuracy);
-            nc_thresholds_free(tm);
-            nc_net_free(c);
-        }
     if (nc_convert_to_qcfs(net, t, 8, &err) || nc_engine_load(e, net, &err) ||
         nc_evaluate(e, test, 100, NC_MODE_QCFS, NULL, NULL, &q, &err) || nc_convert_to_snn(net, NULL, &err) ||
         nc_engine_load(e, net, &err)) {
@@ -590,9 +576,13 @@ static void check_fixture(const char *name, const nc_dataset *train, const nc_da
     print_comment(nc_convert_summary_text(net, "p99.9 layer-wise", buf, sizeof buf));
     printf("# %s: ANN %.2f%%, QCFS (p99.9, L=8) %.2f%% on %lld test images\n", name, 100 * ann.accuracy,
            100 * q.accuracy, (long long)q.images);
-    for (int T = 8; T <= 32; T *= 4) /* for the record: IF neurons, v0 = θ/2, summed logits */
-        printf("# %s: SNN T=%d %.2f%%\n", name, T, 100 * snn_accuracy(e, test, T, test->count));
-    failed = !(q.accuracy > ann.accuracy - 0.03);
+    /* IF neurons, v0 = θ/2, summed logits: at T = 32 the SNN is within 1.5
+     * points of the ANN (the average over T steps approaches the clipped
+     * ReLU; QCFS with L = 8 quantises more coarsely and may lose a few points
+     * on deep nets without fine-tuning, so it gets a wider margin). */
+    double snn32 = snn_accuracy(e, test, 32, test->count);
+    printf("# %s: SNN T=32 %.2f%%\n", name, 100 * snn32);
+    failed = !(q.accuracy > ann.accuracy - 0.06) || !(snn32 > ann.accuracy - 0.015);
 done:
     nc_test_report(test_name, failed, NULL);
     nc_thresholds_free(t);

@@ -813,7 +813,9 @@ static void test_nir_lif(void)
 /* x [1, 2, 2] → IF (θ 1, v0 0) → maxpool 2×2 → flatten → output, T = 6.
  * Inputs .625 and .375 (and two zeros) give the trains
  *   n0: 0 1 0 1 1 0      n1: 0 0 1 0 0 1
- * max of spikes: 0 1 1 1 1 1; average: (n0 + n1)/4;
+ * pre-spike pools the running sums S0 0 1 1 2 3 3 and S1 0 0 1 1 1 2 and
+ * passes their increments: 0 1 0 1 1 0 (the mean 3/6 is the larger mean, not
+ * the max of spikes 0 1 1 1 1 1 that overestimates it); average: (n0 + n1)/4;
  * gated: running counts (current step included) n0 1,1,2,3,3 vs n1 0,1,1,1,2
  * from t = 2 on, the tie at t = 3 goes to n0 (first): 0 1 0 1 1 0. */
 static void test_maxpool_strategies(void)
@@ -833,7 +835,7 @@ static void test_maxpool_strategies(void)
     nc_tensor *in = nc_tensor_new4(1, 1, 2, 2);
     in->data[0] = 0.625f;
     in->data[1] = 0.375f;
-    const float want_max[6] = {0, 1, 1, 1, 1, 1}, want_gated[6] = {0, 1, 0, 1, 1, 0};
+    const float want_max[6] = {0, 1, 0, 1, 1, 0}, want_gated[6] = {0, 1, 0, 1, 1, 0};
     const float want_avg[6] = {0, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f};
     nc_maxpool_strategy strategies[3] = {NC_MAXPOOL_PRE_SPIKE, NC_MAXPOOL_GATED, NC_MAXPOOL_AVG};
     const float *wants[3] = {want_max, want_gated, want_avg};

@@ -27,7 +27,7 @@ static const char *gpu_skip_reason(void)
 {
     static char buf[700];
 #if !NC_HAVE_CUDA
-    snprintf(buf, sizeof buf, "no CUDA device: this build has no CUDA (nvcc not found)");
+    snprintf(buf, sizeof buf, "no CUDA device: this build has no CUDA engine (configured without nvcc or with -Dcuda=disabled)");
     return buf;
 #else
     nc_gpu_info info;

@@ -5,8 +5,10 @@
 # converts and simulates through the window's own actions (a run cancelled
 # after its first live update, then p99.9 and mmse runs compared on one
 # accuracy chart), checks that every view received data, exports every chart
-# as PNG/SVG/PDF, the recording and the project, opens that project and
-# simulates it, and screenshots the window (each view, light and dark).
+# as PNG/SVG/PDF, the recording, the project and NIR, opens that project and
+# simulates it, screenshots the window (each view, light and dark, during a
+# run), opens the shortcuts and about windows, checks that a bad setting gives
+# a dialog, and finally closes the window during a run (it must exit cleanly).
 # G_DEBUG=fatal-criticals turns any GTK/GLib critical into a failure.
 #
 # Usage: test_workbench_xvfb.sh PATH/TO/neurocuda-workbench
@@ -47,6 +49,7 @@ done
 check "every chart exported as PNG, SVG and PDF${bad:+ (missing:$bad)}" '[ -z "$bad" ]'
 check "the recording is an HDF5 file" '[ "$(head -c 4 "$out/recording.h5" | tail -c 3)" = "HDF" ]'
 check "the project is an HDF5 file" '[ "$(head -c 4 "$out/model.ncsnn" | tail -c 3)" = "HDF" ]'
+check "the network is exported to NIR (HDF5)" '[ "$(head -c 4 "$out/network.nir" | tail -c 3)" = "HDF" ]'
 
 bad=""
 for c in $charts dark settings running; do

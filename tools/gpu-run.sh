@@ -58,7 +58,8 @@ nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,temperature.gpu
 # ---- 2. tests ---------------------------------------------------------------------
 declare -A test_rc
 for t in test_gpu_kernels test_gpu_engine; do
-  lim=$(( $(left) - 240 )); [ $lim -gt 300 ] && lim=300; [ $lim -lt 60 ] && lim=60
+  if [ $t = test_gpu_kernels ]; then lim=150; else lim=$(( $(left) - 210 )); fi
+  [ $lim -gt 300 ] && lim=300; [ $lim -lt 60 ] && lim=60
   log "$t (limit ${lim}s)"
   timeout "$lim" "$B/$t" > "$OUT/$t.log" 2>&1
   test_rc[$t]=$?
@@ -67,10 +68,11 @@ for t in test_gpu_kernels test_gpu_engine; do
 done
 
 # ---- 3. benchmarks ------------------------------------------------------------------
+export NC_GPU_PROFILE=1  # one extra pass after the timed ones: per-node times on stderr (in the logs)
 bench() { # name precision batch [extra env]
   local net=$1 p=$2 b=$3 tag=${4:-}
   local f="$OUT/bench_${net}_${p}${tag}.txt"
-  [ "$(left)" -lt 60 ] && { log "skip bench $net $p$tag: out of time"; return; }
+  [ "$(left)" -lt 90 ] && { log "skip bench $net $p$tag: out of time"; return; }
   timeout 120 "$B/neurocuda" bench "builtin:$net" --engine gpu --precision "$p" --batch "$b" -T 8 \
     --repeats 20 --warmup 3 --json > "$f" 2>&1
   echo "rc=$?" >> "$f"
@@ -147,7 +149,8 @@ for name, make, shape, batch in [("vgg-fmnist", vgg_fmnist, (1, 28, 28), 8192), 
         print(json.dumps(rows[-1]), flush=True)
 print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version(), file=sys.stderr)
 EOF
-  timeout 150 python3 "$OUT/torch_floor.py" > "$OUT/torch_floor.jsonl" 2> "$OUT/torch_floor.err"
+  lim=$(( $(left) - 20 )); [ $lim -gt 150 ] && lim=150
+  timeout "$lim" python3 "$OUT/torch_floor.py" > "$OUT/torch_floor.jsonl" 2> "$OUT/torch_floor.err"
   log "PyTorch rc=$?"
 fi
 

@@ -218,6 +218,7 @@ void nc_chart_set_name(NcChart *self, const char *name)
         return;
     g_free(priv->name);
     priv->name = g_strdup(name);
+    gtk_accessible_update_property(GTK_ACCESSIBLE(self), GTK_ACCESSIBLE_PROPERTY_LABEL, name, -1);
     g_object_notify_by_pspec(G_OBJECT(self), props[PROP_NAME]);
 }
 
@@ -279,6 +280,7 @@ static void nc_chart_class_init(NcChartClass *klass)
         g_param_spec_string("placeholder", NULL, NULL, NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
     g_object_class_install_properties(object_class, N_PROPS, props);
     gtk_widget_class_set_css_name(widget_class, "ncchart");
+    gtk_widget_class_set_accessible_role(widget_class, GTK_ACCESSIBLE_ROLE_IMG);
 }
 
 static void nc_chart_init(NcChart *self)

@@ -64,11 +64,16 @@ char *nc_job_settings_describe(const NcJobSettings *s, gboolean converts)
                            s->encoding == NC_ENCODING_POISSON ? " · Poisson" : "");
 }
 
+/* Any neuron that is not an ANN activation (relu, clip, qcfs) makes it an
+ * SNN: IF from a conversion, or LIF and friends from a NIR file. */
 gboolean nc_net_is_snn(const nc_net *net)
 {
-    for (int i = 0; net && i < net->n_nodes; i++)
-        if (net->nodes[i].kind == NC_NODE_NEURON && net->nodes[i].neuron.model == NC_NEURON_IF)
+    for (int i = 0; net && i < net->n_nodes; i++) {
+        const nc_node *n = &net->nodes[i];
+        if (n->kind == NC_NODE_NEURON && n->neuron.model != NC_NEURON_RELU && n->neuron.model != NC_NEURON_CLIP &&
+            n->neuron.model != NC_NEURON_QCFS)
             return TRUE;
+    }
     return FALSE;
 }
 
@@ -258,8 +263,10 @@ static nc_status simulate(NcJob *self, nc_engine *engine, nc_error *err)
         .seed = 1,
         .limit = self->settings.images,
         .batch_size = self->settings.batch_size,
+        /* every raster row is traced (sample 0), up to a size that keeps the
+         * traces (9 bytes per neuron and step) small */
         .record = {.raster_samples = 0, .raster_neurons = self->settings.raster_neurons,
-                   .trace_samples = 1, .trace_neurons = self->settings.raster_neurons},
+                   .trace_samples = 1, .trace_neurons = MIN(self->settings.raster_neurons, NC_JOB_MAX_TRACED)},
     };
     if (st == NC_OK)
         st = nc_record_new(self->net, so.T, &so.record, &self->record, err);
@@ -270,15 +277,6 @@ static nc_status simulate(NcJob *self, nc_engine *engine, nc_error *err)
     }
     nc_dataset_free(test);
     return st;
-}
-
-static void publish_final(NcJob *self)
-{
-    nc_progress p = {"done", 0, 0, 0};
-    g_strlcpy(self->stage, "done", sizeof self->stage);
-    self->last_samples = -1; /* force a record snapshot */
-    NcRunData *d = make_snapshot(self, &p);
-    publish(self, d);
 }
 
 static void worker(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
@@ -292,8 +290,6 @@ static void worker(GTask *task, gpointer source, gpointer task_data, GCancellabl
         st = convert(self, engine, &err);
     if (st == NC_OK)
         st = simulate(self, engine, &err);
-    if (self->record)
-        publish_final(self);
     nc_engine_free(engine);
     self->seconds = (g_get_monotonic_time() - start) / 1e6;
     if (st == NC_OK)

@@ -29,8 +29,11 @@ typedef struct {
     nc_encoding encoding;
     char *engine;             /* "cpu", "gpu", "loihi"                          */
     int batch_size;
-    int raster_neurons;       /* also the traced neurons, so any raster row has a trace */
+    int raster_neurons;       /* also the traced neurons (up to NC_JOB_MAX_TRACED),
+                                 so a raster row has a trace */
 } NcJobSettings;
+
+#define NC_JOB_MAX_TRACED 16384
 
 void nc_job_settings_clear(NcJobSettings *s);
 void nc_job_settings_copy(NcJobSettings *dst, const NcJobSettings *src);
@@ -61,7 +64,7 @@ const char *nc_job_get_source_path(NcJob *self);
 gboolean nc_job_converts(NcJob *self); /* FALSE when the source was an SNN */
 double nc_job_get_seconds(NcJob *self);  /* wall time of the run */
 
-/* 1 if the net holds integrate-and-fire neurons (already converted). */
+/* TRUE if the net is already spiking (IF, or NIR neurons such as LIF). */
 gboolean nc_net_is_snn(const nc_net *net);
 
 G_END_DECLS

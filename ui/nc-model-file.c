@@ -1,6 +1,7 @@
 /* nc-model-file.c — loading models off the main thread (see header). */
 #include "nc-model-file.h"
 
+#include "../core/nc_nir.h"
 #include "../core/nc_onnx.h"
 #include "../core/nc_project.h"
 #include "nc-job.h"
@@ -16,7 +17,7 @@ void nc_model_file_free(NcModelFile *file)
 
 gboolean nc_model_file_is_supported(const char *path)
 {
-    return g_str_has_suffix(path, ".onnx") || g_str_has_suffix(path, ".ncsnn");
+    return g_str_has_suffix(path, ".onnx") || g_str_has_suffix(path, ".ncsnn") || g_str_has_suffix(path, ".nir");
 }
 
 static nc_status load_project(NcModelFile *file, nc_error *err)
@@ -43,10 +44,12 @@ static void load_worker(GTask *task, gpointer source, gpointer task_data, GCance
         st = load_project(file, &err);
     else if (g_str_has_suffix(file->path, ".onnx"))
         st = nc_onnx_load(file->path, NULL, &file->net, &err);
+    else if (g_str_has_suffix(file->path, ".nir"))
+        st = nc_nir_load(file->path, NULL, &file->net, NULL, &err);
     else
         st = nc_fail(&err, NC_ERR_UNSUPPORTED,
-                     "%s: the workbench opens ONNX models (.onnx) and projects (.ncsnn); export the model from "
-                     "PyTorch with torch.onnx.export",
+                     "%s: the workbench opens ONNX models (.onnx), NIR graphs (.nir) and projects (.ncsnn); export "
+                     "the model from PyTorch with torch.onnx.export",
                      file->path);
     if (st != NC_OK) {
         nc_model_file_free(file);

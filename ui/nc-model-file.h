@@ -1,5 +1,6 @@
-/* nc-model-file.h — opening a model in a worker thread: ONNX (.onnx) or a
- * converted project (.ncsnn), the same readers the CLI uses.  Large models
+/* nc-model-file.h — opening a model in a worker thread: ONNX (.onnx), a NIR
+ * graph (.nir) or a converted project (.ncsnn), the same readers the CLI
+ * uses.  Large models
  * take a while to parse; the window stays responsive meanwhile. */
 #pragma once
 

@@ -272,11 +272,15 @@ GtkWidget *nc_raster_chart_new(void) { return g_object_new(NC_TYPE_RASTER_CHART,
 void nc_raster_chart_set_data(NcRasterChart *self, NcRunData *data)
 {
     g_return_if_fail(NC_IS_RASTER_CHART(self));
+    /* once recorded, the raster stays the same for the rest of the run (the
+     * snapshots share their views): keep the drawing and the count */
+    gboolean same = self->data && data && self->data->views && self->data->views == data->views;
     if (data)
         nc_run_data_ref(data);
     g_clear_pointer(&self->data, nc_run_data_unref);
     self->data = data;
-    refresh(self, TRUE);
+    if (!same)
+        refresh(self, TRUE);
 }
 
 void nc_raster_chart_set_layer(NcRasterChart *self, int layer)

@@ -110,7 +110,9 @@ static StepResult run_to_cancel(SelfTest *t) { return start_run(t, 2000); }
 static StepResult cancel_after_first_update(SelfTest *t)
 {
     if (nc_window_get_live_updates(t->window) < 1)
-        return nc_window_is_running(t->window) ? WAIT : fail("the run ended before any live update");
+        return nc_window_is_running(t->window) ? WAIT
+                                               : fail("the run ended before any live update: %s",
+                                                      nc_window_get_last_error(t->window));
     say("live update received during the run; cancelling");
     g_autofree char *path = g_strdup_printf("%s/window-running.png", t->dir);
     g_autoptr(GError) error = NULL;
@@ -168,6 +170,17 @@ static StepResult check_views(SelfTest *t)
     NcTraceChart *trace = NC_TRACE_CHART(nc_window_get_chart(t->window, "membrane"));
     if (nc_trace_chart_get_spike_count(trace) < 0)
         return fail("the membrane view has no trace");
+    /* a click on raster row 5 of sample 0 traces that neuron */
+    g_signal_emit_by_name(raster, "neuron-activated", 0, 5, 0);
+    if (nc_trace_chart_get_neuron(trace) != 5)
+        return fail("clicking raster row 5 traced neuron %d", nc_trace_chart_get_neuron(trace));
+    /* a click on a layer's rate shows its channels */
+    NcLayerChart *rates = NC_LAYER_CHART(nc_window_get_chart(t->window, "firing-rates"));
+    nc_layer_chart_set_drill_layer(rates, 0);
+    gboolean drilled = nc_layer_chart_get_drill_layer(rates) == 0;
+    nc_layer_chart_set_drill_layer(rates, -1);
+    if (!drilled)
+        return fail("the per-channel rates of layer 0 did not open");
     NcTeachView *teach = NC_TEACH_VIEW(nc_window_get_chart(t->window, "teaching"));
     NcTeachData *td = nc_teach_view_get_data(teach);
     if (!td || td->n_layers < 1 || !td->evidence)
@@ -202,7 +215,11 @@ static StepResult export_all(SelfTest *t)
         return fail("recording: %s", error ? error->message : "empty");
     if (!nc_window_save_project(t->window, project, &error) || !file_ok(project))
         return fail("project: %s", error ? error->message : "empty");
-    say("exported every chart (PNG, SVG, PDF), the recording and the project");
+    g_autofree char *nir = g_build_filename(t->dir, "network.nir", NULL);
+    int differences = 0;
+    if (!nc_window_export_nir(t->window, nir, &differences, &error) || !file_ok(nir))
+        return fail("NIR: %s", error ? error->message : "empty");
+    say("exported every chart (PNG, SVG, PDF), the recording, the project and NIR (%d differences)", differences);
     return NEXT;
 }
 
@@ -292,6 +309,33 @@ static StepResult bad_settings(SelfTest *t)
     return found ? NEXT : fail("no error dialog pointing to the settings");
 }
 
+/* The first toplevel of `type`, or NULL. */
+static GtkWindow *find_toplevel(GType type)
+{
+    GListModel *toplevels = gtk_window_get_toplevels();
+    for (guint i = 0; i < g_list_model_get_n_items(toplevels); i++) {
+        g_autoptr(GObject) w = g_list_model_get_item(toplevels, i);
+        if (G_TYPE_CHECK_INSTANCE_TYPE(w, type))
+            return GTK_WINDOW(w);
+    }
+    return NULL;
+}
+
+/* The shortcuts window and the about window open (their .ui parse). */
+static StepResult help_and_about(SelfTest *t)
+{
+    activate(t, "show-help-overlay", NULL);
+    GtkWindow *help = find_toplevel(GTK_TYPE_SHORTCUTS_WINDOW);
+    g_action_group_activate_action(G_ACTION_GROUP(t->app), "about", NULL);
+    GtkWindow *about = find_toplevel(ADW_TYPE_ABOUT_WINDOW);
+    if (!help || !about)
+        return fail("the shortcuts window (%p) or the about window (%p) did not open", (void *)help, (void *)about);
+    gtk_window_destroy(help);
+    gtk_window_destroy(about);
+    say("the shortcuts and about windows open");
+    return NEXT;
+}
+
 static StepResult settings_shot(SelfTest *t)
 {
     if (!t->step_begun) {
@@ -336,7 +380,7 @@ static StepResult close_during_run(SelfTest *t)
 }
 
 static const StepFn steps[] = {
-    wait_for_model, bad_settings, run_to_cancel, cancel_after_first_update, wait_cancelled, run_p999, wait_finished, check_live,
+    wait_for_model, bad_settings, help_and_about, run_to_cancel, cancel_after_first_update, wait_cancelled, run_p999, wait_finished, check_live,
     run_mmse, wait_finished, check_views, screenshots, settings_shot, dark_mode, export_all, open_project, run_project,
     wait_finished, close_during_run,
 };

@@ -7,8 +7,9 @@
  *   2. start a run and cancel it after its first live update;
  *   3. run p99.9 to the end, then mmse: two curves on one accuracy chart;
  *   4. check that every view received data while the runs went on;
- *   5. export every chart as PNG, SVG and PDF, the recording and the
- *      project into DIR; open the saved project and simulate it;
+ *   5. export every chart as PNG, SVG and PDF, the recording, the project
+ *      and the network as NIR into DIR; open the saved project and
+ *      simulate it;
  *   6. save screenshots of the window (each view, light and dark, one while
  *      a run goes on) into DIR;
  *   7. start a long run and close the window during it: the run is

@@ -1,6 +1,8 @@
 /* nc-trace-chart.c — membrane potential of one neuron (see header). */
 #include "nc-trace-chart.h"
 
+#include <stdlib.h>
+
 struct _NcTraceChart {
     NcChart parent_instance;
     NcRunData *data;
@@ -151,6 +153,19 @@ void nc_trace_chart_pick_active(NcTraceChart *self, int layer)
         int gap = ABS(2 * n - v->T);
         if (n > 0 && gap < best_gap)
             best = j, best_gap = gap;
+    }
+    nc_trace_chart_set_neuron(self, layer, best);
+}
+
+void nc_trace_chart_show_index(NcTraceChart *self, int layer, int64_t index)
+{
+    int best = 0;
+    self->layer = layer;
+    if (self->data && self->data->views && layer >= 0 && layer < self->data->views->n_layers) {
+        const NcLayerViews *v = &self->data->views->layers[layer];
+        for (int j = 1; j < v->trace_neurons; j++)
+            if (llabs(v->trace_index[j] - index) < llabs(v->trace_index[best] - index))
+                best = j;
     }
     nc_trace_chart_set_neuron(self, layer, best);
 }

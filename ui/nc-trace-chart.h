@@ -18,6 +18,9 @@ void nc_trace_chart_set_data(NcTraceChart *self, NcRunData *data);
 /* Layer (NcRunData.layers index) and traced neuron j (0-based row). */
 void nc_trace_chart_set_neuron(NcTraceChart *self, int layer, int neuron);
 int nc_trace_chart_get_neuron(NcTraceChart *self);
+/* Shows the traced neuron whose flat index (within a sample) is nearest to
+ * `index`: the same neuron as a raster row when both keep the same neurons. */
+void nc_trace_chart_show_index(NcTraceChart *self, int layer, int64_t index);
 /* Traced neurons of the current layer (0 before data). */
 int nc_trace_chart_get_n_neurons(NcTraceChart *self);
 /* Chooses, in `layer`, the traced neuron whose spike count is nearest T/2:

@@ -3,6 +3,7 @@
  * through a function that writes a temporary file and renames it. */
 #include "nc-window-private.h"
 
+#include "../core/nc_nir.h"
 #include "../core/nc_project.h"
 #include "../sim/nc_pipeline.h"
 
@@ -78,8 +79,9 @@ static void choose_file(NcWindow *self, GtkFileChooserAction action, const char 
     GtkFileChooser *chooser = GTK_FILE_CHOOSER(native);
     gtk_native_dialog_set_modal(GTK_NATIVE_DIALOG(native), TRUE);
     if (action == GTK_FILE_CHOOSER_ACTION_OPEN) {
-        add_filter(chooser, "Models and Projects", (const char *[]){"*.onnx", "*.ncsnn", NULL});
+        add_filter(chooser, "Models and Projects", (const char *[]){"*.onnx", "*.nir", "*.ncsnn", NULL});
         add_filter(chooser, "ONNX Models", (const char *[]){"*.onnx", NULL});
+        add_filter(chooser, "NIR Graphs", (const char *[]){"*.nir", NULL});
         add_filter(chooser, "NeuroCUDA Projects", (const char *[]){"*.ncsnn", NULL});
     } else {
         gtk_file_chooser_set_current_name(chooser, suggested);
@@ -173,6 +175,42 @@ gboolean nc_window_save_project(NcWindow *self, const char *path, GError **error
     return st == NC_OK;
 }
 
+gboolean nc_window_export_nir(NcWindow *self, const char *path, int *differences, GError **error)
+{
+    const nc_net *net = self->last_job ? nc_job_get_net(self->last_job) : NULL;
+    if (!net) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "Convert the model first (Convert & Run); NIR holds the "
+                                                          "spiking network.");
+        return FALSE;
+    }
+    /* MaxPool strategies NIR cannot say are written as average pools and
+     * listed as differences, so that other tools can still read the file */
+    nc_nir_export_options opts = {.allow_approx = 1, .source = nc_job_get_source_path(self->last_job)};
+    nc_nir_notes notes = {0};
+    nc_error err = {0};
+    nc_status st = nc_nir_export(net, path, &opts, &notes, &err);
+    *differences = nc_nir_notes_count(&notes, NC_NIR_NOTE_DIFFERENCE);
+    nc_nir_notes_clear(&notes);
+    if (st != NC_OK)
+        g_set_error(error, NC_JOB_ERROR, st, "%s", err.message);
+    return st == NC_OK;
+}
+
+static void export_nir_to(NcWindow *self, const char *path, const char *format)
+{
+    g_autoptr(GError) error = NULL;
+    int differences = 0;
+    if (!nc_window_export_nir(self, path, &differences, &error)) {
+        nc_window_show_error(self, "Cannot Export to NIR", error->message);
+        return;
+    }
+    g_autofree char *base = g_path_get_basename(path);
+    g_autofree char *text = differences ? g_strdup_printf("Saved %s; %d parts read differently by other NIR tools",
+                                                          base, differences)
+                                        : g_strdup_printf("Saved %s", base);
+    nc_window_toast(self, text);
+}
+
 static void save_recording_to(NcWindow *self, const char *path, const char *format)
 {
     g_autoptr(GError) error = NULL;
@@ -230,6 +268,13 @@ static void action_save_project(GSimpleAction *a, GVariant *p, gpointer user_dat
     choose_file(user_data, GTK_FILE_CHOOSER_ACTION_SAVE, "Save the Project", name, "ncsnn", save_project_to);
 }
 
+static void action_export_nir(GSimpleAction *a, GVariant *p, gpointer user_data)
+{
+    g_autofree char *stem = model_stem(user_data);
+    g_autofree char *name = g_strdup_printf("%s.nir", stem);
+    choose_file(user_data, GTK_FILE_CHOOSER_ACTION_SAVE, "Export the Network to NIR", name, "nir", export_nir_to);
+}
+
 static void action_clear_runs(GSimpleAction *a, GVariant *p, gpointer user_data)
 {
     NcWindow *self = user_data;
@@ -256,6 +301,7 @@ static const GActionEntry entries[] = {
     {"export-chart", action_export_chart, "s"},
     {"export-recording", action_export_recording},
     {"save-project", action_save_project},
+    {"export-nir", action_export_nir},
     {"clear-runs", action_clear_runs},
     {"show-view", action_show_view, "s"},
     {"show-side", action_show_side, "s"},
@@ -281,6 +327,7 @@ void nc_window_actions_update(NcWindow *self)
     enable(self, "export-chart", self->model != NULL);
     enable(self, "export-recording", recorded && !self->job);
     enable(self, "save-project", recorded && !self->job);
+    enable(self, "export-nir", recorded && !self->job);
 }
 
 /* ---- recent files ----------------------------------------------------------------------------------- */

@@ -130,8 +130,9 @@ static void on_neuron_activated(NcRasterChart *chart, int layer, int neuron, int
     if (sample != 0)
         return; /* only sample 0 is traced */
     self->trace_chosen = TRUE;
-    nc_trace_chart_set_neuron(self->trace, layer, neuron);
-    gtk_spin_button_set_value(self->trace_neuron, neuron);
+    const NcLayerViews *v = &self->last_data->views->layers[layer];
+    nc_trace_chart_show_index(self->trace, layer, v->raster_index[neuron]);
+    gtk_spin_button_set_value(self->trace_neuron, nc_trace_chart_get_neuron(self->trace));
     adw_view_stack_set_visible_child_name(self->views, "membrane");
 }
 

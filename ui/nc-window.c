@@ -13,7 +13,7 @@ G_DEFINE_FINAL_TYPE(NcWindow, nc_window, ADW_TYPE_APPLICATION_WINDOW)
 static void show_model(NcWindow *self)
 {
     g_autofree char *base = g_path_get_basename(self->model->path);
-    g_autofree char *subtitle = g_strdup_printf("%s · %s", nc_net_is_snn(self->model->net) ? "spiking network"
+    g_autofree char *subtitle = g_strdup_printf("%s · %s", nc_net_is_snn(self->model->net) ? "spiking network, ready to run"
                                                                                            : "ANN, ready to convert",
                                                 self->model->path);
     adw_window_title_set_title(self->window_title, base);
@@ -132,7 +132,7 @@ static gboolean on_drop(GtkDropTarget *target, const GValue *value, double x, do
         }
     }
     nc_window_show_error(self, "Cannot Open the Dropped File",
-                         "Drop an ONNX model (.onnx) or a NeuroCUDA project (.ncsnn).");
+                         "Drop an ONNX model (.onnx), a NIR graph (.nir) or a NeuroCUDA project (.ncsnn).");
     return FALSE;
 }
 

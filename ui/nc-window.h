@@ -39,6 +39,8 @@ void nc_window_show_chart(NcWindow *self, const char *name);
 /* The exports behind the window's actions, without file choosers. */
 gboolean nc_window_save_recording(NcWindow *self, const char *path, GError **error);
 gboolean nc_window_save_project(NcWindow *self, const char *path, GError **error);
+/* *differences: parts other NIR tools will read differently (see nc_nir.h). */
+gboolean nc_window_export_nir(NcWindow *self, const char *path, int *differences, GError **error);
 /* Hides the toast now (e.g. before a screenshot). */
 void nc_window_dismiss_toast(NcWindow *self);
 /* Renders the whole window into a PNG (what a screenshot tool would see). */

@@ -511,19 +511,30 @@ int nc_plot_raster_hit(const nc_plot_raster_geometry *g, double px, double py, i
     return 1;
 }
 
-static int raster_bit(const nc_plot_raster_spec *s, int i, int t)
+/* Set bits in [first, end) of a bit array, a byte at a time. */
+static int64_t count_bits(const uint8_t *bits, int64_t first, int64_t end)
 {
-    int64_t bit = (int64_t)i * s->n_steps + t;
-    return (s->bits[bit >> 3] >> (bit & 7)) & 1;
+    int64_t count = 0;
+    while (first < end) {
+        int shift = (int)(first & 7), avail = 8 - shift;
+        unsigned byte = (unsigned)bits[first >> 3] >> shift;
+        if (avail > end - first) {
+            avail = (int)(end - first);
+            byte &= (1u << avail) - 1;
+        }
+        count += __builtin_popcount(byte);
+        first += avail;
+    }
+    return count;
 }
 
 int64_t nc_plot_raster_count(const nc_plot_raster_spec *s)
 {
     int64_t count = 0;
     int t0 = s->first_step < 0 ? 0 : s->first_step, n0 = s->first_neuron < 0 ? 0 : s->first_neuron;
-    for (int i = n0; i < s->last_neuron && i < s->n_neurons; i++)
-        for (int t = t0; t < s->last_step && t < s->n_steps; t++)
-            count += raster_bit(s, i, t);
+    int t1 = s->last_step < s->n_steps ? s->last_step : s->n_steps;
+    for (int i = n0; i < s->last_neuron && i < s->n_neurons && t1 > t0; i++)
+        count += count_bits(s->bits, (int64_t)i * s->n_steps + t0, (int64_t)i * s->n_steps + t1);
     return count;
 }
 
