@@ -312,8 +312,8 @@ int bias_fusable(const grun *r, int i)
     const nc_node *c = &r->net->nodes[j];
     if (c->kind == NC_NODE_NEURON)
         return 1;
-    if (c->kind == NC_NODE_MAXPOOL)
-        return !(r->snn && (c->maxpool_strategy == NC_MAXPOOL_GATED || c->maxpool_strategy == NC_MAXPOOL_AVG));
+    if (c->kind == NC_NODE_MAXPOOL) /* in SNN mode every strategy needs the plain values */
+        return !r->snn;
     return 0;
 }
 
@@ -633,6 +633,32 @@ nc_status run_gated(grun *r, int i, gval *out)
     return s;
 }
 
+// PRE_SPIKE max pool on currents that change from step to step (the CPU
+// engine's rule, sim/engine_cpu.c run_prespike_max): pool the running sums
+// S(t) and pass on the increments max S(t) − max S(t−1), so that the pooled
+// mean over T is exactly the max of the mean currents.
+nc_status run_prespike_max(grun *r, int i, const gval *in, gval *out)
+{
+    const gnode &g = r->st->nodes[i];
+    cudaStream_t st = r->st->stream;
+    int64_t in_step = r->N * numel_of(r, r->net->nodes[i].inputs[0]), out_step = r->N * numel_of(r, i);
+    float *sums = nullptr;
+    size_t bytes = (size_t)(r->T * in_step) * sizeof(float);
+    nc_status s = launch_check(r, "cudaMallocAsync (running sums)", cudaMallocAsync((void **)&sums, bytes, st));
+    if (s != NC_OK)
+        return s;
+    s = launch_check(r, "copy of the pool input",
+                     cudaMemcpyAsync(sums, in->data, bytes, cudaMemcpyDeviceToDevice, st));
+    if (s == NC_OK)
+        s = launch_check(r, "running-sum kernel", nc_launch_cumsum_steps(st, r->T, in_step, sums));
+    if (s == NC_OK)
+        s = launch_check(r, "maxpool kernel", nc_launch_maxpool(st, &g.win, in->rows, nullptr, sums, out->data));
+    if (s == NC_OK)
+        s = launch_check(r, "step-difference kernel", nc_launch_diff_steps(st, r->T, out_step, out->data));
+    cudaFreeAsync(sums, st);
+    return s;
+}
+
 nc_status run_pool(grun *r, int i, gval *out)
 {
     const nc_node *n = &r->net->nodes[i];
@@ -640,7 +666,7 @@ nc_status run_pool(grun *r, int i, gval *out)
     int gated = n->kind == NC_NODE_MAXPOOL && r->snn && n->maxpool_strategy == NC_MAXPOOL_GATED;
     int as_avg = n->kind == NC_NODE_AVGPOOL || (n->kind == NC_NODE_MAXPOOL && r->snn && n->maxpool_strategy == NC_MAXPOOL_AVG);
     int as_max = n->kind == NC_NODE_MAXPOOL && !gated && !as_avg;
-    nc_status s = as_max ? NC_OK : materialize(r, n->inputs[0]);
+    nc_status s = as_max && !r->snn ? NC_OK : materialize(r, n->inputs[0]);
     if (s != NC_OK)
         return s;
     if (gated)
@@ -657,8 +683,10 @@ nc_status run_pool(grun *r, int i, gval *out)
     if (as_avg)
         return launch_check(r, "avgpool kernel",
                             nc_launch_avgpool(st, &g.win, n->count_include_pad, in->rows, in->data, out->data));
-    // ANN/QCFS, and PRE_SPIKE in SNN: the max of this step's inputs (as the
-    // CPU engine), with a pending conv bias added to the max
+    if (r->snn && !in->constant)
+        return run_prespike_max(r, i, in, out);
+    // ANN/QCFS, and a constant input in SNN: the max of this step's inputs
+    // (as the CPU engine), with a pending conv bias added to the max
     return launch_check(r, "maxpool kernel", nc_launch_maxpool(st, &g.win, in->rows, in->pbias, in->data, out->data));
 }
 

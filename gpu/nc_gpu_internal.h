@@ -80,6 +80,10 @@ cudaError_t nc_launch_add(cudaStream_t s, int64_t n, const float *a, int64_t a_n
 cudaError_t nc_launch_concat_part(cudaStream_t s, int64_t rows, int64_t out_row, int64_t off,
                                   const float *in, int64_t in_rows, int64_t per_row, float *out);
 // out[i] = in[i % in_n] for n values (expands a constant value over steps).
+// In-place running sums over T steps of a time-major [T, step] array, and
+// their inverse (x(t) − x(t−1)): the pre-spike max pool on spiking inputs.
+cudaError_t nc_launch_cumsum_steps(cudaStream_t s, int T, int64_t step, float *x);
+cudaError_t nc_launch_diff_steps(cudaStream_t s, int T, int64_t step, float *x);
 cudaError_t nc_launch_repeat(cudaStream_t s, int64_t n, const float *in, int64_t in_n, float *out);
 
 // Pools over [rows, C, H, W] → [rows, C, OH, OW]; bias (may be NULL, max

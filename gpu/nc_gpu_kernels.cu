@@ -168,6 +168,32 @@ __global__ void repeat_kernel(int64_t n, const float *in, int64_t in_n, float *o
         out[i] = in[i % in_n];
 }
 
+// Running sums over the T steps of a time-major [T, step] array, in place
+// (one thread per element of a step, t innermost: coalesced across threads),
+// and the inverse, increments x(t) − x(t−1).  Used by the pre-spike max pool.
+__global__ void cumsum_steps_kernel(int T, int64_t step, float *x)
+{
+    for (int64_t k = gtid(); k < step; k += gstride()) {
+        float sum = 0.0f;
+        for (int t = 0; t < T; t++) {
+            sum += x[t * step + k];
+            x[t * step + k] = sum;
+        }
+    }
+}
+
+__global__ void diff_steps_kernel(int T, int64_t step, float *x)
+{
+    for (int64_t k = gtid(); k < step; k += gstride()) {
+        float prev = 0.0f;
+        for (int t = 0; t < T; t++) {
+            float cur = x[t * step + k];
+            x[t * step + k] = cur - prev;
+            prev = cur;
+        }
+    }
+}
+
 // ---- pools -----------------------------------------------------------------
 
 __global__ void avgpool_kernel(nc_gwin g, int cip, int64_t total, const float *in, float *out)
@@ -560,6 +586,22 @@ cudaError_t nc_launch_concat_part(cudaStream_t s, int64_t rows, int64_t out_row,
     if (in_rows < 1)
         return cudaErrorInvalidValue;
     concat_kernel<<<grid_for(n), kThreads, 0, s>>>(n, out_row, off, in, in_rows, per_row, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_cumsum_steps(cudaStream_t s, int T, int64_t step, float *x)
+{
+    if (step <= 0 || T <= 0)
+        return cudaSuccess;
+    cumsum_steps_kernel<<<grid_for(step), kThreads, 0, s>>>(T, step, x);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_diff_steps(cudaStream_t s, int T, int64_t step, float *x)
+{
+    if (step <= 0 || T <= 0)
+        return cudaSuccess;
+    diff_steps_kernel<<<grid_for(step), kThreads, 0, s>>>(T, step, x);
     return cudaGetLastError();
 }
 
