@@ -686,8 +686,8 @@ static int heap_ref_ok(int fd, uint64_t file_size, uint64_t base, int sa, int ss
             return 0;
         if (osize > hc->size - off - head)
             return 0;
-        if (oi == idx)
-            return osize >= len;
+        if (oi == idx) /* libhdf5 copies the object's size into a buffer of the element's */
+            return osize == len;
         off += head + ((osize + 7) & ~(uint64_t)7);
     }
     return 0;

@@ -1179,16 +1179,18 @@ static nc_status build_neuron(imp *c, fnode *f, int in)
         if (spec[k].row == NC_NPARAM_TAU || spec[k].row == NC_NPARAM_TAU_SYN)
             for (int64_t e = 0; e < numel; e++)
                 if (!(row[e] > 0)) {
+                    double bad = row[e];
                     nc_tensor_free(p);
                     return node_fail(c, f, NC_ERR_FORMAT, "field '%s' holds %g; time constants must be positive",
-                                     spec[k].name, row[e]);
+                                     spec[k].name, bad);
                 }
         if (spec[k].row == NC_NPARAM_DELAY)
             for (int64_t e = 0; e < numel; e++)
                 if (!(row[e] >= 0) || row[e] / c->opts->dt > 100000) {
+                    double bad = row[e];
                     nc_tensor_free(p);
                     return node_fail(c, f, NC_ERR_UNSUPPORTED,
-                                     "field 'delay' holds %g s: negative, or more than 100000 steps of dt = %g s", row[e],
+                                     "field 'delay' holds %g s: negative, or more than 100000 steps of dt = %g s", bad,
                                      c->opts->dt);
                 }
     }
