@@ -16,6 +16,7 @@ int nc_cmd_convert(int argc, char **argv);
 int nc_cmd_run(int argc, char **argv);
 int nc_cmd_sweep(int argc, char **argv);
 int nc_cmd_bench(int argc, char **argv);
+int nc_cmd_export_nir(int argc, char **argv);
 
 /* Loads a model by its extension (.onnx, or a converted project .ncsnn).  On
  * failure prints the one-line error and returns NULL.  When pp is not NULL
@@ -23,8 +24,15 @@ int nc_cmd_bench(int argc, char **argv);
  * *has_pp is set. */
 nc_net *nc_cli_load_model(const char *path);
 nc_net *nc_cli_load_model_pp(const char *path, nc_preprocess *pp, int *has_pp);
-/* 1 if the net holds IF neurons (already converted), else 0. */
+/* 1 if the net holds spiking or stateful neurons (converted IF, or the
+ * neuron models of an imported NIR graph), else 0. */
 int nc_cli_is_snn(const nc_net *net);
+/* 1 if the net holds NIR neuron models, which have no ANN or QCFS function. */
+int nc_cli_has_nir_models(const nc_net *net);
+/* Options of NIR import, set by --dt / --nir-reset-subtract / --nir-if-dt;
+ * nc_cli_load_model prints how the file was read (and warnings) on stderr. */
+struct nc_nir_load_options;
+void nc_cli_set_nir_options(const struct nc_nir_load_options *opts);
 
 /* Dataset options shared by eval, convert, run, sweep: --data, --mean, --std,
  * --scale, --limit.  nc_cli_data_option() handles one getopt result and
@@ -38,7 +46,7 @@ typedef struct nc_cli_data {
 enum { NC_OPT_DATA = 1000, NC_OPT_MEAN, NC_OPT_STD, NC_OPT_SCALE, NC_OPT_LIMIT, NC_OPT_JSON, NC_OPT_ENGINE,
        NC_OPT_BATCH, NC_OPT_THREADS, NC_OPT_THRESHOLD, NC_OPT_PER_CHANNEL, NC_OPT_L, NC_OPT_MAXPOOL,
        NC_OPT_CALIB_IMAGES, NC_OPT_V0, NC_OPT_RESET, NC_OPT_FIRE, NC_OPT_ENCODING, NC_OPT_SEED, NC_OPT_RECORD,
-       NC_OPT_PNG, NC_OPT_REPEATS, NC_OPT_WARMUP, NC_OPT_PLOTS };
+       NC_OPT_PNG, NC_OPT_REPEATS, NC_OPT_WARMUP, NC_OPT_PLOTS, NC_OPT_DT, NC_OPT_APPROX };
 
 /* Conversion options shared by convert and sweep (--threshold, --per-channel,
  * --L, --maxpool, --calib-images, --v0, --reset, --fire, -T). Returns 1 if it

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nc_nir.h"
 #include "nc_onnx.h"
 
 int nc_cli_error(const nc_error *err)
@@ -19,6 +20,30 @@ static int has_suffix(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+static nc_nir_load_options nir_options;
+
+void nc_cli_set_nir_options(const nc_nir_load_options *opts) { nir_options = *opts; }
+
+/* A NIR graph, with how it was read and any warnings on stderr (stdout
+ * stays for results and the JSON line). */
+static nc_net *load_nir(const char *path)
+{
+    nc_error err = {0};
+    nc_net *net = NULL;
+    nc_nir_notes notes = {0};
+    nc_status st = nc_nir_load(path, &nir_options, &net, &notes, &err);
+    char text[8192];
+    if (st == NC_OK && nc_nir_notes_count(&notes, NC_NIR_NOTE_WARNING) > 0)
+        fprintf(stderr, "Warnings reading %s:\n%s", path,
+                nc_nir_notes_format(&notes, NC_NIR_NOTE_WARNING, text, sizeof text));
+    if (st == NC_OK && nc_nir_notes_count(&notes, NC_NIR_NOTE_INFO) > 0)
+        fprintf(stderr, "How %s was read:\n%s", path, nc_nir_notes_format(&notes, NC_NIR_NOTE_INFO, text, sizeof text));
+    nc_nir_notes_clear(&notes);
+    if (st != NC_OK)
+        nc_cli_error(&err);
+    return st == NC_OK ? net : NULL;
+}
+
 nc_net *nc_cli_load_model(const char *path)
 {
     nc_error err = {0};
@@ -26,11 +51,14 @@ nc_net *nc_cli_load_model(const char *path)
     nc_status st;
     if (has_suffix(path, ".ncsnn"))
         return nc_cli_load_model_pp(path, NULL, NULL);
+    if (has_suffix(path, ".nir") || nc_nir_probe(path))
+        return load_nir(path);
     if (has_suffix(path, ".onnx"))
         st = nc_onnx_load(path, NULL, &net, &err);
     else
         st = nc_fail(&err, NC_ERR_UNSUPPORTED,
-                     "%s: unknown model format; give an ONNX model (.onnx) or a converted project (.ncsnn)",
+                     "%s: unknown model format; give an ONNX model (.onnx), a converted project (.ncsnn) or a NIR "
+                     "graph (.nir)",
                      path);
     if (st != NC_OK) {
         nc_cli_error(&err);
@@ -140,12 +168,20 @@ nc_net *nc_cli_load_model_pp(const char *path, nc_preprocess *pp, int *has_pp)
     return net;
 }
 
+int nc_cli_has_nir_models(const nc_net *net)
+{
+    for (int i = 0; i < net->n_nodes; i++)
+        if (net->nodes[i].kind == NC_NODE_NEURON && net->nodes[i].neuron.model > NC_NEURON_IF)
+            return 1;
+    return 0;
+}
+
 int nc_cli_is_snn(const nc_net *net)
 {
     for (int i = 0; i < net->n_nodes; i++)
         if (net->nodes[i].kind == NC_NODE_NEURON && net->nodes[i].neuron.model == NC_NEURON_IF)
             return 1;
-    return 0;
+    return nc_cli_has_nir_models(net);
 }
 
 const char nc_cli_convert_help[] =

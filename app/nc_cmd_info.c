@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nc_cli.h"
+#include "nc_nir.h"
 #include "nc_onnx.h"
 
 static void usage(FILE *out)
@@ -16,6 +17,7 @@ static void usage(FILE *out)
           "file (converted, folded into another node, removed, approximated, unsupported: why).\n"
           "\n"
           "  --json     print one JSON object as the last line\n"
+          "  --dt S     NIR: seconds per step for continuous-time neurons (default 0.001)\n"
           "  -h, --help show this help\n",
           out);
 }
@@ -150,11 +152,18 @@ static void print_net_json(const char *path, const nc_net *net, const nc_report 
 int nc_cmd_info(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"json", no_argument, NULL, NC_OPT_JSON}, {"help", no_argument, NULL, 'h'}, {0}};
+        {"json", no_argument, NULL, NC_OPT_JSON}, {"dt", required_argument, NULL, NC_OPT_DT},
+        {"help", no_argument, NULL, 'h'}, {0}};
     int json = 0, opt;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         if (opt == NC_OPT_JSON)
             json = 1;
+        else if (opt == NC_OPT_DT) {
+            nc_nir_load_options nir = {0};
+            if (nc_cli_parse_double("--dt", optarg, &nir.dt) != 0 || !(nir.dt > 0))
+                return 2;
+            nc_cli_set_nir_options(&nir);
+        }
         else if (opt == 'h') {
             usage(stdout);
             return 0;
@@ -172,7 +181,14 @@ int nc_cmd_info(int argc, char **argv)
     nc_error err = {0};
     nc_net *net = NULL;
     nc_report report = {0};
-    nc_status st = nc_onnx_load_with_report(path, NULL, &net, &report, &err);
+    size_t len = strlen(path);
+    int onnx = len >= 5 && strcmp(path + len - 5, ".onnx") == 0;
+    nc_status st = NC_OK;
+    if (onnx) { /* the report of an unsupported model is shown too */
+        st = nc_onnx_load_with_report(path, NULL, &net, &report, &err);
+    } else if (!(net = nc_cli_load_model(path))) {
+        return 1; /* the loader printed the error */
+    }
     if (json)
         print_net_json(path, net, net ? &net->report : &report, &err);
     else {

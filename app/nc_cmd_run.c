@@ -6,6 +6,7 @@
 
 #include "nc_cli.h"
 #include "nc_cli_report.h"
+#include "nc_nir.h"
 #include "nc_simulate.h"
 
 static void usage(FILE *out)
@@ -13,8 +14,9 @@ static void usage(FILE *out)
     fputs("Usage: neurocuda run SNN [--data DATASET] [-T N] [--engine cpu] [--encoding direct|poisson]\n"
           "                     [--seed N] [--limit N] [--batch B] [--record FILE.h5] [--plots DIR] [--json]\n"
           "\n"
-          "Simulates the spiking network in SNN (a project written by `neurocuda convert`) for T steps on\n"
-          "the test images, next to the ANN and the QCFS-ANN on the same images, and prints the accuracy\n"
+          "Simulates the spiking network in SNN (a project written by `neurocuda convert`, or a NIR graph)\n"
+          "for T steps on the test images, next to the ANN and the QCFS-ANN on the same images, and prints\n"
+          "the accuracy\n"
           "after every step, the firing rates, the calibration error per layer (clipping, quantisation,\n"
           "unevenness) and the synaptic operations against the ANN's MACs.\n"
           "\n"
@@ -28,6 +30,8 @@ static void usage(FILE *out)
           "  --batch B        images per batch (default 32)\n"
           "  --record F.h5    save the recording (spike events, rates, errors, traces) as HDF5\n"
           "  --plots DIR      write the charts as PNG files into DIR\n"
+          "  --dt S           NIR: seconds per step for continuous-time neurons (default 0.001,\n"
+          "                   forward Euler as the NIR reference simulators)\n"
           "  --json           one JSON object as the last line: accuracy_by_step (index t-1),\n"
           "                   ann_accuracy, qcfs_accuracy, firing_rate_by_layer, calibration_error_by_layer\n",
           out);
@@ -68,6 +72,13 @@ static int parse_run_option(run_args *a, int opt, const char *arg)
         a->sim.batch_size = (int)v;
         return 1;
     case NC_OPT_RECORD: a->record = arg; return 1;
+    case NC_OPT_DT: {
+        nc_nir_load_options nir = {0};
+        if (nc_cli_parse_double("--dt", arg, &nir.dt) != 0 || !(nir.dt > 0))
+            return -1;
+        nc_cli_set_nir_options(&nir);
+        return 1;
+    }
     case NC_OPT_PLOTS: a->plots = arg; return 1;
     case NC_OPT_JSON: a->json = 1; return 1;
     default: return 0;
@@ -83,6 +94,7 @@ static int parse(int argc, char **argv, run_args *a)
         {"encoding", required_argument, NULL, NC_OPT_ENCODING}, {"seed", required_argument, NULL, NC_OPT_SEED},
         {"batch", required_argument, NULL, NC_OPT_BATCH},   {"record", required_argument, NULL, NC_OPT_RECORD},
         {"plots", required_argument, NULL, NC_OPT_PLOTS},   {"json", no_argument, NULL, NC_OPT_JSON},
+        {"dt", required_argument, NULL, NC_OPT_DT},
         {"help", no_argument, NULL, 'h'},                   {0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "hT:", options, NULL)) != -1) {
@@ -103,7 +115,7 @@ static int parse(int argc, char **argv, run_args *a)
         return 2;
     }
     if (optind != argc - 1) {
-        fputs("neurocuda run: give exactly one SNN file (.ncsnn)\n", stderr);
+        fputs("neurocuda run: give exactly one SNN file (.ncsnn or .nir)\n", stderr);
         usage(stderr);
         return 2;
     }
@@ -183,6 +195,10 @@ int nc_cmd_run(int argc, char **argv)
     }
     if (has_stored && !a.data_given)
         a.data.pp = stored;
+    if (nc_cli_has_nir_models(net)) { /* LIF & co. have no ANN function to compare with */
+        a.sim.skip_ann = a.sim.skip_qcfs = 1;
+        fprintf(stderr, "note: %s holds NIR neuron models: no ANN or QCFS-ANN reference is run\n", a.model);
+    }
     nc_dataset *ds = nc_cli_open_data(&a.data, NC_SPLIT_TEST);
     rc = ds ? simulate(&a, net, ds) : 1;
     nc_dataset_free(ds);

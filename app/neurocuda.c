@@ -18,6 +18,7 @@ static const command commands[] = {
     {"convert", nc_cmd_convert, "calibrate and convert an ANN into an SNN project (.ncsnn)"},
     {"run", nc_cmd_run, "simulate an SNN: accuracy by timestep, firing rates, errors per layer"},
     {"sweep", nc_cmd_sweep, "compare threshold choices: accuracy-vs-T curves side by side"},
+    {"export-nir", nc_cmd_export_nir, "write an SNN as a NIR graph for other simulators and chips"},
     {"bench", nc_cmd_bench, "time the ANN and the SNN on one batch (median of repeated runs)"},
     {"engines", nc_cmd_engines, "list the engines compiled in and whether they can run here"},
 };
