@@ -194,7 +194,9 @@ int nc_cmd_info(int argc, char **argv)
     else {
         if (net)
             print_net_text(net);
-        print_report_text(net ? &net->report : &report);
+        const nc_report *r = net ? &net->report : &report;
+        if (r->count > 0) /* nothing to show when the file could not be parsed */
+            print_report_text(r);
     }
     nc_report_clear(&report);
     nc_net_free(net);
