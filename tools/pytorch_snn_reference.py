@@ -7,6 +7,7 @@ Usage (from the repository root; Debian's python3-torch is /usr/bin/python3):
   /usr/bin/python3 tools/pytorch_snn_reference.py MODEL [--threshold p99.9|p99|p99.99|max]
       [--per-channel] [--v0 0.5] [--T 64] [--calib-images 2000] [--limit N]
       [--maxpool pre-spike|avg] [--batch 500] [--threads 2] [--json]
+      [--device cpu|cuda] [--data FASHION_MNIST_DIR]
 MODEL is one of nc_models.BUILDERS (mlp, cnn_maxpool, vgg_bn, resnet, fmnist_cnn);
 its trained state_dict is read from <model_dir>/<MODEL>.pt (nc_models.model_dir).
 
@@ -50,7 +51,9 @@ THE CONVERSION, exactly (compare the C side like for like):
     prediction after step t is argmax over classes of Σ_{τ=1..t} logits(τ)
     (ties: the lowest index, torch.argmax).  Accuracy is reported for every
     t = 1..T on the 10 000 test images (or the first --limit).
-Everything is float32, CPU, torch.no_grad(), torch.set_num_threads(--threads).
+Everything is float32, torch.no_grad(), torch.set_num_threads(--threads), on
+the CPU by default.  --device cuda runs the ANN/SNN on a GPU instead (TF32
+disabled, so the arithmetic stays float32; percentiles still in numpy).
 
 Output: the thresholds per layer, the ANN accuracy (trained module and, if it
 differs, the prepared ANN of step 2), the SNN accuracy at t = 1,2,4,…,T, and
@@ -174,14 +177,14 @@ def calibrate(ann, x, method="p99.9", per_channel=False, batch=500):
             a = out.detach()
             if per_channel:
                 c = a.shape[1]
-                chan = a.transpose(0, 1).reshape(c, -1).numpy()     # [C, N·H·W]
+                chan = a.transpose(0, 1).reshape(c, -1).cpu().numpy()   # [C, N·H·W]
                 if store[k] is None:
                     store[k] = [[] for _ in range(c)]
                 for j in range(c):
                     row = chan[j]
                     store[k][j].append(row[row > 0].copy())
             else:
-                flat = a.reshape(-1).numpy()
+                flat = a.reshape(-1).cpu().numpy()
                 store[k].append(flat[flat > 0].copy())
         return hook
 
@@ -231,7 +234,7 @@ class IF(nn.Module):
 
     def __init__(self, theta, v0=0.5):
         super().__init__()
-        theta = torch.as_tensor(theta, dtype=torch.float32)
+        theta = torch.as_tensor(np.asarray(theta, dtype=np.float32))
         self.register_buffer("theta", theta)   # scalar, or [C] per channel
         self.v0 = float(v0)
         self.v = None
@@ -262,7 +265,7 @@ class IF(nn.Module):
         th = self._theta_for(x)
         v = (self.v0 * th).expand(step_shape).clone()
         xs = x if self.broadcast_input else x.view(T, *step_shape)
-        out = torch.empty((T,) + tuple(step_shape), dtype=x.dtype)
+        out = torch.empty((T,) + tuple(step_shape), dtype=x.dtype, device=x.device)
         for t in range(T):
             v += xs if self.broadcast_input else xs[t]
             torch.mul(v >= th, th, out=out[t])
@@ -363,20 +366,26 @@ def main():
     ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--root", default=ROOT, help="repository root (where the .pt files are)")
+    ap.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    ap.add_argument("--data", default=nc_models.FASHION_MNIST_DIR, help="Fashion-MNIST IDX folder")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
+    torch.backends.cuda.matmul.allow_tf32 = False     # float32 arithmetic on a GPU too
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device(args.device)
     t0 = time.perf_counter()
 
     trained, ann = prepare_ann(args.model, args.maxpool, args.root)
+    trained, ann = trained.to(dev), ann.to(dev)
 
-    xtr, _ = nc_models.load_fashion_mnist("train")
-    xte, yte = nc_models.load_fashion_mnist("test")
-    x_cal = nc_models.preprocess(xtr[:args.calib_images])
+    xtr, _ = nc_models.load_fashion_mnist("train", args.data)
+    xte, yte = nc_models.load_fashion_mnist("test", args.data)
+    x_cal = nc_models.preprocess(xtr[:args.calib_images]).to(dev)
     n_test = args.limit if args.limit > 0 else len(xte)
-    x_test = nc_models.preprocess(xte[:n_test])
-    y_test = torch.from_numpy(yte[:n_test])
+    x_test = nc_models.preprocess(xte[:n_test]).to(dev)
+    y_test = torch.from_numpy(yte[:n_test]).to(dev)
 
     # Folding is exact up to float rounding: check on a few test images.
     with torch.no_grad():
@@ -394,7 +403,7 @@ def main():
     for (name, _), th in zip(relu_modules(ann), thresholds):
         print(f"  {name:14s} θ = {describe_threshold(th)}")
 
-    snn = to_snn(ann, thresholds, args.v0)
+    snn = to_snn(ann, thresholds, args.v0).to(dev)
     correct = snn_correct_by_step(snn, x_test, y_test, args.T, args.batch)
     acc_by_step = [float(c) / n_test for c in correct]
 
@@ -402,7 +411,7 @@ def main():
     if args.maxpool == "avg":
         print(f"ANN accuracy (MaxPool→AvgPool)    {acc_ann:.4f}")
     print(f"SNN accuracy, {args.threshold} {'per-channel' if args.per_channel else 'layer-wise'}, "
-          f"v0 = {args.v0}·θ, maxpool {args.maxpool}:")
+          f"v0 = {args.v0}·θ, maxpool {args.maxpool}, device {args.device}:")
     print("     t  accuracy")
     t = 1
     while t <= args.T:
@@ -417,7 +426,7 @@ def main():
             "model": args.model, "ann_accuracy": acc_trained, "accuracy_by_step": acc_by_step,
             "threshold": args.threshold, "v0": args.v0, "T": args.T, "per_channel": args.per_channel,
             "maxpool": args.maxpool, "calib_images": len(x_cal), "test_images": n_test,
-            "converted_ann_accuracy": acc_ann,
+            "converted_ann_accuracy": acc_ann, "device": args.device,
             "thresholds": [t.tolist() if isinstance(t, np.ndarray) else t for t in thresholds]}))
 
 
