@@ -32,8 +32,9 @@ expect() {
   return 1
 }
 
-# json_get KEY: the value of KEY in the last line of $WORK/out (a JSON object).
-json_get() { tail -n 1 "$WORK/out" | python3 -c "import json,sys; v=json.load(sys.stdin)[sys.argv[1]]; print(v)" "$1"; }
+# json_get KEY: the value of KEY in the JSON line of $WORK/out (the last line of stdout; a
+# sanitizer build may print its own report after it on stderr).
+json_get() { grep '^{' "$WORK/out" | tail -n 1 | python3 -c "import json,sys; v=json.load(sys.stdin)[sys.argv[1]]; print(v)" "$1"; }
 
 check() { # NAME CONDITION-COMMAND...
   local name=$1
@@ -89,7 +90,7 @@ fi
 # --- eval -------------------------------------------------------------------------------
 expect "eval --json" 0 "$BIN" eval "$CNN" "${PREP[@]}" --limit 500 --json
 check "eval reports accuracy and images" python3 -c "
-import json,sys; d=json.loads(open('$WORK/out').read().splitlines()[-1])
+import json,sys; d=json.loads([l for l in open('$WORK/out') if l.startswith('{')][-1])
 sys.exit(not (d['images'] == 500 and 0.8 < d['accuracy'] <= 1))"
 expect "dataset whose images do not fit the model" 1 "$BIN" eval "$SRC/tests/fixtures/nir_ours/converted_cnn.nir"
 
@@ -97,12 +98,12 @@ expect "dataset whose images do not fit the model" 1 "$BIN" eval "$SRC/tests/fix
 expect "convert" 0 "$BIN" convert "$CNN" "${PREP[@]}" --calib-images 300 --limit 300 -o "$WORK/cnn.ncsnn" --json
 check "convert wrote the project" test -s "$WORK/cnn.ncsnn"
 check "convert reports ANN and QCFS accuracy" python3 -c "
-import json,sys; d=json.loads(open('$WORK/out').read().splitlines()[-1])
+import json,sys; d=json.loads([l for l in open('$WORK/out') if l.startswith('{')][-1])
 sys.exit(not (d['ann_accuracy'] > 0.8 and d['qcfs_accuracy'] > 0.75))"
 expect "convert with -T 0 is refused" 2 "$BIN" convert "$CNN" -o "$WORK/y.ncsnn" -T 0
 expect "run --json" 0 "$BIN" run "$WORK/cnn.ncsnn" -T 16 --limit 100 --record "$WORK/rec.h5" --plots "$WORK/plots" --json
 check "run JSON has the required keys" python3 -c "
-import json,sys; d=json.loads(open('$WORK/out').read().splitlines()[-1])
+import json,sys; d=json.loads([l for l in open('$WORK/out') if l.startswith('{')][-1])
 ok = len(d['accuracy_by_step']) == 16 and d['ann_accuracy'] > 0.7 and d['firing_rate_by_layer'] \
      and d['calibration_error_by_layer'] and d['accuracy_by_step'][-1] > 0.7
 sys.exit(not ok)"
@@ -126,11 +127,11 @@ expect "sweep with a PNG" 0 "$BIN" sweep "$CNN" "${PREP[@]}" --threshold p99.9,m
 check "sweep wrote the chart" test -s "$WORK/sweep.png"
 expect "bench --json" 0 "$BIN" bench "$WORK/cnn.ncsnn" --batch 16 -T 4 --repeats 3 --warmup 1 --json
 check "bench reports images per second" python3 -c "
-import json,sys; d=json.loads(open('$WORK/out').read().splitlines()[-1])
+import json,sys; d=json.loads([l for l in open('$WORK/out') if l.startswith('{')][-1])
 sys.exit(not d['snn']['images_per_second'] > 0)"
 expect "engines --json" 0 "$BIN" engines --json
 check "engines lists cpu as available" python3 -c "
-import json,sys; d=json.loads(open('$WORK/out').read().splitlines()[-1])
+import json,sys; d=json.loads([l for l in open('$WORK/out') if l.startswith('{')][-1])
 sys.exit(not any(e['name'] == 'cpu' and e['available'] for e in d['engines']))"
 
 echo "1..$n"
