@@ -47,6 +47,15 @@
  * starting a thread costs tens of microseconds. */
 #define NC_CPU_PARALLEL_MIN (1 << 16)
 
+/* SNN mode: a conv (groups 1) or dense layer whose input has at most this
+ * fraction of non-zero values (spikes, or pooled spikes) runs event-driven
+ * (nc_conv2d_events, nc_dense_events) instead of im2col + GEMM.  Measured on
+ * 2 AVX-512 cores (see the report in the issue): the event path wins below
+ * roughly this density. */
+#ifndef NC_CPU_EVENT_MAX_DENSITY
+#define NC_CPU_EVENT_MAX_DENSITY 0.35
+#endif
+
 /* A buffer kept for reuse: fresh memory costs a page fault per 4 KiB on first
  * touch (measured: 100 MB fresh 180 ms, reused 10 ms), so buffers freed in a
  * forward pass serve later nodes and the next pass. */
@@ -60,6 +69,8 @@ typedef struct pool_block {
 typedef struct cpu_state {
     nc_window *win; /* per node: window geometry of conv2d and pools      */
     int *last_use;  /* per node: index of the last node that reads it     */
+    float **evw;    /* per node: event-driven weight layout, made on first use */
+    int n_nodes;
     int recurrent;  /* the net has a recurrent edge: run step by step      */
     pool_block *pool;
     int n_pool, pool_capacity;
@@ -97,7 +108,7 @@ typedef struct run_ctx {
 
 typedef enum job_op {
     JOB_CONV, JOB_AVGPOOL, JOB_MAXPOOL, JOB_GAP, JOB_AFFINE, JOB_SCALE, JOB_RELU, JOB_CLIP, JOB_QCFS,
-    JOB_IF, JOB_NIR, JOB_GATED, JOB_POISSON
+    JOB_IF, JOB_NIR, JOB_GATED, JOB_POISSON, JOB_CONV_EVENTS, JOB_DENSE_EVENTS
 } job_op;
 
 /* One layer's row-wise work: rows [r0, r1) of `in` and `out`.  For IF and
@@ -119,6 +130,7 @@ typedef struct row_job {
     float *work;               /* conv: one workspace per thread slot      */
     size_t work_floats;        /* conv: floats per slot                    */
     float *state;              /* IF: carried membranes (NULL: start anew) */
+    const float *wt;           /* event-driven conv / dense: weight layout */
 } row_job;
 
 /* Runs rows [r0, r1) of job j; `slot` (0 … threads−1) picks the workspace. */
@@ -164,6 +176,14 @@ static void job_run(const row_job *j, int64_t r0, int64_t r1, int slot)
                          j->counts + r0 * (j->in_row));
         break;
     case JOB_POISSON: nc_poisson_encode(j->seed, (int)r0, (int)n, j->in_row, j->in, out); break;
+    case JOB_CONV_EVENTS:
+        nc_conv2d_events(j->g, (int)j->node->shape[0], n, in, j->wt, j->node->bias ? j->node->bias->data : NULL,
+                         out, j->work + (size_t)slot * j->work_floats);
+        break;
+    case JOB_DENSE_EVENTS:
+        nc_dense_events(n, (int)j->in_row, (int)j->out_row, in, j->wt,
+                        j->node->bias ? j->node->bias->data : NULL, out, j->work + (size_t)slot * j->work_floats);
+        break;
     }
 }
 
@@ -397,6 +417,68 @@ static nc_status run_input(run_ctx *c, int i, const nc_tensor *input, cpu_value 
  * 15 GFLOP/s; 14×14, 32→64: 53 vs 45), as im2col and scatter run in parallel
  * too.  OpenBLAS is set to 1 thread meanwhile so the slices do not fight over
  * its pool. */
+/* The workspace of `threads` slots of `per_slot` floats in c->work. */
+static nc_status work_reserve(run_ctx *c, int i, size_t per_slot, int threads)
+{
+    size_t need;
+    if (nc_mul_size(per_slot, (size_t)threads, &need))
+        return node_fail(c, i, NC_ERR_MEMORY, "the workspace size overflows");
+    if (need > c->work_floats) {
+        float *w = realloc(c->work, need * sizeof(float));
+        if (!w)
+            return node_fail(c, i, NC_ERR_MEMORY, "out of memory for the workspace");
+        c->work = w;
+        c->work_floats = need;
+    }
+    return NC_OK;
+}
+
+/* SNN: whether node i (conv with groups 1, or dense) runs event-driven on its
+ * input `in`: when the fraction of non-zero inputs is low (spikes).  The
+ * weight layout of the event kernels is made on first use. */
+static int use_events(run_ctx *c, int i, const cpu_value *in)
+{
+    const nc_node *n = &c->net->nodes[i];
+    if (!c->snn || (n->kind == NC_NODE_CONV2D && n->groups != 1))
+        return 0;
+    int64_t total = in->rows * numel_of(c, n->inputs[0]);
+    double maxd = getenv("NC_EVENT_DENSITY") ? atof(getenv("NC_EVENT_DENSITY")) : NC_CPU_EVENT_MAX_DENSITY; /*TUNE*/
+    if (getenv("NC_EVENT_DEBUG")) fprintf(stderr, "node %d density %.3f\n", i, total ? (double)nc_count_nonzero(total, in->data) / (double)total : 0.0); /*TUNE*/
+    if (total < 1 || (double)nc_count_nonzero(total, in->data) > maxd * (double)total)
+        return 0;
+    if (!c->st->evw[i]) {
+        float *wt = malloc((size_t)nc_tensor_numel(n->weight) * sizeof(float));
+        if (!wt)
+            return 0; /* the dense path needs no extra memory */
+        if (n->kind == NC_NODE_CONV2D)
+            nc_conv2d_events_weight(&c->st->win[i], (int)n->shape[0], n->weight->data, wt);
+        else
+            nc_dense_events_weight((int)n->weight->shape[1], (int)n->weight->shape[0], n->weight->data, wt);
+        c->st->evw[i] = wt;
+    }
+    return 1;
+}
+
+static nc_status run_events(run_ctx *c, int i, const cpu_value *in, cpu_value *out)
+{
+    const nc_node *n = &c->net->nodes[i];
+    int64_t in_numel = numel_of(c, n->inputs[0]), out_numel = numel_of(c, i);
+    int conv = n->kind == NC_NODE_CONV2D;
+    size_t per_slot = conv ? nc_conv2d_events_work_floats(&c->st->win[i], (int)n->shape[0])
+                           : 2 * (size_t)in_numel + 16;
+    /* cost: about one FMA per output and non-zero input would be the density
+     * times the MACs; count the dense MACs / 64 as the floats of work */
+    int threads = job_threads(c->threads, in->rows, nc_node_macs(c->net, i) * in->rows / 64);
+    nc_status s = work_reserve(c, i, per_slot, threads);
+    if (s != NC_OK)
+        return s;
+    row_job j = {.op = conv ? JOB_CONV_EVENTS : JOB_DENSE_EVENTS, .node = n, .g = &c->st->win[i],
+                 .in = in->data, .out = out->data, .in_row = in_numel, .out_row = out_numel,
+                 .work = c->work, .work_floats = per_slot, .wt = c->st->evw[i]};
+    job_parallel(&j, threads, in->rows, nc_node_macs(c->net, i) * in->rows / 64);
+    return NC_OK;
+}
+
 static nc_status run_conv(run_ctx *c, int i, cpu_value *out)
 {
     const nc_node *n = &c->net->nodes[i];
@@ -406,21 +488,16 @@ static nc_status run_conv(run_ctx *c, int i, cpu_value *out)
     nc_status s = value_alloc(c, i, in->rows, in->constant, out);
     if (s != NC_OK)
         return s;
+    if (use_events(c, i, in))
+        return run_events(c, i, in, out);
     int64_t in_numel = numel_of(c, n->inputs[0]), out_numel = numel_of(c, i);
     int64_t macs = nc_node_macs(c->net, i) * in->rows;
     /* a conv row costs MACs, not floats: count 16 MACs as one float of work */
     int threads = job_threads(c->threads, in->rows, macs / 16);
     int64_t slice_rows = (in->rows + threads - 1) / threads;
-    size_t per_slot = nc_conv2d_work_floats(g, cout, n->groups, slice_rows), need;
-    if (nc_mul_size(per_slot, (size_t)threads, &need))
-        return node_fail(c, i, NC_ERR_MEMORY, "the im2col workspace size overflows");
-    if (need > c->work_floats) {
-        float *w = realloc(c->work, need * sizeof(float));
-        if (!w)
-            return node_fail(c, i, NC_ERR_MEMORY, "out of memory for the im2col workspace");
-        c->work = w;
-        c->work_floats = need;
-    }
+    size_t per_slot = nc_conv2d_work_floats(g, cout, n->groups, slice_rows);
+    if ((s = work_reserve(c, i, per_slot, threads)) != NC_OK)
+        return s;
     row_job j = {.op = JOB_CONV, .node = n, .g = g, .in = in->data, .out = out->data,
                  .in_row = in_numel, .out_row = out_numel, .work = c->work, .work_floats = per_slot};
     if (threads > 1)
@@ -436,6 +513,8 @@ static nc_status run_dense(run_ctx *c, int i, cpu_value *out)
     const nc_node *n = &c->net->nodes[i];
     const cpu_value *in = input_value(c, i, 0);
     nc_status s = value_alloc(c, i, in->rows, in->constant, out);
+    if (s == NC_OK && use_events(c, i, in))
+        return run_events(c, i, in, out);
     if (s == NC_OK)
         nc_dense(in->rows, (int)n->weight->shape[1], (int)n->weight->shape[0], in->data,
                  n->weight->data, n->bias ? n->bias->data : NULL, out->data);
@@ -1003,6 +1082,9 @@ static void state_free(cpu_state *st)
     free(st->pool);
     free(st->win);
     free(st->last_use);
+    for (int i = 0; st->evw && i < st->n_nodes; i++)
+        free(st->evw[i]);
+    free(st->evw);
     free(st);
 }
 
@@ -1120,8 +1202,10 @@ static nc_status cpu_load(nc_engine *e, const nc_net *net, nc_error *err)
     if (st) {
         st->win = calloc((size_t)net->n_nodes, sizeof *st->win);
         st->last_use = malloc((size_t)net->n_nodes * sizeof *st->last_use);
+        st->evw = calloc((size_t)net->n_nodes, sizeof *st->evw);
+        st->n_nodes = net->n_nodes;
     }
-    if (!st || !st->win || !st->last_use) {
+    if (!st || !st->win || !st->last_use || !st->evw) {
         state_free(st);
         return nc_fail(err, NC_ERR_MEMORY, "cpu engine: out of memory loading %d nodes", net->n_nodes);
     }

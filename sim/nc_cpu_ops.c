@@ -6,6 +6,10 @@
 #include <math.h>
 #include <string.h>
 
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
 /* Bytes of im2col columns per chunk: about half the 1 MiB L2 of the target
  * machines, so that the GEMM reads its B panel from cache (chunks of 128 KiB
  * to 2 MiB measured within noise of each other on a 28×28 CNN). */
@@ -254,6 +258,188 @@ void nc_ref_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const
                             }
                     out[((r * cout + m) * g->oh + oy) * g->ow + ox] = (float)acc;
                 }
+}
+
+/* ---- event-driven conv2d and dense --------------------------------------- */
+
+/* y[0, n) += Σ_e val[e]·w[idx[e]·ld + (0, n)]: the events of one input
+ * position (conv) or one row (dense) into one output vector.  With AVX2 + FMA
+ * (which AVX-512 machines have too), blocks of up to 32 outputs stay in
+ * registers over all events, in two sets of accumulators (even and odd
+ * events) so that 8 FMA chains run at once; a tail of < 8 outputs is scalar. */
+#if defined(__AVX2__) && defined(__FMA__)
+#define NC_EV_AVX2 1
+#define EV_BLOCK(NV)                                                                               \
+    static inline void ev_block##NV(float *y, const float *w, int64_t ld, const int *idx,          \
+                                    const float *val, int ne)                                      \
+    {                                                                                              \
+        __m256 a[NV], b[NV];                                                                       \
+        for (int j = 0; j < NV; j++) {                                                             \
+            a[j] = _mm256_loadu_ps(y + 8 * j);                                                     \
+            b[j] = _mm256_setzero_ps();                                                            \
+        }                                                                                          \
+        int e = 0;                                                                                 \
+        for (; e + 1 < ne; e += 2) {                                                               \
+            const float *p = w + idx[e] * ld, *q = w + idx[e + 1] * ld;                            \
+            __m256 u = _mm256_broadcast_ss(val + e), v = _mm256_broadcast_ss(val + e + 1);         \
+            for (int j = 0; j < NV; j++) {                                                         \
+                a[j] = _mm256_fmadd_ps(u, _mm256_loadu_ps(p + 8 * j), a[j]);                       \
+                b[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(q + 8 * j), b[j]);                       \
+            }                                                                                      \
+        }                                                                                          \
+        if (e < ne) {                                                                              \
+            const float *p = w + idx[e] * ld;                                                      \
+            __m256 u = _mm256_broadcast_ss(val + e);                                               \
+            for (int j = 0; j < NV; j++)                                                           \
+                a[j] = _mm256_fmadd_ps(u, _mm256_loadu_ps(p + 8 * j), a[j]);                       \
+        }                                                                                          \
+        for (int j = 0; j < NV; j++)                                                               \
+            _mm256_storeu_ps(y + 8 * j, _mm256_add_ps(a[j], b[j]));                                \
+    }
+EV_BLOCK(1)
+EV_BLOCK(2)
+EV_BLOCK(3)
+EV_BLOCK(4)
+#undef EV_BLOCK
+#endif
+
+static inline void ev_add(float *y, int n, const float *w, int64_t ld, const int *idx, const float *val,
+                          int ne)
+{
+    int c0 = 0;
+#if NC_EV_AVX2
+    for (; c0 + 32 <= n; c0 += 32)
+        ev_block4(y + c0, w + c0, ld, idx, val, ne);
+    switch ((n - c0) / 8) {
+    case 3: ev_block3(y + c0, w + c0, ld, idx, val, ne); c0 += 24; break;
+    case 2: ev_block2(y + c0, w + c0, ld, idx, val, ne); c0 += 16; break;
+    case 1: ev_block1(y + c0, w + c0, ld, idx, val, ne); c0 += 8; break;
+    default: break;
+    }
+#endif
+    for (int e = 0; e < ne && c0 < n; e++) {
+        const float *p = w + idx[e] * ld;
+        float v = val[e];
+        for (int i = c0; i < n; i++)
+            y[i] += v * p[i];
+    }
+}
+
+int64_t nc_count_nonzero(int64_t n, const float *x)
+{
+    int64_t count = 0, i = 0;
+#if NC_EV_AVX2
+    __m256 zero = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8)
+        count += __builtin_popcount(
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), zero, _CMP_NEQ_UQ)));
+#endif
+    for (; i < n; i++)
+        count += x[i] != 0.0f;
+    return count;
+}
+
+void nc_conv2d_events_weight(const nc_window *g, int cout, const float *weight, float *wt)
+{
+    int cin = g->c, kh = g->kernel[0], kw = g->kernel[1];
+    for (int m = 0; m < cout; m++)
+        for (int ci = 0; ci < cin; ci++)
+            for (int ky = 0; ky < kh; ky++)
+                for (int kx = 0; kx < kw; kx++)
+                    wt[(((int64_t)ky * kw + kx) * cin + ci) * cout + m] =
+                        weight[(((int64_t)m * cin + ci) * kh + ky) * kw + kx];
+}
+
+size_t nc_conv2d_events_work_floats(const nc_window *g, int cout)
+{
+    return (size_t)g->oh * g->ow * cout + 2 * (size_t)g->c + 16;
+}
+
+void nc_conv2d_events(const nc_window *g, int cout, int64_t rows, const float *in, const float *wt,
+                      const float *bias, float *out, float *work)
+{
+    int cin = g->c, kh = g->kernel[0], kw = g->kernel[1];
+    int sh = g->stride[0], sw = g->stride[1], dh = g->dilation[0], dw = g->dilation[1];
+    int64_t p = (int64_t)g->oh * g->ow, hw = (int64_t)g->h * g->w;
+    float *acc = work, *val = acc + p * cout;
+    int *idx = (int *)(val + cin);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *x = in + r * cin * hw;
+        for (int64_t q = 0; q < p; q++) {
+            if (bias)
+                memcpy(acc + q * cout, bias, (size_t)cout * sizeof(float));
+            else
+                memset(acc + q * cout, 0, (size_t)cout * sizeof(float));
+        }
+        for (int iy = 0; iy < g->h; iy++)
+            for (int ix = 0; ix < g->w; ix++) {
+                const float *xp = x + (int64_t)iy * g->w + ix;
+                int ne = 0;
+                for (int ci = 0; ci < cin; ci++) {
+                    float v = xp[ci * hw];
+                    if (v != 0.0f) {
+                        idx[ne] = ci;
+                        val[ne++] = v;
+                    }
+                }
+                if (!ne)
+                    continue;
+                for (int ky = 0; ky < kh; ky++) {
+                    int ty = iy + g->pad[0] - ky * dh; /* = oy·sh */
+                    if (ty < 0)
+                        break;
+                    if (ty % sh || ty / sh >= g->oh)
+                        continue;
+                    float *arow = acc + (int64_t)(ty / sh) * g->ow * cout;
+                    for (int kx = 0; kx < kw; kx++) {
+                        int tx = ix + g->pad[1] - kx * dw;
+                        if (tx < 0)
+                            break;
+                        if (tx % sw || tx / sw >= g->ow)
+                            continue;
+                        ev_add(arow + (int64_t)(tx / sw) * cout, cout,
+                               wt + ((int64_t)ky * kw + kx) * cin * cout, cout, idx, val, ne);
+                    }
+                }
+            }
+        /* [P][Cout] → [Cout][P], 16 positions at a time */
+        float *o = out + r * cout * p;
+        for (int64_t q0 = 0; q0 < p; q0 += 16) {
+            int64_t q1 = q0 + 16 < p ? q0 + 16 : p;
+            for (int m = 0; m < cout; m++)
+                for (int64_t q = q0; q < q1; q++)
+                    o[m * p + q] = acc[q * cout + m];
+        }
+    }
+}
+
+void nc_dense_events_weight(int fin, int fout, const float *weight, float *wt)
+{
+    for (int o = 0; o < fout; o++)
+        for (int i = 0; i < fin; i++)
+            wt[(int64_t)i * fout + o] = weight[(int64_t)o * fin + i];
+}
+
+void nc_dense_events(int64_t rows, int fin, int fout, const float *in, const float *wt,
+                     const float *bias, float *out, float *work)
+{
+    float *val = work;
+    int *idx = (int *)(work + fin);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *x = in + r * fin;
+        float *y = out + r * fout;
+        int ne = 0;
+        for (int i = 0; i < fin; i++)
+            if (x[i] != 0.0f) {
+                idx[ne] = i;
+                val[ne++] = x[i];
+            }
+        if (bias)
+            memcpy(y, bias, (size_t)fout * sizeof(float));
+        else
+            memset(y, 0, (size_t)fout * sizeof(float));
+        ev_add(y, fout, wt, fout, idx, val, ne);
+    }
 }
 
 /* ---- dense -------------------------------------------------------------- */
