@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h> /*TUNE*/
 
 /* NIR neuron models run through sim/nc_neuron_models.c.  Set to 1 once that
  * file is in the sim library; while 0, they fail with NC_ERR_UNSUPPORTED. */
@@ -1054,7 +1055,10 @@ static nc_status cpu_forward(nc_engine *e, const nc_tensor *input, const nc_run_
         s = forward_steps(&c, input);
     } else {
         for (int i = 0; i < c.net->n_nodes && s == NC_OK; i++) {
+            struct timespec t0_, t1_; clock_gettime(CLOCK_MONOTONIC, &t0_); /*TUNE*/
             s = run_node(&c, i, input, &c.val[i]);
+            clock_gettime(CLOCK_MONOTONIC, &t1_); /*TUNE*/
+            if (getenv("NC_NODE_TIME") && c.snn) fprintf(stderr, "node %d %s %.3f ms\n", i, nc_node_kind_name(c.net->nodes[i].kind), (t1_.tv_sec - t0_.tv_sec) * 1e3 + (t1_.tv_nsec - t0_.tv_nsec) * 1e-6); /*TUNE*/
             if (s == NC_OK)
                 s = observe_and_report(&c, i);
             if (s == NC_OK)

@@ -352,64 +352,217 @@ void nc_conv2d_events_weight(const nc_window *g, int cout, const float *weight, 
 
 size_t nc_conv2d_events_work_floats(const nc_window *g, int cout)
 {
-    return (size_t)g->oh * g->ow * cout + 2 * (size_t)g->c + 16;
+    size_t hw = (size_t)g->h * g->w, p = (size_t)g->oh * g->ow, taps = (size_t)g->kernel[0] * g->kernel[1];
+    /* event offsets (int64) and values, segment offsets (int64) and bounds,
+     * outputs [P][Cout], input transposed [HW][Cin] */
+    return 3 * (size_t)g->c * hw + p * (4 * taps + 1) + p * cout + (size_t)g->c * hw + hw + 1 + 64;
+}
+
+/* 8×8 transpose of floats: dst[j·ld_d + i] = src[i·ld_s + j]. */
+__attribute__((always_inline)) static inline void transpose8(const float *src, int64_t ld_s, float *dst, int64_t ld_d)
+{
+#if NC_EV_AVX2
+    __m256 r[8], t[8];
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_ps(src + i * ld_s);
+    _Pragma("GCC unroll 4") for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    _Pragma("GCC unroll 2") for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+        t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+        t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+    }
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+        _mm256_storeu_ps(dst + i * ld_d, t[i]);
+#else
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++)
+            dst[j * ld_d + i] = src[i * ld_s + j];
+#endif
+}
+
+/* dst[c][r] = src[r][c] for an R×C matrix src (row stride C), dst row stride R. */
+static void transpose(int64_t R, int64_t C, const float *src, float *dst)
+{
+    int64_t r8 = R & ~(int64_t)7, c8 = C & ~(int64_t)7;
+    for (int64_t r0 = 0; r0 < r8; r0 += 8)
+        for (int64_t c0 = 0; c0 < c8; c0 += 8)
+            transpose8(src + r0 * C + c0, C, dst + c0 * R + r0, R);
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = r < r8 ? c8 : 0; c < C; c++)
+            dst[c * R + r] = src[r * C + c];
+}
+
+/* The events of one sample as lists per input position (CSR): position q
+ * holds events [start[q], start[q+1]), of value val[e] and weight offset
+ * off[e] = ix·tap_ld + ci·cout (ix: the position's column).  xt is the sample
+ * as [HW][Cin]. */
+static void event_lists(int64_t hw, int w, int cin, int cout, int64_t tap_ld, const float *xt, int *start,
+                        int64_t *off, float *val)
+{
+    int ne = 0;
+    for (int64_t q = 0; q < hw; q++) {
+        const float *xp = xt + q * cin;
+        int64_t base = (q % w) * tap_ld;
+        start[q] = ne;
+        int ci = 0;
+#if NC_EV_AVX2
+        for (; ci + 8 <= cin; ci += 8) {
+            unsigned m = (unsigned)_mm256_movemask_ps(
+                _mm256_cmp_ps(_mm256_loadu_ps(xp + ci), _mm256_setzero_ps(), _CMP_NEQ_UQ));
+            while (m) {
+                int b = __builtin_ctz(m);
+                off[ne] = base + (int64_t)(ci + b) * cout;
+                val[ne++] = xp[ci + b];
+                m &= m - 1;
+            }
+        }
+#endif
+        for (; ci < cin; ci++) { /* branch-free: spikes are random */
+            float v = xp[ci];
+            off[ne] = base + (int64_t)ci * cout;
+            val[ne] = v;
+            ne += v != 0.0f;
+        }
+    }
+    start[hw] = ne;
+}
+
+/* One output position: y[0, n) = init + Σ over its segments s and their
+ * events e of val[e]·wt[soff[s] + off[e] + (0, n)].  A segment is a run of
+ * input positions [lo, hi) of one kernel row (consecutive columns when the
+ * dilation is 1, else one position), whose events lie consecutively in the
+ * lists; soff makes off[e] point at the tap of e's column.  The n ≤ 8·NV
+ * sums stay in registers: NV vectors of 8 (two sets when NV ≤ 4, so that 8
+ * FMA chains run at once). */
+#if NC_EV_AVX2
+#define EV_GATHER(NV)                                                                              \
+    static void ev_gather##NV(float *y, const float *init, const float *wt, int ns, const int *lo, \
+                              const int *hi, const int64_t *soff, const int *start,                \
+                              const int64_t *off, const float *val)                                \
+    {                                                                                              \
+        __m256 a[NV], b[NV];                                                                       \
+        _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) {                                     \
+            a[j] = init ? _mm256_loadu_ps(init + 8 * j) : _mm256_setzero_ps();                     \
+            b[j] = _mm256_setzero_ps();                                                            \
+        }                                                                                          \
+        for (int t = 0; t < ns; t++) {                                                             \
+            const float *wb = wt + soff[t];                                                        \
+            int e = start[lo[t]], e1 = start[hi[t]];                                               \
+            if (NV <= 4)                                                                           \
+                for (; e + 1 < e1; e += 2) {                                                       \
+                    const float *p = wb + off[e], *q = wb + off[e + 1];                            \
+                    __m256 u = _mm256_broadcast_ss(val + e), v = _mm256_broadcast_ss(val + e + 1); \
+                    _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) {                         \
+                        a[j] = _mm256_fmadd_ps(u, _mm256_loadu_ps(p + 8 * j), a[j]);               \
+                        b[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(q + 8 * j), b[j]);               \
+                    }                                                                              \
+                }                                                                                  \
+            for (; e < e1; e++) {                                                                  \
+                const float *p = wb + off[e];                                                      \
+                __m256 u = _mm256_broadcast_ss(val + e);                                           \
+                _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) a[j] =                        \
+                    _mm256_fmadd_ps(u, _mm256_loadu_ps(p + 8 * j), a[j]);                          \
+            }                                                                                      \
+        }                                                                                          \
+        _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++)                                       \
+            _mm256_storeu_ps(y + 8 * j, NV <= 4 ? _mm256_add_ps(a[j], b[j]) : a[j]);              \
+    }
+EV_GATHER(1)
+EV_GATHER(2)
+EV_GATHER(3)
+EV_GATHER(4)
+EV_GATHER(5)
+EV_GATHER(6)
+EV_GATHER(7)
+EV_GATHER(8)
+#undef EV_GATHER
+#endif
+
+static void ev_gather(float *y, int n, const float *init, const float *wt, int ns, const int *lo,
+                      const int *hi, const int64_t *soff, const int *start, const int64_t *off,
+                      const float *val)
+{
+    int c0 = 0;
+#if NC_EV_AVX2
+    while (n - c0 >= 8) {
+        int nv = (n - c0) / 8 < 8 ? (n - c0) / 8 : 8;
+        const float *i0 = init ? init + c0 : NULL;
+        float *y0 = y + c0;
+        const float *w0 = wt + c0;
+        switch (nv) {
+        case 1: ev_gather1(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
+        case 2: ev_gather2(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
+        case 3: ev_gather3(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
+        case 4: ev_gather4(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
+        case 5: ev_gather5(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
+        case 6: ev_gather6(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
+        case 7: ev_gather7(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
+        default: ev_gather8(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
+        }
+        c0 += 8 * nv;
+    }
+#endif
+    for (int i = c0; i < n; i++) {
+        float acc = init ? init[i] : 0.0f;
+        for (int t = 0; t < ns; t++)
+            for (int e = start[lo[t]]; e < start[hi[t]]; e++)
+                acc += val[e] * wt[soff[t] + off[e] + i];
+        y[i] = acc;
+    }
 }
 
 void nc_conv2d_events(const nc_window *g, int cout, int64_t rows, const float *in, const float *wt,
                       const float *bias, float *out, float *work)
 {
-    int cin = g->c, kh = g->kernel[0], kw = g->kernel[1];
-    int sh = g->stride[0], sw = g->stride[1], dh = g->dilation[0], dw = g->dilation[1];
+    int cin = g->c, kh = g->kernel[0], kw = g->kernel[1], taps = kh * kw;
     int64_t p = (int64_t)g->oh * g->ow, hw = (int64_t)g->h * g->w;
-    float *acc = work, *val = acc + p * cout;
-    int *idx = (int *)(val + cin);
-    for (int64_t r = 0; r < rows; r++) {
-        const float *x = in + r * cin * hw;
-        for (int64_t q = 0; q < p; q++) {
-            if (bias)
-                memcpy(acc + q * cout, bias, (size_t)cout * sizeof(float));
-            else
-                memset(acc + q * cout, 0, (size_t)cout * sizeof(float));
-        }
-        for (int iy = 0; iy < g->h; iy++)
-            for (int ix = 0; ix < g->w; ix++) {
-                const float *xp = x + (int64_t)iy * g->w + ix;
-                int ne = 0;
-                for (int ci = 0; ci < cin; ci++) {
-                    float v = xp[ci * hw];
-                    if (v != 0.0f) {
-                        idx[ne] = ci;
-                        val[ne++] = v;
-                    }
-                }
-                if (!ne)
+    int64_t tap_ld = (int64_t)cin * cout; /* floats between taps of wt */
+    int64_t *off = (int64_t *)work, *soff = off + cin * hw;
+    float *val = (float *)(soff + p * taps), *acc = val + cin * hw, *xt = acc + p * cout;
+    int *start = (int *)(xt + cin * hw), *n_s = start + hw + 1, *s_lo = n_s + p, *s_hi = s_lo + p * taps;
+    /* the segments of every output position q */
+    int dw = g->dilation[1];
+    for (int oy = 0; oy < g->oh; oy++)
+        for (int ox = 0; ox < g->ow; ox++) {
+            int64_t q = (int64_t)oy * g->ow + ox, at = q * taps;
+            int n = 0, x0 = ox * g->stride[1] - g->pad[1];
+            for (int ky = 0; ky < kh; ky++) {
+                int iy = oy * g->stride[0] - g->pad[0] + ky * g->dilation[0];
+                if (iy < 0 || iy >= g->h)
                     continue;
-                for (int ky = 0; ky < kh; ky++) {
-                    int ty = iy + g->pad[0] - ky * dh; /* = oy·sh */
-                    if (ty < 0)
-                        break;
-                    if (ty % sh || ty / sh >= g->oh)
+                for (int kx = 0; kx < kw; kx++) {
+                    int ix = x0 + kx * dw;
+                    if (ix < 0 || ix >= g->w)
                         continue;
-                    float *arow = acc + (int64_t)(ty / sh) * g->ow * cout;
-                    for (int kx = 0; kx < kw; kx++) {
-                        int tx = ix + g->pad[1] - kx * dw;
-                        if (tx < 0)
-                            break;
-                        if (tx % sw || tx / sw >= g->ow)
-                            continue;
-                        ev_add(arow + (int64_t)(tx / sw) * cout, cout,
-                               wt + ((int64_t)ky * kw + kx) * cin * cout, cout, idx, val, ne);
+                    int pos = iy * g->w + ix;
+                    if (dw == 1 && n > 0 && s_hi[at + n - 1] == pos &&
+                        soff[at + n - 1] == ((int64_t)ky * kw - x0) * tap_ld) {
+                        s_hi[at + n - 1] = pos + 1; /* extends the run of this kernel row */
+                        continue;
                     }
+                    s_lo[at + n] = pos;
+                    s_hi[at + n] = pos + 1;
+                    /* tap ky·kw + kx of column ix: (ky·kw + kx)·tap_ld − ix·tap_ld + off */
+                    soff[at + n++] = ((int64_t)ky * kw + kx - ix) * tap_ld;
                 }
             }
-        /* [P][Cout] → [Cout][P], 16 positions at a time */
-        float *o = out + r * cout * p;
-        for (int64_t q0 = 0; q0 < p; q0 += 16) {
-            int64_t q1 = q0 + 16 < p ? q0 + 16 : p;
-            for (int m = 0; m < cout; m++)
-                for (int64_t q = q0; q < q1; q++)
-                    o[m * p + q] = acc[q * cout + m];
+            n_s[q] = n;
         }
+    for (int64_t r = 0; r < rows; r++) {
+        transpose(cin, hw, in + r * cin * hw, xt);
+        event_lists(hw, g->w, cin, cout, tap_ld, xt, start, off, val);
+        for (int64_t q = 0; q < p; q++)
+            ev_gather(acc + q * cout, cout, bias, wt, n_s[q], s_lo + q * taps, s_hi + q * taps,
+                      soff + q * taps, start, off, val);
+        transpose(p, cout, acc, out + r * cout * p); /* [P][Cout] → [Cout][P] */
     }
 }
 
@@ -429,11 +582,11 @@ void nc_dense_events(int64_t rows, int fin, int fout, const float *in, const flo
         const float *x = in + r * fin;
         float *y = out + r * fout;
         int ne = 0;
-        for (int i = 0; i < fin; i++)
-            if (x[i] != 0.0f) {
-                idx[ne] = i;
-                val[ne++] = x[i];
-            }
+        for (int i = 0; i < fin; i++) { /* branch-free: spikes are random */
+            idx[ne] = i;
+            val[ne] = x[i];
+            ne += x[i] != 0.0f;
+        }
         if (bias)
             memcpy(y, bias, (size_t)fout * sizeof(float));
         else
@@ -488,8 +641,42 @@ static axis_taps column_tap(const nc_window *g, const axis_taps *tab, int ox)
                             : taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], g->dilation[1], g->w);
 }
 
+/* 2×2 windows of stride 2, no padding, no dilation, every window inside the
+ * input: the common avgpool, summed in the same order as the general loop. */
+static int avgpool_is_2x2(const nc_window *g)
+{
+    return g->kernel[0] == 2 && g->kernel[1] == 2 && g->stride[0] == 2 && g->stride[1] == 2 &&
+           g->dilation[0] == 1 && g->dilation[1] == 1 && !g->pad[0] && !g->pad[1] && !g->pad[2] &&
+           !g->pad[3] && 2 * g->oh <= g->h && 2 * g->ow <= g->w;
+}
+
+static void avgpool_2x2(const nc_window *g, int64_t rows, const float *in, float *out)
+{
+    int64_t hw = (int64_t)g->h * g->w;
+    for (int64_t pl = 0; pl < rows * g->c; pl++) {
+        const float *x = in + pl * hw;
+        float *y = out + pl * g->oh * g->ow;
+        for (int oy = 0; oy < g->oh; oy++) {
+            const float *r0 = x + (int64_t)(2 * oy) * g->w, *r1 = r0 + g->w;
+            float *yo = y + (int64_t)oy * g->ow;
+            for (int ox = 0; ox < g->ow; ox++) {
+                float sum = 0.0f;
+                sum += r0[2 * ox];
+                sum += r0[2 * ox + 1];
+                sum += r1[2 * ox];
+                sum += r1[2 * ox + 1];
+                yo[ox] = sum / 4.0f;
+            }
+        }
+    }
+}
+
 void nc_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const float *in, float *out)
 {
+    if (avgpool_is_2x2(g)) {
+        avgpool_2x2(g, rows, in, out);
+        return;
+    }
     int64_t hw = (int64_t)g->h * g->w;
     int dh = g->dilation[0], dw = g->dilation[1];
     axis_taps tab[NC_POOL_TAB];

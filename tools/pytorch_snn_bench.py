@@ -46,7 +46,9 @@ multi_step.  The 1-minute load average before and after is printed: on a
 
 With --json a last line:
   {"model", "T", "batch", "step_loop_ms", "multi_step_ms",
-   "best_images_per_second", "best", "naive_step_loop_ms", "memory_format"
+   "best_images_per_second", "best", "best_images_per_second_min" (from the
+   fastest single run of step_loop / multi_step in any format: the estimate
+   least distorted by other load), "naive_step_loop_ms", "memory_format"
    (of the best), "by_format": {format: {variant: median ms}},
    "min_ms": {format: {variant: min ms}}, "threads", "repeats",
    "load_average": [before, after], "torch"}
@@ -206,6 +208,8 @@ def main():
             "model": args.model, "T": T, "batch": args.batch,
             "step_loop_ms": med["step_loop"], "multi_step_ms": med["multi_step"],
             "best_images_per_second": args.batch / med[best] * 1e3, "best": best,
+            "best_images_per_second_min": args.batch / min(by_format[f][v][1] for f in by_format
+                                                            for v in ("step_loop", "multi_step")) * 1e3,
             "naive_step_loop_ms": med["naive_step_loop"], "memory_format": best_of[best],
             "by_format": {f: {v: r[v][0] for v in VARIANTS} for f, r in by_format.items()},
             "min_ms": {f: {v: r[v][1] for v in VARIANTS} for f, r in by_format.items()},
