@@ -262,68 +262,9 @@ void nc_ref_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const
 
 /* ---- event-driven conv2d and dense --------------------------------------- */
 
-/* y[0, n) += Σ_e val[e]·w[idx[e]·ld + (0, n)]: the events of one input
- * position (conv) or one row (dense) into one output vector.  With AVX2 + FMA
- * (which AVX-512 machines have too), blocks of up to 32 outputs stay in
- * registers over all events, in two sets of accumulators (even and odd
- * events) so that 8 FMA chains run at once; a tail of < 8 outputs is scalar. */
 #if defined(__AVX2__) && defined(__FMA__)
 #define NC_EV_AVX2 1
-#define EV_BLOCK(NV)                                                                               \
-    static inline void ev_block##NV(float *y, const float *w, int64_t ld, const int *idx,          \
-                                    const float *val, int ne)                                      \
-    {                                                                                              \
-        __m256 a[NV], b[NV];                                                                       \
-        for (int j = 0; j < NV; j++) {                                                             \
-            a[j] = _mm256_loadu_ps(y + 8 * j);                                                     \
-            b[j] = _mm256_setzero_ps();                                                            \
-        }                                                                                          \
-        int e = 0;                                                                                 \
-        for (; e + 1 < ne; e += 2) {                                                               \
-            const float *p = w + idx[e] * ld, *q = w + idx[e + 1] * ld;                            \
-            __m256 u = _mm256_broadcast_ss(val + e), v = _mm256_broadcast_ss(val + e + 1);         \
-            for (int j = 0; j < NV; j++) {                                                         \
-                a[j] = _mm256_fmadd_ps(u, _mm256_loadu_ps(p + 8 * j), a[j]);                       \
-                b[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(q + 8 * j), b[j]);                       \
-            }                                                                                      \
-        }                                                                                          \
-        if (e < ne) {                                                                              \
-            const float *p = w + idx[e] * ld;                                                      \
-            __m256 u = _mm256_broadcast_ss(val + e);                                               \
-            for (int j = 0; j < NV; j++)                                                           \
-                a[j] = _mm256_fmadd_ps(u, _mm256_loadu_ps(p + 8 * j), a[j]);                       \
-        }                                                                                          \
-        for (int j = 0; j < NV; j++)                                                               \
-            _mm256_storeu_ps(y + 8 * j, _mm256_add_ps(a[j], b[j]));                                \
-    }
-EV_BLOCK(1)
-EV_BLOCK(2)
-EV_BLOCK(3)
-EV_BLOCK(4)
-#undef EV_BLOCK
 #endif
-
-static inline void ev_add(float *y, int n, const float *w, int64_t ld, const int *idx, const float *val,
-                          int ne)
-{
-    int c0 = 0;
-#if NC_EV_AVX2
-    for (; c0 + 32 <= n; c0 += 32)
-        ev_block4(y + c0, w + c0, ld, idx, val, ne);
-    switch ((n - c0) / 8) {
-    case 3: ev_block3(y + c0, w + c0, ld, idx, val, ne); c0 += 24; break;
-    case 2: ev_block2(y + c0, w + c0, ld, idx, val, ne); c0 += 16; break;
-    case 1: ev_block1(y + c0, w + c0, ld, idx, val, ne); c0 += 8; break;
-    default: break;
-    }
-#endif
-    for (int e = 0; e < ne && c0 < n; e++) {
-        const float *p = w + idx[e] * ld;
-        float v = val[e];
-        for (int i = c0; i < n; i++)
-            y[i] += v * p[i];
-    }
-}
 
 int64_t nc_count_nonzero(int64_t n, const float *x)
 {
@@ -354,8 +295,8 @@ size_t nc_conv2d_events_work_floats(const nc_window *g, int cout)
 {
     size_t hw = (size_t)g->h * g->w, p = (size_t)g->oh * g->ow, taps = (size_t)g->kernel[0] * g->kernel[1];
     /* event offsets (int64) and values, segment offsets (int64) and bounds,
-     * outputs [P][Cout], input transposed [HW][Cin] */
-    return 3 * (size_t)g->c * hw + p * (4 * taps + 1) + p * cout + (size_t)g->c * hw + hw + 1 + 64;
+     * 8 positions of outputs [8][Cout] and of input [8][Cin] */
+    return 3 * (size_t)g->c * hw + p * (4 * taps + 1) + 8 * (size_t)cout + 8 * (size_t)g->c + hw + 1 + 24 + 64;
 }
 
 /* 8×8 transpose of floats: dst[j·ld_d + i] = src[i·ld_s + j]. */
@@ -388,41 +329,55 @@ __attribute__((always_inline)) static inline void transpose8(const float *src, i
 #endif
 }
 
-/* dst[c][r] = src[r][c] for an R×C matrix src (row stride C), dst row stride R. */
-static void transpose(int64_t R, int64_t C, const float *src, float *dst)
-{
-    int64_t r8 = R & ~(int64_t)7, c8 = C & ~(int64_t)7;
-    for (int64_t r0 = 0; r0 < r8; r0 += 8)
-        for (int64_t c0 = 0; c0 < c8; c0 += 8)
-            transpose8(src + r0 * C + c0, C, dst + c0 * R + r0, R);
-    for (int64_t r = 0; r < R; r++)
-        for (int64_t c = r < r8 ? c8 : 0; c < C; c++)
-            dst[c * R + r] = src[r * C + c];
-}
+#if NC_EV_AVX2
+/* ev_pack[m]: the lanes set in the 8-bit mask m, in order, then zeros (a
+ * left-pack permutation for _mm256_permutevar8x32_ps); filled at load. */
+static int32_t ev_pack[256][8];
 
-/* The events of one sample as lists per input position (CSR): position q
- * holds events [start[q], start[q+1]), of value val[e] and weight offset
- * off[e] = ix·tap_ld + ci·cout (ix: the position's column).  xt is the sample
- * as [HW][Cin]. */
-static void event_lists(int64_t hw, int w, int cin, int cout, int64_t tap_ld, const float *xt, int *start,
-                        int64_t *off, float *val)
+__attribute__((constructor)) static void ev_pack_init(void)
 {
-    int ne = 0;
-    for (int64_t q = 0; q < hw; q++) {
-        const float *xp = xt + q * cin;
+    for (int m = 0; m < 256; m++) {
+        int n = 0;
+        for (int b = 0; b < 8; b++)
+            if (m & (1 << b))
+                ev_pack[m][n++] = b;
+        while (n < 8)
+            ev_pack[m][n++] = 0;
+    }
+}
+#endif
+
+/* The events of input positions [q0, q1) of one sample, appended to lists
+ * per position (CSR) after the ne events so far: position q holds events
+ * [start[q], start[q+1]), of value val[e] and weight offset
+ * off[e] = ix·tap_ld + ci·cout (ix: the position's column).  xt holds those
+ * positions as [q1 − q0][Cin].  Returns the new count of events. */
+static int event_lists(int64_t q0, int64_t q1, int w, int cin, int cout, int64_t tap_ld, const float *xt,
+                       int *start, int64_t *off, float *val, int ne)
+{
+#if NC_EV_AVX2
+    const __m256i vcout = _mm256_set1_epi32(cout);
+#endif
+    for (int64_t q = q0; q < q1; q++) {
+        const float *xp = xt + (q - q0) * cin;
         int64_t base = (q % w) * tap_ld;
         start[q] = ne;
         int ci = 0;
 #if NC_EV_AVX2
+        /* branch-free left-pack of the non-zero lanes of 8 channels: stores 8
+         * values, keeps popcount of them (the lists have 8 of slack) */
+        const __m256i vbase = _mm256_set1_epi64x(base);
         for (; ci + 8 <= cin; ci += 8) {
-            unsigned m = (unsigned)_mm256_movemask_ps(
-                _mm256_cmp_ps(_mm256_loadu_ps(xp + ci), _mm256_setzero_ps(), _CMP_NEQ_UQ));
-            while (m) {
-                int b = __builtin_ctz(m);
-                off[ne] = base + (int64_t)(ci + b) * cout;
-                val[ne++] = xp[ci + b];
-                m &= m - 1;
-            }
+            __m256 x = _mm256_loadu_ps(xp + ci);
+            unsigned m = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_NEQ_UQ));
+            __m256i perm = _mm256_loadu_si256((const __m256i *)ev_pack[m]);
+            _mm256_storeu_ps(val + ne, _mm256_permutevar8x32_ps(x, perm));
+            __m256i o32 = _mm256_mullo_epi32(_mm256_add_epi32(perm, _mm256_set1_epi32(ci)), vcout);
+            _mm256_storeu_si256((__m256i *)(off + ne),
+                                _mm256_add_epi64(vbase, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(o32))));
+            _mm256_storeu_si256((__m256i *)(off + ne + 4),
+                                _mm256_add_epi64(vbase, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(o32, 1))));
+            ne += __builtin_popcount(m);
         }
 #endif
         for (; ci < cin; ci++) { /* branch-free: spikes are random */
@@ -432,48 +387,40 @@ static void event_lists(int64_t hw, int w, int cin, int cout, int64_t tap_ld, co
             ne += v != 0.0f;
         }
     }
-    start[hw] = ne;
+    return ne;
 }
 
-/* One output position: y[0, n) = init + Σ over its segments s and their
- * events e of val[e]·wt[soff[s] + off[e] + (0, n)].  A segment is a run of
- * input positions [lo, hi) of one kernel row (consecutive columns when the
- * dilation is 1, else one position), whose events lie consecutively in the
- * lists; soff makes off[e] point at the tap of e's column.  The n ≤ 8·NV
- * sums stay in registers: NV vectors of 8 (two sets when NV ≤ 4, so that 8
- * FMA chains run at once). */
+/* Output positions q < nq: y[q·ldy + (0, n)] = init + Σ over the segments s
+ * of q (ns[q] of them, at q·lds in lo, hi, soff) and their events e of
+ * val[e]·wt[soff[s] + off[e] + (0, n)].  A segment is a run of input
+ * positions [lo, hi) of one kernel row (consecutive columns when the dilation
+ * is 1, else one position), whose events lie consecutively in the lists;
+ * soff makes off[e] point at the tap of e's column.  The n ≤ 8·NV sums of a
+ * position stay in registers: NV vectors of 8.  (A second set of sums for
+ * every other event, for more FMA chains at NV ≤ 4, measured 10 % slower:
+ * a segment holds a few events only.) */
 #if NC_EV_AVX2
 #define EV_GATHER(NV)                                                                              \
-    static void ev_gather##NV(float *y, const float *init, const float *wt, int ns, const int *lo, \
-                              const int *hi, const int64_t *soff, const int *start,                \
-                              const int64_t *off, const float *val)                                \
+    static void ev_gather##NV(float *y, int64_t ldy, int64_t nq, const float *init, const float *wt, \
+                              const int *ns, int64_t lds, const int *lo, const int *hi,            \
+                              const int64_t *soff, const int *start, const int64_t *off,           \
+                              const float *val)                                                    \
     {                                                                                              \
-        __m256 a[NV], b[NV];                                                                       \
-        _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) {                                     \
-            a[j] = init ? _mm256_loadu_ps(init + 8 * j) : _mm256_setzero_ps();                     \
-            b[j] = _mm256_setzero_ps();                                                            \
-        }                                                                                          \
-        for (int t = 0; t < ns; t++) {                                                             \
-            const float *wb = wt + soff[t];                                                        \
-            int e = start[lo[t]], e1 = start[hi[t]];                                               \
-            if (NV <= 4)                                                                           \
-                for (; e + 1 < e1; e += 2) {                                                       \
-                    const float *p = wb + off[e], *q = wb + off[e + 1];                            \
-                    __m256 u = _mm256_broadcast_ss(val + e), v = _mm256_broadcast_ss(val + e + 1); \
-                    _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) {                         \
-                        a[j] = _mm256_fmadd_ps(u, _mm256_loadu_ps(p + 8 * j), a[j]);               \
-                        b[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(q + 8 * j), b[j]);               \
-                    }                                                                              \
+        for (int64_t qq = 0; qq < nq; qq++, y += ldy, lo += lds, hi += lds, soff += lds) {         \
+            __m256 a[NV];                                                                          \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) a[j] =                            \
+                init ? _mm256_loadu_ps(init + 8 * j) : _mm256_setzero_ps();                        \
+            for (int t = 0; t < ns[qq]; t++) {                                                     \
+                const float *wb = wt + soff[t];                                                    \
+                for (int e = start[lo[t]], e1 = start[hi[t]]; e < e1; e++) {                       \
+                    const float *p = wb + off[e];                                                  \
+                    __m256 u = _mm256_broadcast_ss(val + e);                                       \
+                    _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) a[j] =                    \
+                        _mm256_fmadd_ps(u, _mm256_loadu_ps(p + 8 * j), a[j]);                      \
                 }                                                                                  \
-            for (; e < e1; e++) {                                                                  \
-                const float *p = wb + off[e];                                                      \
-                __m256 u = _mm256_broadcast_ss(val + e);                                           \
-                _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) a[j] =                        \
-                    _mm256_fmadd_ps(u, _mm256_loadu_ps(p + 8 * j), a[j]);                          \
             }                                                                                      \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) _mm256_storeu_ps(y + 8 * j, a[j]); \
         }                                                                                          \
-        _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++)                                       \
-            _mm256_storeu_ps(y + 8 * j, NV <= 4 ? _mm256_add_ps(a[j], b[j]) : a[j]);              \
     }
 EV_GATHER(1)
 EV_GATHER(2)
@@ -486,9 +433,10 @@ EV_GATHER(8)
 #undef EV_GATHER
 #endif
 
-static void ev_gather(float *y, int n, const float *init, const float *wt, int ns, const int *lo,
-                      const int *hi, const int64_t *soff, const int *start, const int64_t *off,
-                      const float *val)
+/* The same for n outputs of any count, in blocks of up to 64 (tail scalar). */
+static void ev_gather(float *y, int64_t ldy, int64_t nq, int n, const float *init, const float *wt,
+                      const int *ns, int64_t lds, const int *lo, const int *hi, const int64_t *soff,
+                      const int *start, const int64_t *off, const float *val)
 {
     int c0 = 0;
 #if NC_EV_AVX2
@@ -498,24 +446,28 @@ static void ev_gather(float *y, int n, const float *init, const float *wt, int n
         float *y0 = y + c0;
         const float *w0 = wt + c0;
         switch (nv) {
-        case 1: ev_gather1(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
-        case 2: ev_gather2(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
-        case 3: ev_gather3(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
-        case 4: ev_gather4(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
-        case 5: ev_gather5(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
-        case 6: ev_gather6(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
-        case 7: ev_gather7(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
-        default: ev_gather8(y0, i0, w0, ns, lo, hi, soff, start, off, val); break;
+        case 1: ev_gather1(y0, ldy, nq, i0, w0, ns, lds, lo, hi, soff, start, off, val); break;
+        case 2: ev_gather2(y0, ldy, nq, i0, w0, ns, lds, lo, hi, soff, start, off, val); break;
+        case 3: ev_gather3(y0, ldy, nq, i0, w0, ns, lds, lo, hi, soff, start, off, val); break;
+        case 4: ev_gather4(y0, ldy, nq, i0, w0, ns, lds, lo, hi, soff, start, off, val); break;
+        case 5: ev_gather5(y0, ldy, nq, i0, w0, ns, lds, lo, hi, soff, start, off, val); break;
+        case 6: ev_gather6(y0, ldy, nq, i0, w0, ns, lds, lo, hi, soff, start, off, val); break;
+        case 7: ev_gather7(y0, ldy, nq, i0, w0, ns, lds, lo, hi, soff, start, off, val); break;
+        default: ev_gather8(y0, ldy, nq, i0, w0, ns, lds, lo, hi, soff, start, off, val); break;
         }
         c0 += 8 * nv;
     }
 #endif
-    for (int i = c0; i < n; i++) {
-        float acc = init ? init[i] : 0.0f;
-        for (int t = 0; t < ns; t++)
-            for (int e = start[lo[t]]; e < start[hi[t]]; e++)
-                acc += val[e] * wt[soff[t] + off[e] + i];
-        y[i] = acc;
+    for (int64_t qq = 0; qq < nq && c0 < n; qq++) {
+        const int *l = lo + qq * lds, *h = hi + qq * lds;
+        const int64_t *so = soff + qq * lds;
+        for (int i = c0; i < n; i++) {
+            float acc = init ? init[i] : 0.0f;
+            for (int t = 0; t < ns[qq]; t++)
+                for (int e = start[l[t]]; e < start[h[t]]; e++)
+                    acc += val[e] * wt[so[t] + off[e] + i];
+            y[qq * ldy + i] = acc;
+        }
     }
 }
 
@@ -525,9 +477,10 @@ void nc_conv2d_events(const nc_window *g, int cout, int64_t rows, const float *i
     int cin = g->c, kh = g->kernel[0], kw = g->kernel[1], taps = kh * kw;
     int64_t p = (int64_t)g->oh * g->ow, hw = (int64_t)g->h * g->w;
     int64_t tap_ld = (int64_t)cin * cout; /* floats between taps of wt */
-    int64_t *off = (int64_t *)work, *soff = off + cin * hw;
-    float *val = (float *)(soff + p * taps), *acc = val + cin * hw, *xt = acc + p * cout;
-    int *start = (int *)(xt + cin * hw), *n_s = start + hw + 1, *s_lo = n_s + p, *s_hi = s_lo + p * taps;
+    /* the lists get 8 values of slack: event_lists stores 8 at a time */
+    int64_t *off = (int64_t *)work, *soff = off + cin * hw + 8;
+    float *val = (float *)(soff + p * taps), *acc = val + cin * hw + 8, *xt = acc + 8 * cout;
+    int *start = (int *)(xt + 8 * cin), *n_s = start + hw + 1, *s_lo = n_s + p, *s_hi = s_lo + p * taps;
     /* the segments of every output position q */
     int dw = g->dilation[1];
     for (int oy = 0; oy < g->oh; oy++)
@@ -556,13 +509,37 @@ void nc_conv2d_events(const nc_window *g, int cout, int64_t rows, const float *i
             }
             n_s[q] = n;
         }
+    int c8 = cin & ~7, m8 = cout & ~7;
     for (int64_t r = 0; r < rows; r++) {
-        transpose(cin, hw, in + r * cin * hw, xt);
-        event_lists(hw, g->w, cin, cout, tap_ld, xt, start, off, val);
-        for (int64_t q = 0; q < p; q++)
-            ev_gather(acc + q * cout, cout, bias, wt, n_s[q], s_lo + q * taps, s_hi + q * taps,
-                      soff + q * taps, start, off, val);
-        transpose(p, cout, acc, out + r * cout * p); /* [P][Cout] → [Cout][P] */
+        /* the lists, 8 input positions at a time: their [8][Cin] stay in L1 */
+        const float *x = in + r * cin * hw;
+        int ne = 0;
+        for (int64_t q0 = 0; q0 < hw; q0 += 8) {
+            int nq = hw - q0 < 8 ? (int)(hw - q0) : 8;
+            for (int ci = 0; ci < cin; ci += 8)
+                if (nq == 8 && ci < c8)
+                    transpose8(x + ci * hw + q0, hw, xt + ci, cin);
+                else
+                    for (int i = ci; i < cin && i < ci + 8; i++)
+                        for (int j = 0; j < nq; j++)
+                            xt[j * cin + i] = x[i * hw + q0 + j];
+            ne = event_lists(q0, q0 + nq, g->w, cin, cout, tap_ld, xt, start, off, val, ne);
+        }
+        start[hw] = ne;
+        /* the outputs, 8 positions at a time: [8][Cout] in L1 → [Cout][P] */
+        float *o = out + r * cout * p;
+        for (int64_t q0 = 0; q0 < p; q0 += 8) {
+            int nq = p - q0 < 8 ? (int)(p - q0) : 8;
+            ev_gather(acc, cout, nq, cout, bias, wt, n_s + q0, taps, s_lo + q0 * taps, s_hi + q0 * taps,
+                      soff + q0 * taps, start, off, val);
+            for (int m = 0; m < cout; m += 8)
+                if (nq == 8 && m < m8)
+                    transpose8(acc + m, cout, o + m * p + q0, p);
+                else
+                    for (int i = m; i < cout && i < m + 8; i++)
+                        for (int j = 0; j < nq; j++)
+                            o[i * p + q0 + j] = acc[j * cout + i];
+        }
     }
 }
 
@@ -573,25 +550,42 @@ void nc_dense_events_weight(int fin, int fout, const float *weight, float *wt)
             wt[(int64_t)i * fout + o] = weight[(int64_t)o * fin + i];
 }
 
+/* Rows per block of nc_dense_events: their event lists are built first, then
+ * each 64-output slice of the weight serves all of them while in cache. */
+#define NC_DENSE_EV_ROWS 16
+
+size_t nc_dense_events_work_floats(int fin)
+{
+    return 3 * (size_t)NC_DENSE_EV_ROWS * (size_t)fin + NC_DENSE_EV_ROWS + 1 + 16;
+}
+
 void nc_dense_events(int64_t rows, int fin, int fout, const float *in, const float *wt,
                      const float *bias, float *out, float *work)
 {
-    float *val = work;
-    int *idx = (int *)(work + fin);
-    for (int64_t r = 0; r < rows; r++) {
-        const float *x = in + r * fin;
-        float *y = out + r * fout;
-        int ne = 0;
-        for (int i = 0; i < fin; i++) { /* branch-free: spikes are random */
-            idx[ne] = i;
-            val[ne] = x[i];
-            ne += x[i] != 0.0f;
+    int64_t *off = (int64_t *)work;
+    float *val = (float *)(off + (int64_t)NC_DENSE_EV_ROWS * fin);
+    int *start = (int *)(val + (int64_t)NC_DENSE_EV_ROWS * fin);
+    /* row k is one segment: positions [k, k + 1) of the lists, offset 0 */
+    static const int ones[NC_DENSE_EV_ROWS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const int rows_lo[NC_DENSE_EV_ROWS + 1] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    static const int64_t zeros[NC_DENSE_EV_ROWS] = {0};
+    for (int64_t r0 = 0; r0 < rows; r0 += NC_DENSE_EV_ROWS) {
+        int nb = rows - r0 < NC_DENSE_EV_ROWS ? (int)(rows - r0) : NC_DENSE_EV_ROWS, ne = 0;
+        for (int k = 0; k < nb; k++) {
+            const float *x = in + (r0 + k) * fin;
+            start[k] = ne;
+            for (int i = 0; i < fin; i++) { /* branch-free: spikes are random */
+                off[ne] = (int64_t)i * fout;
+                val[ne] = x[i];
+                ne += x[i] != 0.0f;
+            }
         }
-        if (bias)
-            memcpy(y, bias, (size_t)fout * sizeof(float));
-        else
-            memset(y, 0, (size_t)fout * sizeof(float));
-        ev_add(y, fout, wt, fout, idx, val, ne);
+        start[nb] = ne;
+        for (int c0 = 0; c0 < fout; c0 += 64) {
+            int n = fout - c0 < 64 ? fout - c0 : 64;
+            ev_gather(out + r0 * fout + c0, fout, nb, n, bias ? bias + c0 : NULL, wt + c0, ones, 1, rows_lo,
+                      rows_lo + 1, zeros, start, off, val);
+        }
     }
 }
 
@@ -659,7 +653,27 @@ static void avgpool_2x2(const nc_window *g, int64_t rows, const float *in, float
         for (int oy = 0; oy < g->oh; oy++) {
             const float *r0 = x + (int64_t)(2 * oy) * g->w, *r1 = r0 + g->w;
             float *yo = y + (int64_t)oy * g->ow;
-            for (int ox = 0; ox < g->ow; ox++) {
+            int ox = 0;
+#if NC_EV_AVX2
+            /* 8 outputs at a time: even and odd columns of 16 inputs per row,
+             * summed in the order of the loop below (bit for bit the same) */
+            for (; ox + 8 <= g->ow; ox += 8) {
+                __m256 a0 = _mm256_loadu_ps(r0 + 2 * ox), a1 = _mm256_loadu_ps(r0 + 2 * ox + 8);
+                __m256 b0 = _mm256_loadu_ps(r1 + 2 * ox), b1 = _mm256_loadu_ps(r1 + 2 * ox + 8);
+                __m256 ae = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                    _mm256_castps_pd(_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+                __m256 ao = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                    _mm256_castps_pd(_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+                __m256 be = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                    _mm256_castps_pd(_mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+                __m256 bo = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                    _mm256_castps_pd(_mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+                __m256 sum = _mm256_add_ps(_mm256_setzero_ps(), ae);
+                sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(sum, ao), be), bo);
+                _mm256_storeu_ps(yo + ox, _mm256_div_ps(sum, _mm256_set1_ps(4.0f)));
+            }
+#endif
+            for (; ox < g->ow; ox++) {
                 float sum = 0.0f;
                 sum += r0[2 * ox];
                 sum += r0[2 * ox + 1];
@@ -941,23 +955,49 @@ static void if_block(const nc_if_params *p, int T, int c, int64_t inner, const f
                      const float *v_init, float *v_final)
 {
     float v[NC_IF_BLOCK], th[NC_IF_BLOCK], x[NC_IF_BLOCK], o[NC_IF_BLOCK];
-    for (int j = 0; j < NC_IF_BLOCK; j++) { /* lanes past len compute on zeros, unused */
-        th[j] = j < len ? if_theta(p, c, inner, e0 + j) : 1.0f;
-        v[j] = j < len && v_init ? v_init[e0 + j] : p->v0_fraction * th[j];
+    /* θ walks the channels without a division per neuron (they cost more than
+     * the T steps of a small T) */
+    int per_channel = p->n_threshold == c && c > 1;
+    int64_t k = per_channel ? e0 % inner : 0;
+    int ch = per_channel ? (int)((e0 / inner) % c) : 0;
+    if (!per_channel) {
+        float t0 = p->threshold[0];
+        for (int j = 0; j < NC_IF_BLOCK; j++)
+            th[j] = t0;
+    } else {
+        for (int j = 0; j < len; j++) {
+            th[j] = p->threshold[ch];
+            if (++k == inner) {
+                k = 0;
+                ch = ch + 1 == c ? 0 : ch + 1;
+            }
+        }
+    }
+    for (int j = len; j < NC_IF_BLOCK; j++) { /* lanes past len compute on zeros, unused */
+        th[j] = 1.0f;
         x[j] = 0.0f;
     }
+    for (int j = 0; j < NC_IF_BLOCK; j++)
+        v[j] = p->v0_fraction * th[j];
+    if (v_init)
+        memcpy(v, v_init + e0, (size_t)len * sizeof(float));
     int ge = p->compare == NC_FIRE_GE, sub = p->reset == NC_RESET_SUBTRACT;
     for (int t = 0; t < T; t++) {
-        memcpy(x, in + t * in_step + e0, (size_t)len * sizeof(float));
+        if (t == 0 || in_step) /* a constant input (in_step 0) is copied once */
+            memcpy(x, in + t * in_step + e0, (size_t)len * sizeof(float));
+        /* a whole block writes its spikes straight to out (x is a copy, so
+         * in place is fine); a partial one through o */
+        float *dst = len == NC_IF_BLOCK ? out + t * out_step + e0 : o;
         if (ge && sub)
-            if_step(1, 1, x, th, v, o);
+            if_step(1, 1, x, th, v, dst);
         else if (ge)
-            if_step(1, 0, x, th, v, o);
+            if_step(1, 0, x, th, v, dst);
         else if (sub)
-            if_step(0, 1, x, th, v, o);
+            if_step(0, 1, x, th, v, dst);
         else
-            if_step(0, 0, x, th, v, o);
-        memcpy(out + t * out_step + e0, o, (size_t)len * sizeof(float));
+            if_step(0, 0, x, th, v, dst);
+        if (dst == o)
+            memcpy(out + t * out_step + e0, o, (size_t)len * sizeof(float));
     }
     if (v_final)
         memcpy(v_final + e0, v, (size_t)len * sizeof(float));

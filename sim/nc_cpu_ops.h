@@ -56,21 +56,22 @@ void nc_ref_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const
 
 /* ---- event-driven conv2d and dense (sparse inputs, e.g. spikes) -----------
  * Exact for ANY input; fast when most inputs are zero (after an IF neuron).
- * Each non-zero input x at (ci, iy, ix) adds x·W[:, ci, ky, kx] to the
- * outputs it reaches; the non-zero channels of one input position are
- * gathered first so that each output position's Cout sums stay in registers
- * while every event of that position is added.  groups must be 1.
- * wt: the weight re-laid out by nc_conv2d_events_weight as [KH][KW][Cin][Cout]
- * (KH·KW·Cin·Cout floats).  work: nc_conv2d_events_work_floats() floats (one
- * sample's outputs as [OH][OW][Cout], plus the event lists).  Sums run in
- * another order than nc_conv2d: results agree within float rounding. */
+ * Per sample, the non-zero inputs become lists per input position (value and
+ * channel); each output position then adds up value·W[:, ci, ky, kx] over the
+ * events in its window, its Cout sums in registers (AVX2 + FMA, or plain C).
+ * groups must be 1.  wt: the weight re-laid out by nc_conv2d_events_weight as
+ * [KH][KW][Cin][Cout] (KH·KW·Cin·Cout floats).  work:
+ * nc_conv2d_events_work_floats() floats (one sample's lists, window tables
+ * and outputs).  Sums run in another order than nc_conv2d: results agree
+ * within float rounding. */
 void nc_conv2d_events_weight(const nc_window *g, int cout, const float *weight, float *wt);
 size_t nc_conv2d_events_work_floats(const nc_window *g, int cout);
 void nc_conv2d_events(const nc_window *g, int cout, int64_t rows, const float *in, const float *wt,
                       const float *bias, float *out, float *work);
 /* Dense over sparse rows: wt is the weight transposed, [Fin][Fout]
- * (nc_dense_events_weight); work: fin floats + fin ints (2·fin floats). */
+ * (nc_dense_events_weight); work: nc_dense_events_work_floats(fin) floats. */
 void nc_dense_events_weight(int fin, int fout, const float *weight, float *wt);
+size_t nc_dense_events_work_floats(int fin);
 void nc_dense_events(int64_t rows, int fin, int fout, const float *in, const float *wt,
                      const float *bias, float *out, float *work);
 /* Number of non-zero values among n floats. */

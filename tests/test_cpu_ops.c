@@ -161,6 +161,122 @@ static void test_dense_random(void)
     NC_CHECK(bad == 0, "%d dense cases mismatch", bad);
 }
 
+/* A sparse array: each value is non-zero with probability `density`; half
+ * the cases use spikes (one value θ), the others random values (as after a
+ * pool of spikes). */
+static float *sparse_array(int64_t n, double density, int spikes)
+{
+    float *a = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    float theta = 0.5f + (float)rnd_int(0, 100) / 50.0f;
+    for (int64_t i = 0; i < n; i++)
+        a[i] = (double)rnd() / 4294967296.0 * 2.0 < density ? (spikes ? theta : rnd_float()) : 0.0f;
+    return a;
+}
+
+static const double densities[] = {0.0, 0.02, 0.1, 0.3, 0.6, 1.0};
+
+/* Event-driven conv (groups 1) against the reference on sparse inputs.
+ * window: 0 random (stride, padding, dilation, ceil), 1 the 3×3 pad-1
+ * layer of a VGG, 2 a 2×2 stride-2 one. */
+static int conv_events_case(int64_t rows, double density, int window, int cout)
+{
+    nc_window g;
+    int ceil_mode, cin = rnd_int(1, 20);
+    if (window == 0) {
+        random_window(&g, cin, 1, &ceil_mode);
+    } else {
+        int k3[2] = {3, 3}, k2[2] = {2, 2}, s1[2] = {1, 1}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1}, p0[4] = {0};
+        int d[2] = {1, 1}, h = rnd_int(2, 15), w = rnd_int(2, 15);
+        nc_window_init(&g, cin, h, w, window == 1 ? k3 : k2, window == 1 ? s1 : s2, window == 1 ? p1 : p0,
+                       d, 0);
+    }
+    int64_t n_in = rows * g.c * g.h * g.w, n_out = rows * cout * g.oh * g.ow;
+    int64_t n_w = (int64_t)cout * cin * g.kernel[0] * g.kernel[1];
+    float *in = sparse_array(n_in, density, rnd_int(0, 1)), *w = rnd_array(n_w);
+    float *b = rnd_int(0, 1) ? rnd_array(cout) : NULL;
+    float *wt = malloc((size_t)n_w * sizeof(float));
+    float *out = malloc((size_t)n_out * sizeof(float)), *ref = malloc((size_t)n_out * sizeof(float));
+    float *work = malloc(nc_conv2d_events_work_floats(&g, cout) * sizeof(float));
+    nc_conv2d_events_weight(&g, cout, w, wt);
+    nc_conv2d_events(&g, cout, rows, in, wt, b, out, work);
+    nc_ref_conv2d(&g, cout, 1, rows, in, w, b, ref);
+    char what[220];
+    snprintf(what, sizeof what,
+             "conv events density %.2f rows %lld c %d→%d %dx%d k %dx%d s %d,%d p %d,%d,%d,%d d %d,%d",
+             density, (long long)rows, g.c, cout, g.h, g.w, g.kernel[0], g.kernel[1], g.stride[0],
+             g.stride[1], g.pad[0], g.pad[1], g.pad[2], g.pad[3], g.dilation[0], g.dilation[1]);
+    int ok = compare(what, out, ref, n_out, 1e-5, 1e-4);
+    free(in), free(w), free(b), free(wt), free(out), free(ref), free(work);
+    return ok;
+}
+
+static void test_conv_events(void)
+{
+    /* Cout: under one vector, whole vectors, more than one block of 64, tails */
+    static const int couts[] = {1, 5, 8, 13, 16, 32, 40, 64, 72, 100, 130};
+    int bad = 0, n = 0;
+    for (size_t di = 0; di < sizeof densities / sizeof densities[0]; di++)
+        for (size_t ci = 0; ci < sizeof couts / sizeof couts[0]; ci++)
+            for (int window = 0; window < 3; window++, n++)
+                bad += !conv_events_case(rnd_int(1, 3), densities[di], window, couts[ci]);
+    for (int i = 0; i < 100; i++, n++) /* more random windows */
+        bad += !conv_events_case(rnd_int(1, 3), densities[rnd_int(0, 5)], 0, rnd_int(1, 70));
+    NC_CHECK(bad == 0, "%d of %d event-driven conv cases mismatch", bad, n);
+}
+
+static void test_dense_events(void)
+{
+    int bad = 0, n = 0;
+    for (size_t di = 0; di < sizeof densities / sizeof densities[0]; di++)
+        for (int i = 0; i < 20; i++, n++) {
+            int64_t rows = rnd_int(1, 40); /* over one block of rows too */
+            int fin = rnd_int(1, 300), fout = rnd_int(1, 150);
+            float *in = sparse_array(rows * fin, densities[di], rnd_int(0, 1));
+            float *w = rnd_array((int64_t)fin * fout), *wt = malloc((size_t)fin * fout * sizeof(float));
+            float *b = rnd_int(0, 1) ? rnd_array(fout) : NULL;
+            float *out = malloc(rows * fout * sizeof(float)), *ref = malloc(rows * fout * sizeof(float));
+            float *work = malloc(nc_dense_events_work_floats(fin) * sizeof(float));
+            nc_dense_events_weight(fin, fout, w, wt);
+            nc_dense_events(rows, fin, fout, in, wt, b, out, work);
+            nc_ref_dense(rows, fin, fout, in, w, b, ref);
+            bad += !compare("dense events", out, ref, rows * fout, 1e-5, 1e-4);
+            free(in), free(w), free(wt), free(b), free(out), free(ref), free(work);
+        }
+    NC_CHECK(bad == 0, "%d of %d event-driven dense cases mismatch", bad, n);
+}
+
+/* The 2×2 stride-2 avgpool fast path (vectors of 8 outputs and a tail),
+ * against the reference, on even and odd sizes. */
+static void test_avgpool_2x2(void)
+{
+    static const int sizes[][2] = {{20, 18}, {21, 17}, {16, 16}, {4, 40}, {3, 3}};
+    int k[2] = {2, 2}, s2[2] = {2, 2}, p0[4] = {0}, d[2] = {1, 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        nc_window g;
+        NC_CHECK(nc_window_init(&g, 5, sizes[i][0], sizes[i][1], k, s2, p0, d, 0) == 0, "window");
+        int64_t rows = 3, n_in = rows * 5 * g.h * g.w, n_out = rows * 5 * g.oh * g.ow;
+        float *in = sparse_array(n_in, 0.5, 0), *out = malloc((size_t)n_out * sizeof(float));
+        float *ref = malloc((size_t)n_out * sizeof(float));
+        nc_avgpool(&g, 1, rows, in, out);
+        nc_ref_avgpool(&g, 1, rows, in, ref);
+        NC_CHECK(compare("avgpool 2x2", out, ref, n_out, 1e-6, 1e-6), "%dx%d", g.h, g.w);
+        free(in), free(out), free(ref);
+    }
+}
+
+static void test_count_nonzero(void)
+{
+    for (int i = 0; i < 20; i++) {
+        int64_t n = rnd_int(0, 100);
+        float *a = sparse_array(n, 0.3, 0);
+        int64_t want = 0;
+        for (int64_t k = 0; k < n; k++)
+            want += a[k] != 0.0f;
+        NC_CHECK(nc_count_nonzero(n, a) == want, "count of %lld values", (long long)n);
+        free(a);
+    }
+}
+
 static void test_pools_random(void)
 {
     int bad = 0;
@@ -369,6 +485,10 @@ int main(void)
     NC_RUN(test_conv_random);
     NC_RUN(test_conv_chunked);
     NC_RUN(test_dense_random);
+    NC_RUN(test_conv_events);
+    NC_RUN(test_dense_events);
+    NC_RUN(test_count_nonzero);
+    NC_RUN(test_avgpool_2x2);
     NC_RUN(test_pools_random);
     NC_RUN(test_avgpool_divisor);
     NC_RUN(test_pool_wide);

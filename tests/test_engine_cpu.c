@@ -369,6 +369,83 @@ static void test_two_layer_train(void)
     nc_net_free(net);
 }
 
+/* Event-driven layers: input → IF → conv 3×3 (stride 2 on the second) →
+ * IF → conv → IF → flatten → dense → IF → dense, in SNN mode, where the
+ * inputs of the convs and dense layers are sparse spikes.  The engine's
+ * output matches the same pipeline run with the naive kernels; the spike
+ * densities are checked to be low enough for the event path. */
+static void test_event_driven(void)
+{
+    enum { N = 5, T = 6, C0 = 4, H = 10, C1 = 12, C2 = 20, F = 30, O = 7 };
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {C0, H, H};
+    int x = add_input(net, 3, xs);
+    float th0[C0] = {1.5f, 2.0f, 2.5f, 3.0f}, th = 3.0f, th3 = 50.0f;
+    int n0 = add_neuron(net, "if0", x, NC_NEURON_IF);
+    set_if(net, n0, C0, th0, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int cv1 = add_conv(net, "conv1", n0, C1, C0, 3, 1);
+    int n1 = add_neuron(net, "if1", cv1, NC_NEURON_IF);
+    set_if(net, n1, 1, &th, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int cv2 = add_conv(net, "conv2", n1, C2, C1, 3, 1);
+    net->nodes[cv2].stride[0] = net->nodes[cv2].stride[1] = 2;
+    int n2 = add_neuron(net, "if2", cv2, NC_NEURON_IF);
+    set_if(net, n2, 1, &th, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", n2);
+    int fc1 = add_dense(net, "fc1", fl, F, C2 * 25, -0.3f, 0.3f);
+    int n3 = add_neuron(net, "if3", fc1, NC_NEURON_IF);
+    set_if(net, n3, 1, &th3, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int fc2 = add_dense(net, "fc2", n3, O, F, -0.5f, 0.5f);
+    add1(net, NC_NODE_OUTPUT, "y", fc2);
+    NC_CHECK(infer(net), "shapes");
+
+    int64_t bs[4] = {N, C0, H, H};
+    nc_tensor *in = rnd_tensor(4, bs, -0.5f, 1.0f), *out = NULL;
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = T};
+    nc_error err = {0};
+    NC_CHECK(run(net, in, &o, &out, &err) == NC_OK, "forward");
+
+    /* the same with the naive kernels, on all T·N rows */
+    const int R = T * N;
+    nc_window g1, g2;
+    int k3[2] = {3, 3}, one[2] = {1, 1}, two[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+    nc_window_init(&g1, C0, H, H, k3, one, p1, one, 0);
+    nc_window_init(&g2, C1, H, H, k3, two, p1, one, 0);
+    size_t n_s0 = (size_t)R * C0 * H * H, n_c1 = (size_t)R * C1 * H * H, n_c2 = (size_t)R * C2 * 25;
+    float *s0 = malloc(n_s0 * sizeof(float)), *c1 = malloc(n_c1 * sizeof(float));
+    float *c2 = malloc(n_c2 * sizeof(float)), *f1 = malloc((size_t)R * F * sizeof(float));
+    float *ref = malloc((size_t)R * O * sizeof(float));
+    float *v = malloc(n_c1 * sizeof(float)); /* the largest layer's membranes */
+    nc_if_params p0 = {th0, C0, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE};
+    nc_if_params p = {&th, 1, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE};
+    nc_if_params p3 = {&th3, 1, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE};
+    int64_t step0 = (int64_t)N * C0 * H * H, step1 = (int64_t)N * C1 * H * H, step2 = (int64_t)N * C2 * 25;
+    nc_ref_if_run(&p0, T, N, C0, H * H, in->data, 0, s0, step0, v);
+    nc_ref_conv2d(&g1, C1, 1, R, s0, net->nodes[cv1].weight->data, net->nodes[cv1].bias->data, c1);
+    nc_ref_if_run(&p, T, N, C1, H * H, c1, step1, c1, step1, v);
+    nc_ref_conv2d(&g2, C2, 1, R, c1, net->nodes[cv2].weight->data, net->nodes[cv2].bias->data, c2);
+    nc_ref_if_run(&p, T, N, C2, 25, c2, step2, c2, step2, v);
+    nc_ref_dense(R, C2 * 25, F, c2, net->nodes[fc1].weight->data, net->nodes[fc1].bias->data, f1);
+    nc_ref_if_run(&p3, T, N, F, 1, f1, (int64_t)N * F, f1, (int64_t)N * F, v);
+    nc_ref_dense(R, F, O, f1, net->nodes[fc2].weight->data, net->nodes[fc2].bias->data, ref);
+    double d0 = (double)nc_count_nonzero((int64_t)n_s0, s0) / (double)n_s0;
+    double d1 = (double)nc_count_nonzero((int64_t)n_c1, c1) / (double)n_c1;
+    double d2 = (double)nc_count_nonzero((int64_t)n_c2, c2) / (double)n_c2;
+    double d3 = (double)nc_count_nonzero((int64_t)R * F, f1) / (double)(R * F);
+    printf("# spike densities: %.3f %.3f %.3f %.3f\n", d0, d1, d2, d3);
+    NC_CHECK(d0 > 0.02 && d0 < 0.3 && d1 > 0.02 && d1 < 0.3 && d2 > 0.01 && d2 < 0.3,
+             "the convs see sparse spikes (event path)");
+    NC_CHECK(d3 > 0.005 && d3 < 0.08, "the last dense layer sees sparse spikes (event path)");
+    NC_CHECK(out && nc_tensor_numel(out) == (int64_t)R * O, "[T, N, %d]", O);
+    /* float sums in another order; a spike could flip at an exact tie, which
+     * random weights make unlikely */
+    if (out)
+        NC_CHECK(compare("event-driven snn", out->data, ref, (int64_t)R * O, 1e-4, 1e-4),
+                 "matches naive kernels");
+    free(s0), free(c1), free(c2), free(f1), free(ref), free(v);
+    nc_tensor_free(in), nc_tensor_free(out);
+    nc_net_free(net);
+}
+
 typedef struct max_obs {
     float *max; /* per node */
 } max_obs;
@@ -931,6 +1008,7 @@ int main(void)
     NC_RUN(test_if_equals_qcfs);
     NC_RUN(test_spike_trains);
     NC_RUN(test_two_layer_train);
+    NC_RUN(test_event_driven);
     NC_RUN(test_snn_approaches_ann);
     NC_RUN(test_poisson);
     NC_RUN(test_cancel);
