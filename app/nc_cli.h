@@ -48,6 +48,20 @@ enum { NC_OPT_DATA = 1000, NC_OPT_MEAN, NC_OPT_STD, NC_OPT_SCALE, NC_OPT_LIMIT, 
        NC_OPT_CALIB_IMAGES, NC_OPT_V0, NC_OPT_RESET, NC_OPT_FIRE, NC_OPT_ENCODING, NC_OPT_SEED, NC_OPT_RECORD,
        NC_OPT_PNG, NC_OPT_REPEATS, NC_OPT_WARMUP, NC_OPT_PLOTS, NC_OPT_DT, NC_OPT_APPROX };
 
+/* getopt_long entries shared by the commands that read a dataset and by
+ * those that convert; each command lists them in its own option table. */
+#define NC_CLI_DATA_LONG_OPTIONS                                                                   \
+    {"data", required_argument, NULL, NC_OPT_DATA}, {"mean", required_argument, NULL, NC_OPT_MEAN}, \
+    {"std", required_argument, NULL, NC_OPT_STD}, {"scale", required_argument, NULL, NC_OPT_SCALE},  \
+    {"limit", required_argument, NULL, NC_OPT_LIMIT}
+#define NC_CLI_CONVERT_LONG_OPTIONS                                                                \
+    {"threshold", required_argument, NULL, NC_OPT_THRESHOLD},                                      \
+    {"per-channel", no_argument, NULL, NC_OPT_PER_CHANNEL}, {"L", required_argument, NULL, NC_OPT_L}, \
+    {"maxpool", required_argument, NULL, NC_OPT_MAXPOOL},                                          \
+    {"calib-images", required_argument, NULL, NC_OPT_CALIB_IMAGES},                                \
+    {"v0", required_argument, NULL, NC_OPT_V0}, {"reset", required_argument, NULL, NC_OPT_RESET},  \
+    {"fire", required_argument, NULL, NC_OPT_FIRE}
+
 /* Conversion options shared by convert and sweep (--threshold, --per-channel,
  * --L, --maxpool, --calib-images, --v0, --reset, --fire, -T). Returns 1 if it
  * consumed the option, 0 if not, -1 on a bad value. */

@@ -28,9 +28,7 @@ static void usage(FILE *out)
 int nc_cmd_eval(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"data", required_argument, NULL, NC_OPT_DATA},     {"mean", required_argument, NULL, NC_OPT_MEAN},
-        {"std", required_argument, NULL, NC_OPT_STD},       {"scale", required_argument, NULL, NC_OPT_SCALE},
-        {"limit", required_argument, NULL, NC_OPT_LIMIT},   {"engine", required_argument, NULL, NC_OPT_ENGINE},
+        NC_CLI_DATA_LONG_OPTIONS,                           {"engine", required_argument, NULL, NC_OPT_ENGINE},
         {"batch", required_argument, NULL, NC_OPT_BATCH},   {"threads", required_argument, NULL, NC_OPT_THREADS},
         {"json", no_argument, NULL, NC_OPT_JSON},           {"help", no_argument, NULL, 'h'},
         {0}};

@@ -88,9 +88,7 @@ static int parse_run_option(run_args *a, int opt, const char *arg)
 static int parse(int argc, char **argv, run_args *a)
 {
     static const struct option options[] = {
-        {"data", required_argument, NULL, NC_OPT_DATA},     {"mean", required_argument, NULL, NC_OPT_MEAN},
-        {"std", required_argument, NULL, NC_OPT_STD},       {"scale", required_argument, NULL, NC_OPT_SCALE},
-        {"limit", required_argument, NULL, NC_OPT_LIMIT},   {"engine", required_argument, NULL, NC_OPT_ENGINE},
+        NC_CLI_DATA_LONG_OPTIONS,                           {"engine", required_argument, NULL, NC_OPT_ENGINE},
         {"encoding", required_argument, NULL, NC_OPT_ENCODING}, {"seed", required_argument, NULL, NC_OPT_SEED},
         {"batch", required_argument, NULL, NC_OPT_BATCH},   {"record", required_argument, NULL, NC_OPT_RECORD},
         {"plots", required_argument, NULL, NC_OPT_PLOTS},   {"json", no_argument, NULL, NC_OPT_JSON},

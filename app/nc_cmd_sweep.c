@@ -60,18 +60,12 @@ static int parse_methods(sweep_args *a, const char *list)
 
 static int parse(int argc, char **argv, sweep_args *a)
 {
-    static const struct option options[] = {
-        {"data", required_argument, NULL, NC_OPT_DATA},     {"mean", required_argument, NULL, NC_OPT_MEAN},
-        {"std", required_argument, NULL, NC_OPT_STD},       {"scale", required_argument, NULL, NC_OPT_SCALE},
-        {"limit", required_argument, NULL, NC_OPT_LIMIT},   {"engine", required_argument, NULL, NC_OPT_ENGINE},
-        {"threshold", required_argument, NULL, NC_OPT_THRESHOLD},
-        {"per-channel", no_argument, NULL, NC_OPT_PER_CHANNEL},
-        {"L", required_argument, NULL, NC_OPT_L},           {"maxpool", required_argument, NULL, NC_OPT_MAXPOOL},
-        {"calib-images", required_argument, NULL, NC_OPT_CALIB_IMAGES},
-        {"v0", required_argument, NULL, NC_OPT_V0},         {"reset", required_argument, NULL, NC_OPT_RESET},
-        {"fire", required_argument, NULL, NC_OPT_FIRE},     {"png", required_argument, NULL, NC_OPT_PNG},
-        {"json", no_argument, NULL, NC_OPT_JSON},           {"help", no_argument, NULL, 'h'},
-        {0}};
+    static const struct option options[] = {NC_CLI_DATA_LONG_OPTIONS, NC_CLI_CONVERT_LONG_OPTIONS,
+                                            {"engine", required_argument, NULL, NC_OPT_ENGINE},
+                                            {"png", required_argument, NULL, NC_OPT_PNG},
+                                            {"json", no_argument, NULL, NC_OPT_JSON},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "hT:", options, NULL)) != -1) {
         int used = opt == NC_OPT_THRESHOLD ? parse_methods(a, optarg) : nc_cli_data_option(&a->data, opt, optarg);
