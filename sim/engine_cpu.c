@@ -511,6 +511,10 @@ static nc_status run_events(run_ctx *c, int i, const cpu_value *in, cpu_value *o
     int conv = n->kind == NC_NODE_CONV2D;
     size_t per_slot = conv ? nc_conv2d_events_work_floats(&c->st->win[i], (int)n->shape[0])
                            : nc_dense_events_work_floats((int)in_numel);
+    /* the kernels keep int64 tables at the start of their slot: round the
+     * slot to 16 floats so that every slot starts 64-byte aligned relative to
+     * the (malloc-aligned) workspace */
+    per_slot = (per_slot + 15) & ~(size_t)15;
     /* cost: about one FMA per output and non-zero input would be the density
      * times the MACs; count the dense MACs / 64 as the floats of work */
     int threads = job_threads(c->threads, in->rows, nc_node_macs(c->net, i) * in->rows / 64);

@@ -5,13 +5,15 @@ compared with.
 
 Usage (from the repository root; Debian's python3-torch is /usr/bin/python3):
   /usr/bin/python3 tools/pytorch_snn_bench.py MODEL [--T 8] [--batch 64]
-      [--repeats 20] [--warmup 3] [--threads 2] [--maxpool pre-spike|avg]
+      [--repeats 20] [--warmup 3] [--threads 2] [--maxpool pre-spike|pre-spike-sum|avg]
       [--memory-format auto|contiguous|channels_last] [--json]
 
-The network is the one tools/pytorch_snn_reference.py builds (BN folded,
-MaxPool before the IF, IF with reset by subtraction, fire on ≥, v0 = θ/2,
-direct encoding, the last Linear accumulating logits), calibrated layer-wise
-with p99.9 on 200 training images: the speed does not depend on θ.
+The network is the one tools/pytorch_snn_reference.py builds: BN folded;
+MaxPool before the IF (--maxpool pre-spike: max of each step's currents;
+pre-spike-sum: max of the running sums, the C engines' rule; avg: AvgPool);
+IF with reset by subtraction, fire on ≥, v0 = θ/2; direct encoding; the last
+Linear accumulating logits.  Calibrated layer-wise with p99.9 on 200 training
+images: the speed does not depend on θ.
 
 One batch = the first --batch test images simulated for T steps, giving the
 summed logits [B, 10].  Timed in three ways (float32, torch.no_grad(),
@@ -150,7 +152,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--maxpool", default="pre-spike", choices=["pre-spike", "avg"])
+    ap.add_argument("--maxpool", default="pre-spike", choices=["pre-spike", "pre-spike-sum", "avg"])
     ap.add_argument("--memory-format", default="auto", choices=["auto", "contiguous", "channels_last"])
     ap.add_argument("--root", default=ref.ROOT)
     ap.add_argument("--json", action="store_true")
@@ -163,7 +165,7 @@ def main():
     xtr, _ = nc_models.load_fashion_mnist("train")
     xte, _ = nc_models.load_fashion_mnist("test")
     thresholds = ref.calibrate(ann, nc_models.preprocess(xtr[:200]), "p99.9", False)
-    snn = ref.to_snn(ann, thresholds, 0.5)
+    snn = ref.to_snn(ann, thresholds, 0.5, pool_sums=args.maxpool == "pre-spike-sum")
     x = nc_models.preprocess(xte[:args.batch])
     T = args.T
 

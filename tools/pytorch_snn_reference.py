@@ -6,7 +6,7 @@ accuracy baseline for the C implementation.
 Usage (from the repository root; Debian's python3-torch is /usr/bin/python3):
   /usr/bin/python3 tools/pytorch_snn_reference.py MODEL [--threshold p99.9|p99|p99.99|max]
       [--per-channel] [--v0 0.5] [--T 64] [--calib-images 2000] [--limit N]
-      [--maxpool pre-spike|avg] [--batch 500] [--threads 2] [--json]
+      [--maxpool pre-spike|pre-spike-sum|avg] [--batch 500] [--threads 2] [--json]
       [--device cpu|cuda] [--data FASHION_MNIST_DIR]
 MODEL is one of nc_models.BUILDERS (mlp, cnn_maxpool, vgg_bn, resnet, fmnist_cnn);
 its trained state_dict is read from <model_dir>/<MODEL>.pt (nc_models.model_dir).
@@ -25,7 +25,16 @@ THE CONVERSION, exactly (compare the C side like for like):
       pre-spike (default): every ReLU→MaxPool2d pair of a Sequential is swapped
         into MaxPool2d→ReLU (max and ReLU commute: the ANN is unchanged), so in
         the SNN the max is taken over input currents and the IF sits after the
-        pool; it is calibrated there (on the pooled activations).
+        pool; it is calibrated there (on the pooled activations).  In the SNN
+        each step's currents are max-pooled: exact while they are the constant
+        analog image (a pool before the first IF), but after a spiking layer
+        the mean of the per-step max overestimates the max of the mean, by an
+        amount that does not shrink with T.
+      pre-spike-sum: the same swap and calibration, but a MaxPool after the
+        first IF pools the running sums S(t) = Σ_{τ≤t} I(τ) of its input
+        currents and passes on maxpool(S(t)) − maxpool(S(t−1)) (S(0) = 0):
+        causal, and the pooled mean over 1..t is exactly maxpool(S(t))/t.
+        This is the rule of NeuroCUDA's CPU and GPU engines (docs/DESIGN.md).
       avg: every MaxPool2d becomes AvgPool2d(same kernel, stride, padding); the
         ANN changes (no fine-tune) and its accuracy is printed too.
  3. Calibration: the prepared ANN of 1–2 runs on the first --calib-images
@@ -148,7 +157,11 @@ def prepare_maxpool(module, mode):
 
 
 def prepare_ann(name, maxpool="pre-spike", root=ROOT):
-    """(trained module, prepared ANN = BN folded + MaxPool handled)."""
+    """(trained module, prepared ANN = BN folded + MaxPool handled).
+    pre-spike-sum prepares the ANN like pre-spike (the difference is in the
+    SNN only, see to_snn)."""
+    if maxpool == "pre-spike-sum":
+        maxpool = "pre-spike"
     trained = load_trained(name, root)
     ann = fold_batchnorm(copy.deepcopy(trained))
     prepare_maxpool(ann, maxpool)
@@ -273,9 +286,46 @@ class IF(nn.Module):
         return out.view(T * step_shape[0], *step_shape[1:])
 
 
-def to_snn(ann, thresholds, v0=0.5):
+class RunningSumMaxPool(nn.Module):
+    """MaxPool over the running sums of its input (--maxpool pre-spike-sum):
+    S(t) = S(t−1) + I(t), S(0) = 0; out(t) = pool(S(t)) − pool(S(t−1)).
+    Step mode keeps S and pool(S(t−1)) between calls until reset(); in
+    multi-step mode (steps = T) the input is [T·B, ...], time-major."""
+
+    def __init__(self, pool):
+        super().__init__()
+        self.pool = pool
+        self.s = None
+        self.prev = None
+        self.steps = None
+
+    def reset(self):
+        self.s = None
+        self.prev = None
+
+    def forward(self, x):
+        if self.steps is None:                         # one time step
+            self.s = x.clone() if self.s is None else self.s.add_(x)
+            m = self.pool(self.s)
+            out = m if self.prev is None else m - self.prev
+            self.prev = m
+            return out
+        T = self.steps
+        B = x.shape[0] // T
+        s = x.view(T, B, *x.shape[1:]).cumsum(0)       # S(1..T), summed in step order
+        m = self.pool(s.view(T * B, *x.shape[1:]))
+        m = m.view(T, B, *m.shape[1:])
+        out = m.clone()
+        out[1:] -= m[:-1]
+        return out.view(T * B, *m.shape[2:])
+
+
+def to_snn(ann, thresholds, v0=0.5, pool_sums=False):
     """A deep copy of the prepared ANN with its k-th nn.ReLU replaced by
-    IF(θ = thresholds[k], v0)."""
+    IF(θ = thresholds[k], v0).  pool_sums: every MaxPool2d of a top-level
+    Sequential that comes after the first IF is wrapped in RunningSumMaxPool
+    (those before it see only the constant analog image and stay as they
+    are: for a constant input both rules give the same current)."""
     snn = copy.deepcopy(ann)
     names = [n for n, _ in relu_modules(snn)]
     assert len(names) == len(thresholds)
@@ -285,6 +335,13 @@ def to_snn(ann, thresholds, v0=0.5):
         for p in path:
             parent = getattr(parent, p)
         setattr(parent, last, IF(th, v0))
+    if pool_sums:
+        assert isinstance(snn, nn.Sequential)
+        seen_if = False
+        for i, m in enumerate(snn):
+            seen_if = seen_if or isinstance(m, IF)
+            if seen_if and isinstance(m, nn.MaxPool2d):
+                snn[i] = RunningSumMaxPool(m)
     return snn.eval()
 
 
@@ -292,19 +349,24 @@ def if_modules(snn):
     return [m for m in snn.modules() if isinstance(m, IF)]
 
 
+def stateful_modules(snn):
+    """IF neurons and running-sum pools: what reset() / steps apply to."""
+    return [m for m in snn.modules() if isinstance(m, (IF, RunningSumMaxPool))]
+
+
 def reset_snn(snn):
-    for m in if_modules(snn):
+    for m in stateful_modules(snn):
         m.reset()
 
 
 def set_multi_step(snn, steps):
     """steps = T: multi-step mode, the first IF broadcasting its [B] input;
     steps = None: back to step mode."""
-    ifs = if_modules(snn)
-    for k, m in enumerate(ifs):
+    for m in stateful_modules(snn):
         m.steps = steps
-        m.broadcast_input = steps is not None and k == 0
         m.reset()
+    for k, m in enumerate(if_modules(snn)):
+        m.broadcast_input = steps is not None and k == 0
 
 
 def split_head(snn):
@@ -362,7 +424,7 @@ def main():
     ap.add_argument("--T", type=int, default=64)
     ap.add_argument("--calib-images", type=int, default=2000)
     ap.add_argument("--limit", type=int, default=0, help="first N test images (0 = all 10 000)")
-    ap.add_argument("--maxpool", default="pre-spike", choices=["pre-spike", "avg"])
+    ap.add_argument("--maxpool", default="pre-spike", choices=["pre-spike", "pre-spike-sum", "avg"])
     ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--root", default=ROOT, help="repository root (where the .pt files are)")
@@ -390,7 +452,7 @@ def main():
     # Folding is exact up to float rounding: check on a few test images.
     with torch.no_grad():
         ref = trained(x_test[:256])
-        if args.maxpool == "pre-spike":
+        if args.maxpool != "avg":
             diff = float((ann(x_test[:256]) - ref).abs().max())
             print(f"BN fold + pre-spike MaxPool swap: max |Δlogit| = {diff:.3g} (256 test images)")
 
@@ -403,7 +465,7 @@ def main():
     for (name, _), th in zip(relu_modules(ann), thresholds):
         print(f"  {name:14s} θ = {describe_threshold(th)}")
 
-    snn = to_snn(ann, thresholds, args.v0).to(dev)
+    snn = to_snn(ann, thresholds, args.v0, pool_sums=args.maxpool == "pre-spike-sum").to(dev)
     correct = snn_correct_by_step(snn, x_test, y_test, args.T, args.batch)
     acc_by_step = [float(c) / n_test for c in correct]
 
