@@ -5,8 +5,9 @@
 #   tools/test.sh --sanitize   also an AddressSanitizer + UBSan build (./build-asan)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash tools/install-deps.sh || exit 1
-bash tools/build.sh || exit 1
+# A failed set-up still ends with the summary line CI reads.
+bash tools/install-deps.sh || { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
+bash tools/build.sh || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 meson test -C build --print-errorlogs --num-processes 2 >build/test-output.txt 2>&1
