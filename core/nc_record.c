@@ -871,3 +871,200 @@ nc_status nc_record_save(const nc_record *rec, const char *path, nc_error *err)
     nc_error_prefix(err, "saving recording '%s'", path);
     return st;
 }
+
+/* ---- loading a saved recording -------------------------------------------------------- */
+
+#define RECORDING_MAX_T 1000000
+#define RECORDING_MAX_LAYERS 100000
+
+void nc_recording_free(nc_recording *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; r->layers && i < r->n_layers; i++) {
+        free(r->layers[i].neuron);
+        free(r->layers[i].step);
+        free(r->layers[i].sample);
+        free(r->layers[i].rate_by_channel);
+    }
+    free(r->layers);
+    free(r->accuracy_by_step);
+    free(r);
+}
+
+static int is_recording(hid_t file)
+{
+    char format[64];
+    return nc_h5_attr_get_string(file, "format", format, sizeof format, NULL) == NC_OK &&
+           strcmp(format, "neurocuda-recording") == 0;
+}
+
+int nc_recording_probe(const char *path)
+{
+    hid_t file;
+    if (nc_h5_open_read(path, &file, NULL) != NC_OK)
+        return 0;
+    int yes = is_recording(file);
+    nc_h5_close(&file);
+    return yes;
+}
+
+/* A 1-d numeric dataset of exactly n values (n < 0: any length, into *got). */
+static nc_status read_vector_i32(hid_t g, const char *name, int64_t n, int64_t *got, int32_t **out, nc_error *err)
+{
+    int ndim;
+    int64_t shape[1];
+    nc_status st = nc_h5_read_i32(g, name, 1, &ndim, shape, out, err);
+    if (st != NC_OK)
+        return st;
+    int64_t len = ndim == 1 ? shape[0] : 1;
+    if (ndim != 1 || (n >= 0 && len != n)) {
+        free(*out);
+        *out = NULL;
+        return nc_fail(err, NC_ERR_FORMAT, "dataset '%s' holds %lld values, %lld expected", name, (long long)len,
+                       (long long)n);
+    }
+    if (got)
+        *got = len;
+    return NC_OK;
+}
+
+static nc_status read_vector_f64(hid_t g, const char *name, int64_t n, double **out, nc_error *err)
+{
+    int ndim;
+    int64_t shape[1];
+    nc_status st = nc_h5_read_f64(g, name, 1, &ndim, shape, out, err);
+    if (st != NC_OK)
+        return st;
+    if (ndim != 1 || shape[0] != n) {
+        free(*out);
+        *out = NULL;
+        return nc_fail(err, NC_ERR_FORMAT, "dataset '%s' holds %lld values, %lld expected", name,
+                       (long long)(ndim == 1 ? shape[0] : 1), (long long)n);
+    }
+    return NC_OK;
+}
+
+static nc_status read_scalar_f64(hid_t g, const char *name, double *value, nc_error *err)
+{
+    double *v = NULL;
+    int ndim;
+    int64_t shape[1];
+    nc_status st = nc_h5_read_f64(g, name, 1, &ndim, shape, &v, err);
+    if (st == NC_OK && ndim == 1 && shape[0] != 1)
+        st = nc_fail(err, NC_ERR_FORMAT, "dataset '%s' should hold one value", name);
+    if (st == NC_OK)
+        *value = v[0];
+    free(v);
+    return st;
+}
+
+/* A count attribute: an integer in [0, max]. */
+static nc_status read_count(hid_t obj, const char *name, int64_t max, int64_t *value, nc_error *err)
+{
+    nc_status st = nc_h5_attr_get_i64(obj, name, value, err);
+    if (st == NC_OK && (*value < 0 || *value > max))
+        st = nc_fail(err, NC_ERR_FORMAT, "attribute '%s' is %lld, outside [0, %lld]", name, (long long)*value,
+                     (long long)max);
+    return st;
+}
+
+static nc_status load_layer(hid_t layers, const char *name, const nc_recording *r, nc_recording_layer *L,
+                            nc_error *err)
+{
+    char link[2 * NC_NAME_MAX + 16];
+    hid_t g;
+    nc_status st = nc_h5_group_open(layers, nc_h5_escape_name(name, link, sizeof link), &g, err);
+    if (st != NC_OK)
+        return st;
+    snprintf(L->name, sizeof L->name, "%s", name);
+    char stored[NC_NAME_MAX];
+    st = nc_h5_attr_get_string(g, "node_name", stored, sizeof stored, err);
+    if (st == NC_OK && strcmp(stored, name) != 0)
+        st = nc_fail(err, NC_ERR_FORMAT, "its node_name '%s' is not the layer name", stored);
+    if (st == NC_OK) st = read_count(g, "node_index", INT32_MAX, &L->node_index, err);
+    if (st == NC_OK) st = read_count(g, "neurons", INT64_MAX, &L->neurons, err);
+    if (st == NC_OK) st = read_count(g, "channels", L->neurons, &L->channels, err);
+    if (st == NC_OK) st = read_count(g, "spikes", INT64_MAX, &L->spikes, err);
+    if (st == NC_OK) st = read_count(g, "raster_samples", r->samples, &L->raster_samples, err);
+    if (st == NC_OK) st = nc_h5_attr_get_f64(g, "firing_rate", &L->firing_rate, err);
+    if (st == NC_OK) st = nc_h5_attr_get_f64(g, "sops", &L->sops, err);
+    if (st == NC_OK) st = read_vector_f64(g, "rate_by_channel", L->channels, &L->rate_by_channel, err);
+    if (st == NC_OK) st = read_vector_i32(g, "neuron", -1, &L->n_events, &L->neuron, err);
+    if (st == NC_OK) st = read_vector_i32(g, "step", L->n_events, NULL, &L->step, err);
+    if (st == NC_OK) st = read_vector_i32(g, "sample", L->n_events, NULL, &L->sample, err);
+    for (int64_t e = 0; st == NC_OK && e < L->n_events; e++)
+        if (L->neuron[e] < 0 || L->neuron[e] >= L->neurons || L->step[e] < 0 || L->step[e] >= r->T ||
+            L->sample[e] < 0 || L->sample[e] >= L->raster_samples)
+            st = nc_fail(err, NC_ERR_FORMAT,
+                         "spike event %lld (neuron %d, step %d, sample %d) lies outside the layer's %lld neurons, "
+                         "%d steps or %lld raster samples",
+                         (long long)e, L->neuron[e], L->step[e], L->sample[e], (long long)L->neurons, r->T,
+                         (long long)L->raster_samples);
+    nc_h5_close(&g);
+    if (st != NC_OK)
+        nc_error_prefix(err, "layer '%s'", name);
+    return st;
+}
+
+static nc_status load_recording(hid_t file, nc_recording *r, nc_error *err)
+{
+    char format[64];
+    int64_t version, T;
+    nc_status st = nc_h5_attr_get_string(file, "format", format, sizeof format, err);
+    if (st == NC_OK && strcmp(format, "neurocuda-recording") != 0)
+        st = nc_fail(err, NC_ERR_FORMAT, "format is '%s', not 'neurocuda-recording'", format);
+    if (st == NC_OK) st = nc_h5_attr_get_i64(file, "version", &version, err);
+    if (st == NC_OK && version != 1)
+        st = nc_fail(err, NC_ERR_UNSUPPORTED, "recording version %lld; this program reads version 1",
+                     (long long)version);
+    if (st == NC_OK) st = read_count(file, "T", RECORDING_MAX_T, &T, err);
+    if (st == NC_OK && T < 1)
+        st = nc_fail(err, NC_ERR_FORMAT, "attribute 'T' is 0");
+    if (st == NC_OK) {
+        r->T = (int)T;
+        st = read_count(file, "samples", INT64_MAX, &r->samples, err);
+    }
+    if (st == NC_OK) st = read_vector_f64(file, "accuracy_by_step", r->T, &r->accuracy_by_step, err);
+    if (st == NC_OK) st = read_scalar_f64(file, "ann_accuracy", &r->ann_accuracy, err);
+    if (st == NC_OK) st = read_scalar_f64(file, "qcfs_accuracy", &r->qcfs_accuracy, err);
+    hid_t totals = H5I_INVALID_HID, layers = H5I_INVALID_HID;
+    if (st == NC_OK) st = nc_h5_group_open(file, "totals", &totals, err);
+    if (st == NC_OK) st = read_count(totals, "spikes", INT64_MAX, &r->total_spikes, err);
+    if (st == NC_OK) st = nc_h5_attr_get_f64(totals, "sops", &r->total_sops, err);
+    nc_h5_close(&totals);
+    int64_t n = 0;
+    char **names = NULL;
+    if (st == NC_OK) st = nc_h5_read_strings(file, "layer_names", &n, &names, err);
+    if (st == NC_OK && n > RECORDING_MAX_LAYERS)
+        st = nc_fail(err, NC_ERR_FORMAT, "%lld layers, at most %d expected", (long long)n, RECORDING_MAX_LAYERS);
+    if (st == NC_OK && !(r->layers = calloc((size_t)n + 1, sizeof *r->layers)))
+        st = nc_fail(err, NC_ERR_MEMORY, "out of memory for %lld layers", (long long)n);
+    if (st == NC_OK) st = nc_h5_group_open(file, "layers", &layers, err);
+    for (int64_t i = 0; st == NC_OK && i < n; i++) {
+        r->n_layers = (int)i + 1; /* so that nc_recording_free frees what was read */
+        st = load_layer(layers, names[i], r, &r->layers[i], err);
+    }
+    nc_h5_close(&layers);
+    nc_h5_free_strings(n, names);
+    return st;
+}
+
+nc_status nc_recording_load(const char *path, nc_recording **out, nc_error *err)
+{
+    hid_t file;
+    *out = NULL;
+    nc_status st = nc_h5_open_read(path, &file, err);
+    if (st != NC_OK)
+        return st;
+    nc_recording *r = calloc(1, sizeof *r);
+    st = r ? load_recording(file, r, err) : nc_fail(err, NC_ERR_MEMORY, "out of memory");
+    nc_h5_close(&file);
+    if (st != NC_OK) {
+        nc_recording_free(r);
+        nc_error_prefix(err, "cannot load recording '%s'", path);
+        return st;
+    }
+    *out = r;
+    return NC_OK;
+}

@@ -218,4 +218,41 @@ void nc_record_trace(const nc_record *rec, int layer, nc_trace *out);
  * fixed-length UTF-8 (see nc_h5util.h), so h5py returns bytes: .decode(). */
 nc_status nc_record_save(const nc_record *rec, const char *path, nc_error *err);
 
+/* ---- reading a saved recording -------------------------------------------- */
+
+/* What nc_recording_load reads back from a file nc_record_save wrote: the
+ * summary, and per layer its totals and raster events (traces are left in
+ * the file). */
+typedef struct nc_recording_layer {
+    char name[NC_NAME_MAX];    /* the node's name (attribute node_name)     */
+    int64_t node_index, neurons, channels, spikes, raster_samples;
+    double firing_rate, sops;
+    int64_t n_events;          /* raster spike events                       */
+    int32_t *neuron, *step, *sample; /* [n_events] each, owned             */
+    double *rate_by_channel;   /* [channels], owned                         */
+} nc_recording_layer;
+
+typedef struct nc_recording {
+    int T;
+    int64_t samples;
+    double *accuracy_by_step;  /* [T], owned; index t−1                     */
+    double ann_accuracy, qcfs_accuracy; /* NAN when not measured           */
+    int64_t total_spikes;
+    double total_sops;
+    int n_layers;
+    nc_recording_layer *layers; /* owned                                    */
+} nc_recording;
+
+/* Reads and validates a recording: format and version, T (1..1e6), every
+ * array's size (against the file and the memory budget), layer groups that
+ * match layer_names, events inside [0, neurons) × [0, T) × [0,
+ * raster_samples).  Errors: NC_ERR_IO (cannot open), NC_ERR_FORMAT (not a
+ * recording, damaged), NC_ERR_MEMORY (over the budget); the message names
+ * the file and the object at fault. */
+nc_status nc_recording_load(const char *path, nc_recording **out, nc_error *err);
+void nc_recording_free(nc_recording *r); /* NULL is a no-op */
+/* 1 if `path` is an HDF5 file whose root attribute format is
+ * "neurocuda-recording", else 0.  Never fails. */
+int nc_recording_probe(const char *path);
+
 #endif

@@ -1,7 +1,9 @@
 #include "nc_status.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 nc_status nc_fail(nc_error *err, nc_status code, const char *fmt, ...)
@@ -61,4 +63,61 @@ int nc_add_size(size_t a, size_t b, size_t *out)
         return -1;
     *out = a + b;
     return 0;
+}
+
+int nc_shape_bytes(int ndim, const int64_t *dims, size_t elem_size, size_t *out)
+{
+    size_t n = elem_size;
+    if (ndim < 0)
+        return -1;
+    for (int d = 0; d < ndim; d++)
+        if (dims[d] < 0 || (uint64_t)dims[d] > SIZE_MAX || nc_mul_size(n, (size_t)dims[d], &n) != 0)
+            return -1;
+    *out = n;
+    return 0;
+}
+
+/* 0 = not set yet: the first call reads NC_MEMORY_BUDGET. */
+static _Atomic size_t budget_bytes;
+
+static size_t budget_from_env(void)
+{
+    const char *text = getenv("NC_MEMORY_BUDGET");
+    if (!text || !*text)
+        return NC_MEMORY_BUDGET_DEFAULT;
+    char *end = NULL;
+    unsigned long long v = strtoull(text, &end, 10);
+    unsigned shift = 0;
+    if (end && (*end == 'k' || *end == 'K'))
+        shift = 10, end++;
+    else if (end && (*end == 'm' || *end == 'M'))
+        shift = 20, end++;
+    else if (end && (*end == 'g' || *end == 'G'))
+        shift = 30, end++;
+    if (end == text || !end || *end || v == 0 || v > (SIZE_MAX >> shift))
+        return NC_MEMORY_BUDGET_DEFAULT; /* unreadable: keep the default */
+    return (size_t)v << shift;
+}
+
+size_t nc_memory_budget(void)
+{
+    size_t b = atomic_load(&budget_bytes);
+    if (b == 0) {
+        b = budget_from_env();
+        atomic_store(&budget_bytes, b);
+    }
+    return b;
+}
+
+void nc_set_memory_budget(size_t bytes) { atomic_store(&budget_bytes, bytes); }
+
+nc_status nc_budget_check(size_t bytes, const char *what, nc_error *err)
+{
+    size_t budget = nc_memory_budget();
+    if (bytes <= budget)
+        return NC_OK;
+    return nc_fail(err, NC_ERR_MEMORY,
+                   "%s needs %zu bytes, more than the memory budget (%zu bytes); if the file is really that "
+                   "large, raise NC_MEMORY_BUDGET (e.g. NC_MEMORY_BUDGET=16G)",
+                   what, bytes, budget);
 }

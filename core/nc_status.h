@@ -46,6 +46,22 @@ const char *nc_status_name(nc_status code);
  * overflow.  Every size computed from file contents goes through these. */
 int nc_mul_size(size_t a, size_t b, size_t *out);
 int nc_add_size(size_t a, size_t b, size_t *out);
+/* Bytes of an array: elem_size × the product of ndim dims, each dim checked
+ * (a negative dim or an overflow returns -1).  ndim 0 = one element. */
+int nc_shape_bytes(int ndim, const int64_t *dims, size_t elem_size, size_t *out);
+
+/* The memory budget: the most bytes that one reader may allocate for what a
+ * file declares (a tensor, a dataset, a string table).  Every reader checks a
+ * declared size against the file's real size AND this budget before it
+ * allocates.  Default 4 GiB; the environment variable NC_MEMORY_BUDGET
+ * (bytes, or a number with a K, M or G suffix, read once) or
+ * nc_set_memory_budget() changes it (0 restores the default). */
+#define NC_MEMORY_BUDGET_DEFAULT ((size_t)4 << 30)
+size_t nc_memory_budget(void);
+void nc_set_memory_budget(size_t bytes);
+/* NC_OK when `bytes` fits the budget; else NC_ERR_MEMORY with the message
+ * "<what> needs N bytes, more than the memory budget (M bytes); ..." */
+nc_status nc_budget_check(size_t bytes, const char *what, nc_error *err);
 
 /* Progress reporting, shared by every long job.  The callback returns 0 to go
  * on, non-zero to stop the work cleanly (the job then returns NC_ERR_CANCELLED). */

@@ -14,6 +14,7 @@ nc_pipeline_options nc_pipeline_options_default(void)
     o.snn = nc_snn_options_default();
     o.calib_images = NC_CALIBRATE_DEFAULT_IMAGES;
     o.batch_size = NC_CALIBRATE_DEFAULT_BATCH;
+    o.train = nc_train_options_default(NC_TRAIN_BPTT);
     return o;
 }
 
@@ -77,6 +78,24 @@ nc_status nc_pipeline_convert(nc_engine *engine, nc_net *net, const nc_dataset *
     if (st == NC_OK)
         st = nc_pipeline_finish(net, opts, result, err);
     return st == NC_OK ? nc_engine_load(engine, net, err) : st;
+}
+
+nc_status nc_pipeline_finetune(nc_net *net, nc_train_mode stage, const nc_dataset *train,
+                               const nc_pipeline_options *opts, nc_train_result *result, nc_error *err)
+{
+    memset(result, 0, sizeof *result);
+    int epochs = stage == NC_TRAIN_QCFS ? opts->finetune_qcfs_epochs : opts->finetune_bptt_epochs;
+    if (epochs <= 0)
+        return NC_OK;
+    if (!train)
+        return nc_fail(err, NC_ERR_ARGUMENT, "fine-tuning needs a training dataset (--data)");
+    nc_train_options t = opts->train;
+    t.mode = stage;
+    t.epochs = epochs;
+    nc_status st = nc_train(net, train, &t, result, err);
+    if (st != NC_OK)
+        nc_error_prefix(err, "%s fine-tuning: ", stage == NC_TRAIN_QCFS ? "QCFS" : "BPTT");
+    return st;
 }
 
 /* Per-channel max and percentiles of every calibrated layer, so the project

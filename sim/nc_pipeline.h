@@ -6,6 +6,9 @@
  *   → thresholds λ (max | p99 | p99.9 | p99.99 | mmse; layer- or channel-wise)
  *   → QCFS: ReLU → clip-floor-shift(λ, L)
  *   → SNN: QCFS → IF(θ = λ, v0 = v0_fraction·θ, reset, compare)
+ *   → optional fine-tuning (sim/nc_train.h): QCFS stage (the QCFS-ANN with
+ *     the straight-through estimator), then BPTT stage (the SNN over T steps
+ *     with a surrogate gradient) — nc_pipeline_finetune, one call per stage
  *
  * A model whose ONNX already holds QCFS chains (λ and L recovered at import)
  * skips calibration: its λ are used as they are. */
@@ -18,6 +21,7 @@
 #include "../core/nc_project.h"
 #include "nc_calibrate.h"
 #include "nc_engine.h"
+#include "nc_train.h"
 
 typedef struct nc_pipeline_options {
     nc_calib_method method;       /* default p99.9                                 */
@@ -28,6 +32,11 @@ typedef struct nc_pipeline_options {
     nc_snn_options snn;           /* v0 = θ/2, reset by subtraction, fire on ≥      */
     int64_t calib_images;         /* default 2000                                  */
     int batch_size;               /* default 100                                   */
+    /* Fine-tuning after conversion: epochs of each stage (0 = skipped) and
+     * the trainer's settings (mode and epochs are set per stage). */
+    int finetune_qcfs_epochs;
+    int finetune_bptt_epochs;
+    nc_train_options train;       /* T = the BPTT steps (--train-T), default 8     */
 } nc_pipeline_options;
 
 nc_pipeline_options nc_pipeline_options_default(void);
@@ -60,6 +69,15 @@ nc_status nc_pipeline_calibrate(nc_engine *engine, nc_net *net, const nc_dataset
                                 nc_pipeline_result *result, nc_error *err);
 nc_status nc_pipeline_finish(nc_net *net, const nc_pipeline_options *opts, nc_pipeline_result *result,
                              nc_error *err);
+
+/* One fine-tuning stage on the converted `net` (IF neurons; the QCFS stage
+ * trains them as QCFS with λ = θ, which is what they become again in QCFS
+ * mode): opts->train with mode = stage and the stage's epochs, on `train`
+ * (the TRAIN split; the last opts->train.val_count images are held out to
+ * keep the best epoch).  Zero epochs: nothing happens, *result is zeroed.
+ * On cancel or error the net is left as it was before the stage. */
+nc_status nc_pipeline_finetune(nc_net *net, nc_train_mode stage, const nc_dataset *train,
+                               const nc_pipeline_options *opts, nc_train_result *result, nc_error *err);
 
 /* A project holding `net` (taken: the project owns it afterwards), with the
  * source model's path and SHA-256, the preprocessing, the calibration settings

@@ -1,0 +1,1099 @@
+/* nc_train.c — the fine-tuning trainer: forward with saved activations,
+ * backward in reverse node order, optimiser, epochs (see nc_train.h).
+ *
+ * Values: every node keeps its output of the current batch in val[i].  In
+ * BPTT a value is either "constant" (rows = N: the same at every step, e.g.
+ * the input and the layers before the first IF under direct encoding) or
+ * time-varying (rows = T·N, time-major).  A constant value feeding a
+ * time-varying consumer is expanded by the consumer; on the way back the
+ * consumer's gradient (T·N rows) is summed over the steps into the constant
+ * producer's gradient (N rows) — the chain rule for a value used T times.
+ * In QCFS mode nothing is constant and rows = N. */
+#include "nc_train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nc_evaluate.h"
+#include "nc_grad_ops.h"
+
+typedef struct train_value {
+    float *data;       /* rows × numel; owned unless `alias`        */
+    int alias;         /* flatten/output: data is the input's       */
+    int constant;      /* BPTT: the same at every step (rows = N)   */
+} train_value;
+
+typedef struct node_params {
+    float *weight_grad, *bias_grad, *threshold_grad;
+} node_params;
+
+typedef struct opt_state {
+    float *value;      /* into the net              */
+    float *grad;       /* node_params' arrays       */
+    float *m, *v;      /* momentum / Adam moments   */
+    int64_t count;
+    int decay;         /* weight decay applies      */
+    int node;
+    const char *what;
+    int is_threshold;
+} opt_state;
+
+struct nc_trainer {
+    nc_net *net;
+    nc_train_options o;
+    int max_batch;
+    int T;                /* 1 in QCFS mode                    */
+    int N;                /* images in the current batch       */
+    int classes;
+    nc_window *win;       /* per node: conv and pools          */
+    train_value *val;
+    float **saved;        /* IF: membranes; PRE_SPIKE max: running sums */
+    float **grad;         /* dL/d value, rows like val         */
+    int *grad_live;       /* grad[i] holds this batch's sum    */
+    float *temp;          /* one value of the largest node     */
+    float *work;          /* conv workspaces                   */
+    size_t work_floats;
+    float *logits, *dlogits;
+    node_params *np;
+    opt_state *params;
+    int n_params;
+    int64_t steps;        /* optimiser steps taken (Adam bias correction) */
+};
+
+/* ---- names and defaults --------------------------------------------------- */
+
+const char *nc_train_mode_name(nc_train_mode m) { return m == NC_TRAIN_BPTT ? "bptt" : "qcfs"; }
+const char *nc_optimizer_name(nc_optimizer o) { return o == NC_OPTIMIZER_SGD ? "sgd" : "adam"; }
+
+int nc_optimizer_parse(const char *text, nc_optimizer *out)
+{
+    if (strcmp(text, "sgd") == 0)
+        *out = NC_OPTIMIZER_SGD;
+    else if (strcmp(text, "adam") == 0)
+        *out = NC_OPTIMIZER_ADAM;
+    else
+        return -1;
+    return 0;
+}
+
+nc_train_options nc_train_options_default(nc_train_mode mode)
+{
+    return (nc_train_options){.mode = mode, .epochs = 1, .batch_size = 64, .T = 8,
+                              .optimizer = NC_OPTIMIZER_ADAM, .learning_rate = 0, .momentum = 0.9,
+                              .weight_decay = 0, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-8,
+                              .cosine = 1, .surrogate = NC_SURROGATE_TRIANGLE, .seed = 1};
+}
+
+static double learning_rate_of(const nc_train_options *o)
+{
+    if (o->learning_rate > 0)
+        return o->learning_rate;
+    return o->optimizer == NC_OPTIMIZER_SGD ? 1e-3 : 1e-4;
+}
+
+/* ---- what can be trained ----------------------------------------------------- */
+
+static nc_status node_refused(const nc_node *n, nc_error *err, const char *why)
+{
+    return nc_fail(err, NC_ERR_UNSUPPORTED, "node '%s' (%s) cannot be fine-tuned: %s", n->name,
+                   nc_node_kind_name(n->kind), why);
+}
+
+static nc_status check_node(const nc_net *net, int i, nc_train_mode mode, nc_error *err)
+{
+    const nc_node *n = &net->nodes[i];
+    switch (n->kind) {
+    case NC_NODE_SCALE:
+    case NC_NODE_RECURRENT:
+        return node_refused(n, err, "only feed-forward converted networks are trained (NIR imports with "
+                                    "scale or recurrent nodes are not)");
+    case NC_NODE_MAXPOOL:
+        if (mode == NC_TRAIN_BPTT && n->maxpool_strategy == NC_MAXPOOL_GATED)
+            return node_refused(n, err, "a gated MaxPool has no gradient; convert with --maxpool pre-spike "
+                                        "or --maxpool avg");
+        return NC_OK;
+    case NC_NODE_NEURON: {
+        nc_neuron_model m = n->neuron.model;
+        if (mode == NC_TRAIN_BPTT && m != NC_NEURON_IF)
+            return node_refused(n, err, "BPTT trains integrate-and-fire neurons; convert the network to an SNN "
+                                        "first");
+        if (mode == NC_TRAIN_QCFS && m != NC_NEURON_RELU && m != NC_NEURON_CLIP && m != NC_NEURON_QCFS &&
+            m != NC_NEURON_IF)
+            return node_refused(n, err, "this neuron model has no QCFS form");
+        if ((m == NC_NEURON_QCFS || m == NC_NEURON_IF) &&
+            (n->neuron.n_threshold < 1 || !n->neuron.threshold))
+            return node_refused(n, err, "the neuron has no threshold; calibrate first");
+        if (m == NC_NEURON_QCFS && n->neuron.levels < 1)
+            return node_refused(n, err, "QCFS needs L ≥ 1");
+        return NC_OK;
+    }
+    default:
+        return NC_OK;
+    }
+}
+
+static nc_status check_net(const nc_net *net, nc_train_mode mode, nc_error *err)
+{
+    if (net->n_nodes < 2 || net->nodes[net->output].ndim != 1)
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "%s: fine-tuning needs a classifier whose output is a vector of class scores",
+                       net->source_path);
+    for (int i = 0; i < net->n_nodes; i++) {
+        nc_status s = check_node(net, i, mode, err);
+        if (s != NC_OK)
+            return s;
+    }
+    return NC_OK;
+}
+
+/* A value is constant in BPTT when no IF lies upstream (direct encoding). */
+static void mark_constants(const nc_net *net, nc_train_mode mode, int *constant)
+{
+    for (int i = 0; i < net->n_nodes; i++) {
+        const nc_node *n = &net->nodes[i];
+        int c = mode == NC_TRAIN_BPTT;
+        for (int k = 0; k < n->n_inputs; k++)
+            c &= constant[n->inputs[k]];
+        if (n->kind == NC_NODE_NEURON)
+            c = 0;
+        constant[i] = n->kind == NC_NODE_INPUT ? mode == NC_TRAIN_BPTT : c;
+    }
+}
+
+static int is_alias(const nc_node *n) { return n->kind == NC_NODE_FLATTEN || n->kind == NC_NODE_OUTPUT; }
+
+/* Does node i keep a per-step buffer besides its value (IF membranes, the
+ * running sums of a PRE_SPIKE MaxPool over time-varying input)?  Its size:
+ * saved_floats(). */
+static int needs_saved(const nc_net *net, int i, nc_train_mode mode, const int *constant)
+{
+    const nc_node *n = &net->nodes[i];
+    if (mode != NC_TRAIN_BPTT)
+        return 0;
+    if (n->kind == NC_NODE_NEURON)
+        return 1;
+    return n->kind == NC_NODE_MAXPOOL && n->maxpool_strategy == NC_MAXPOOL_PRE_SPIKE &&
+           !constant[n->inputs[0]];
+}
+
+static double saved_floats(const nc_net *net, int i, double rows)
+{
+    const nc_node *n = &net->nodes[i];
+    int64_t numel = n->kind == NC_NODE_MAXPOOL ? nc_node_numel(&net->nodes[n->inputs[0]]) : nc_node_numel(n);
+    return rows * (double)numel;
+}
+
+static nc_status window_of(const nc_net *net, int i, nc_window *g, nc_error *err)
+{
+    const nc_node *n = &net->nodes[i];
+    const nc_node *src = &net->nodes[n->inputs[0]];
+    if (src->ndim != 3 || nc_window_init(g, (int)src->shape[0], (int)src->shape[1], (int)src->shape[2],
+                                         n->kernel, n->stride, n->pad, n->dilation, n->ceil_mode) != 0)
+        return node_refused(n, err, "its window does not fit its input");
+    return NC_OK;
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+
+static double physical_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (double)pages * (double)size : 8e9;
+}
+
+/* Floats per value, membranes, gradients and workspace, for max_batch. */
+typedef struct mem_plan {
+    double value_floats, saved_floats, grad_floats, param_floats, largest, work;
+} mem_plan;
+
+static mem_plan plan_memory(const nc_net *net, const nc_train_options *o, int max_batch, const int *constant)
+{
+    mem_plan p = {0};
+    int T = o->mode == NC_TRAIN_BPTT ? o->T : 1;
+    for (int i = 0; i < net->n_nodes; i++) {
+        const nc_node *n = &net->nodes[i];
+        double rows = (double)max_batch * (constant[i] ? 1 : T);
+        double floats = rows * (double)nc_node_numel(n);
+        if (!is_alias(n))
+            p.value_floats += floats;
+        p.grad_floats += floats;
+        if (needs_saved(net, i, o->mode, constant))
+            p.saved_floats += saved_floats(net, i, rows);
+        /* a constant input expanded for an IF or a merge: T·N rows */
+        double expanded = (double)max_batch * T * (double)nc_node_numel(n);
+        if (expanded > p.largest)
+            p.largest = expanded;
+        p.param_floats += (double)nc_node_params(net, i);
+        if (n->kind == NC_NODE_CONV2D) {
+            nc_window g;
+            if (window_of(net, i, &g, NULL) == NC_OK) {
+                int64_t rows_i = (int64_t)rows;
+                double w = (double)nc_conv2d_work_floats(&g, (int)n->shape[0], n->groups, rows_i);
+                double wb = (double)nc_conv2d_backward_work_floats(&g, (int)n->shape[0], n->groups, rows_i);
+                p.work = fmax(p.work, fmax(w, wb));
+            }
+        }
+    }
+    return p;
+}
+
+static double plan_bytes(const mem_plan *p)
+{
+    /* parameters: value (in the net), gradient, two optimiser moments, a best copy */
+    return 4.0 * (p->value_floats + p->saved_floats + p->grad_floats + 2 * p->largest + p->work +
+                  4 * p->param_floats);
+}
+
+nc_status nc_train_estimate(const nc_net *net, const nc_train_options *o, double *bytes, nc_error *err)
+{
+    nc_status s = check_net(net, o->mode, err);
+    if (s != NC_OK)
+        return s;
+    int *constant = calloc((size_t)net->n_nodes, sizeof(int));
+    if (!constant)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory");
+    mark_constants(net, o->mode, constant);
+    mem_plan p = plan_memory(net, o, o->batch_size, constant);
+    free(constant);
+    *bytes = plan_bytes(&p);
+    return NC_OK;
+}
+
+/* ---- trainer set-up ---------------------------------------------------------- */
+
+static void *zalloc_floats(double count)
+{
+    return count <= 0 ? NULL : calloc((size_t)count, sizeof(float));
+}
+
+static int add_param(nc_trainer *tr, int node, const char *what, float *value, float *grad, int64_t count,
+                     int decay, int is_threshold)
+{
+    opt_state *p = &tr->params[tr->n_params++];
+    *p = (opt_state){.value = value, .grad = grad, .count = count, .decay = decay, .node = node, .what = what,
+                     .is_threshold = is_threshold};
+    p->m = calloc((size_t)count, sizeof(float));
+    p->v = calloc((size_t)count, sizeof(float));
+    return p->m && p->v ? 0 : -1;
+}
+
+static nc_status setup_params(nc_trainer *tr, nc_error *err)
+{
+    const nc_net *net = tr->net;
+    tr->params = calloc((size_t)net->n_nodes * 3 + 1, sizeof(opt_state));
+    if (!tr->params)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for the optimiser");
+    for (int i = 0; i < net->n_nodes; i++) {
+        nc_node *n = &net->nodes[i];
+        node_params *np = &tr->np[i];
+        int weighted = n->kind == NC_NODE_CONV2D || n->kind == NC_NODE_DENSE || n->kind == NC_NODE_AFFINE;
+        if (weighted && n->weight) {
+            np->weight_grad = calloc((size_t)nc_tensor_numel(n->weight), sizeof(float));
+            if (!np->weight_grad || add_param(tr, i, "weight", n->weight->data, np->weight_grad,
+                                              nc_tensor_numel(n->weight), n->kind != NC_NODE_AFFINE, 0) != 0)
+                return nc_fail(err, NC_ERR_MEMORY, "out of memory for the gradients of '%s'", n->name);
+        }
+        if (weighted && n->bias) {
+            np->bias_grad = calloc((size_t)nc_tensor_numel(n->bias), sizeof(float));
+            if (!np->bias_grad ||
+                add_param(tr, i, "bias", n->bias->data, np->bias_grad, nc_tensor_numel(n->bias), 0, 0) != 0)
+                return nc_fail(err, NC_ERR_MEMORY, "out of memory for the gradients of '%s'", n->name);
+        }
+        int thresholded = n->kind == NC_NODE_NEURON &&
+                          (n->neuron.model == NC_NEURON_QCFS || n->neuron.model == NC_NEURON_IF);
+        if (thresholded && tr->o.train_threshold) {
+            np->threshold_grad = calloc((size_t)n->neuron.n_threshold, sizeof(float));
+            if (!np->threshold_grad || add_param(tr, i, "threshold", n->neuron.threshold, np->threshold_grad,
+                                                 n->neuron.n_threshold, 0, 1) != 0)
+                return nc_fail(err, NC_ERR_MEMORY, "out of memory for the gradients of '%s'", n->name);
+        }
+    }
+    return NC_OK;
+}
+
+static nc_status setup_buffers(nc_trainer *tr, const int *constant, const mem_plan *plan, nc_error *err)
+{
+    const nc_net *net = tr->net;
+    for (int i = 0; i < net->n_nodes; i++) {
+        const nc_node *n = &net->nodes[i];
+        double rows = (double)tr->max_batch * (constant[i] ? 1 : tr->T);
+        double floats = rows * (double)nc_node_numel(n);
+        tr->val[i].constant = constant[i];
+        tr->val[i].alias = is_alias(n);
+        if (!tr->val[i].alias && !(tr->val[i].data = zalloc_floats(floats)))
+            return nc_fail(err, NC_ERR_MEMORY, "out of memory for the activations of '%s'", n->name);
+        if (!(tr->grad[i] = zalloc_floats(floats)) && floats > 0)
+            return nc_fail(err, NC_ERR_MEMORY, "out of memory for the gradients of '%s'", n->name);
+        if (needs_saved(net, i, tr->o.mode, constant) && !(tr->saved[i] = zalloc_floats(saved_floats(net, i, rows))))
+            return nc_fail(err, NC_ERR_MEMORY, "out of memory for the membranes of '%s'", n->name);
+        if ((n->kind == NC_NODE_CONV2D || n->kind == NC_NODE_AVGPOOL || n->kind == NC_NODE_MAXPOOL)) {
+            nc_status s = window_of(net, i, &tr->win[i], err);
+            if (s != NC_OK)
+                return s;
+        }
+    }
+    tr->work_floats = (size_t)plan->work;
+    if (!(tr->temp = zalloc_floats(2 * plan->largest)) ||
+        (plan->work > 0 && !(tr->work = zalloc_floats(plan->work))))
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for the training workspace");
+    tr->logits = calloc((size_t)tr->max_batch * (size_t)tr->classes, sizeof(float));
+    tr->dlogits = calloc((size_t)tr->max_batch * (size_t)tr->classes, sizeof(float));
+    if (!tr->logits || !tr->dlogits)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for the logits");
+    return NC_OK;
+}
+
+void nc_trainer_free(nc_trainer *tr)
+{
+    if (!tr)
+        return;
+    for (int i = 0; tr->net && i < tr->net->n_nodes; i++) {
+        if (tr->val && !tr->val[i].alias)
+            free(tr->val[i].data);
+        if (tr->grad)
+            free(tr->grad[i]);
+        if (tr->saved)
+            free(tr->saved[i]);
+        if (tr->np) {
+            free(tr->np[i].weight_grad);
+            free(tr->np[i].bias_grad);
+            free(tr->np[i].threshold_grad);
+        }
+    }
+    for (int k = 0; k < tr->n_params; k++) {
+        free(tr->params[k].m);
+        free(tr->params[k].v);
+    }
+    free(tr->params);
+    free(tr->val);
+    free(tr->grad);
+    free(tr->grad_live);
+    free(tr->saved);
+    free(tr->np);
+    free(tr->win);
+    free(tr->temp);
+    free(tr->work);
+    free(tr->logits);
+    free(tr->dlogits);
+    free(tr);
+}
+
+nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, nc_trainer **out,
+                         nc_error *err)
+{
+    *out = NULL;
+    if (max_batch < 1 || (o->mode == NC_TRAIN_BPTT && o->T < 1))
+        return nc_fail(err, NC_ERR_ARGUMENT, "fine-tuning needs a batch of at least 1 image and T ≥ 1");
+    nc_status s = check_net(net, o->mode, err);
+    if (s != NC_OK)
+        return s;
+    nc_trainer *tr = calloc(1, sizeof *tr);
+    if (!tr)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory");
+    int n = net->n_nodes;
+    tr->net = net;
+    tr->o = *o;
+    tr->max_batch = max_batch;
+    tr->T = o->mode == NC_TRAIN_BPTT ? o->T : 1;
+    tr->classes = (int)nc_node_numel(&net->nodes[net->output]);
+    tr->val = calloc((size_t)n, sizeof *tr->val);
+    tr->grad = calloc((size_t)n, sizeof *tr->grad);
+    tr->grad_live = calloc((size_t)n, sizeof *tr->grad_live);
+    tr->saved = calloc((size_t)n, sizeof *tr->saved);
+    tr->np = calloc((size_t)n, sizeof *tr->np);
+    tr->win = calloc((size_t)n, sizeof *tr->win);
+    int *constant = calloc((size_t)n, sizeof(int));
+    if (!tr->val || !tr->grad || !tr->grad_live || !tr->saved || !tr->np || !tr->win || !constant) {
+        free(constant);
+        nc_trainer_free(tr);
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory");
+    }
+    mark_constants(net, o->mode, constant);
+    mem_plan plan = plan_memory(net, o, max_batch, constant);
+    s = setup_buffers(tr, constant, &plan, err);
+    free(constant);
+    if (s == NC_OK)
+        s = setup_params(tr, err);
+    if (s != NC_OK) {
+        nc_trainer_free(tr);
+        return s;
+    }
+    *out = tr;
+    return NC_OK;
+}
+
+/* ---- forward ------------------------------------------------------------------- */
+
+static int64_t numel_of(const nc_trainer *tr, int i) { return nc_node_numel(&tr->net->nodes[i]); }
+static int64_t rows_of(const nc_trainer *tr, int i) { return tr->val[i].constant ? tr->N : (int64_t)tr->T * tr->N; }
+
+static void channel_split(const nc_node *n, int *c, int64_t *inner)
+{
+    *c = nc_node_channels(n);
+    if (*c < 1)
+        *c = 1;
+    *inner = nc_node_numel(n) / *c;
+}
+
+static nc_if_params if_params_of(const nc_node *n)
+{
+    return (nc_if_params){.threshold = n->neuron.threshold, .n_threshold = n->neuron.n_threshold,
+                          .v0_fraction = n->neuron.v0_fraction, .reset = n->neuron.reset,
+                          .compare = n->neuron.compare};
+}
+
+/* The value of input k of node i over T·N rows: the value itself, or, for a
+ * constant one, copied into `space` T times. */
+static const float *expanded_input(nc_trainer *tr, int i, int k, float *space)
+{
+    int src = tr->net->nodes[i].inputs[k];
+    if (!tr->val[src].constant || tr->T == 1)
+        return tr->val[src].data;
+    size_t step = (size_t)tr->N * (size_t)numel_of(tr, src);
+    for (int t = 0; t < tr->T; t++)
+        memcpy(space + t * step, tr->val[src].data, step * sizeof(float));
+    return space;
+}
+
+static void forward_prespike_max(nc_trainer *tr, int i)
+{
+    const nc_node *n = &tr->net->nodes[i];
+    int src = n->inputs[0];
+    int64_t step = (int64_t)tr->N * numel_of(tr, src), out_step = (int64_t)tr->N * numel_of(tr, i);
+    float *sums = tr->saved[i], *out = tr->val[i].data;
+    const float *in = tr->val[src].data;
+    memcpy(sums, in, (size_t)step * sizeof(float));
+    for (int t = 1; t < tr->T; t++)
+        for (int64_t k = 0; k < step; k++)
+            sums[t * step + k] = sums[(t - 1) * step + k] + in[t * step + k];
+    nc_maxpool(&tr->win[i], (int64_t)tr->T * tr->N, sums, out);
+    for (int t = tr->T - 1; t >= 1; t--)
+        for (int64_t k = 0; k < out_step; k++)
+            out[t * out_step + k] -= out[(t - 1) * out_step + k];
+}
+
+static void forward_neuron(nc_trainer *tr, int i)
+{
+    const nc_node *n = &tr->net->nodes[i];
+    const nc_neuron *nr = &n->neuron;
+    int src = n->inputs[0], c;
+    int64_t inner;
+    channel_split(n, &c, &inner);
+    float *out = tr->val[i].data;
+    if (tr->o.mode == NC_TRAIN_BPTT) {
+        nc_if_params p = if_params_of(n);
+        const float *in = expanded_input(tr, i, 0, tr->temp);
+        nc_if_forward_train(&p, tr->T, tr->N, c, inner, in, out, tr->saved[i]);
+        return;
+    }
+    const float *in = tr->val[src].data;
+    int64_t total = (int64_t)tr->N * numel_of(tr, i);
+    if (nr->model == NC_NEURON_RELU)
+        nc_relu(total, in, out);
+    else if (nr->model == NC_NEURON_CLIP)
+        nc_clip(total, nr->clip_min, nr->clip_max, in, out);
+    else
+        nc_qcfs(tr->N, c, inner, nr->threshold, nr->n_threshold, nr->levels, nr->shift, in, out);
+}
+
+static void forward_merge(nc_trainer *tr, int i)
+{
+    const nc_node *n = &tr->net->nodes[i];
+    int steps = tr->val[i].constant ? 1 : tr->T;
+    int64_t out_numel = numel_of(tr, i);
+    for (int t = 0; t < steps; t++) {
+        float *o = tr->val[i].data + (int64_t)t * tr->N * out_numel;
+        int64_t offset = 0;
+        for (int k = 0; k < n->n_inputs; k++) {
+            int src = n->inputs[k];
+            int64_t per_row = numel_of(tr, src);
+            const float *x = tr->val[src].data + (tr->val[src].constant ? 0 : (int64_t)t * tr->N * per_row);
+            if (n->kind == NC_NODE_CONCAT) {
+                for (int64_t r = 0; r < tr->N; r++)
+                    memcpy(o + r * out_numel + offset, x + r * per_row, (size_t)per_row * sizeof(float));
+                offset += per_row;
+            } else if (k == 0) {
+                memcpy(o, x, (size_t)(tr->N * out_numel) * sizeof(float));
+            } else {
+                nc_add(tr->N * out_numel, o, x, o);
+            }
+        }
+    }
+}
+
+static void forward_node(nc_trainer *tr, int i, const float *images)
+{
+    const nc_node *n = &tr->net->nodes[i];
+    train_value *v = &tr->val[i];
+    int src = n->n_inputs > 0 ? n->inputs[0] : -1;
+    int64_t rows = rows_of(tr, i);
+    const float *in = src >= 0 ? tr->val[src].data : NULL;
+    const float *bias = n->bias ? n->bias->data : NULL;
+    switch (n->kind) {
+    case NC_NODE_INPUT:
+        memcpy(v->data, images, (size_t)(tr->N * numel_of(tr, i)) * sizeof(float));
+        break;
+    case NC_NODE_CONV2D:
+        nc_conv2d(&tr->win[i], (int)n->shape[0], n->groups, rows, in, n->weight->data, bias, v->data, tr->work,
+                  tr->work_floats);
+        break;
+    case NC_NODE_DENSE:
+        nc_dense(rows, (int)numel_of(tr, src), (int)numel_of(tr, i), in, n->weight->data, bias, v->data);
+        break;
+    case NC_NODE_AVGPOOL:
+        nc_avgpool(&tr->win[i], n->count_include_pad, rows, in, v->data);
+        break;
+    case NC_NODE_MAXPOOL:
+        if (tr->o.mode == NC_TRAIN_BPTT && n->maxpool_strategy == NC_MAXPOOL_AVG)
+            nc_avgpool(&tr->win[i], n->count_include_pad, rows, in, v->data);
+        else if (tr->saved[i])
+            forward_prespike_max(tr, i);
+        else
+            nc_maxpool(&tr->win[i], rows, in, v->data);
+        break;
+    case NC_NODE_GLOBAL_AVGPOOL:
+        nc_global_avgpool(rows, (int)n->shape[0], numel_of(tr, src) / n->shape[0], in, v->data);
+        break;
+    case NC_NODE_FLATTEN:
+    case NC_NODE_OUTPUT:
+        v->data = tr->val[src].data;
+        break;
+    case NC_NODE_ADD:
+    case NC_NODE_CONCAT:
+        forward_merge(tr, i);
+        break;
+    case NC_NODE_AFFINE: {
+        int c;
+        int64_t inner;
+        channel_split(n, &c, &inner);
+        nc_affine(rows, c, inner, n->weight->data, n->bias->data, in, v->data);
+        break;
+    }
+    case NC_NODE_NEURON:
+        forward_neuron(tr, i);
+        break;
+    default: /* refused by check_net */
+        break;
+    }
+}
+
+/* Logits [N, classes]: the output, averaged over the steps in BPTT. */
+static void make_logits(nc_trainer *tr)
+{
+    int out = tr->net->output;
+    int64_t per = (int64_t)tr->N * tr->classes;
+    const float *y = tr->val[out].data;
+    if (tr->val[out].constant || tr->T == 1) {
+        memcpy(tr->logits, y, (size_t)per * sizeof(float));
+        return;
+    }
+    for (int64_t k = 0; k < per; k++) {
+        double sum = 0;
+        for (int t = 0; t < tr->T; t++)
+            sum += y[t * per + k];
+        tr->logits[k] = (float)(sum / tr->T);
+    }
+}
+
+static nc_status forward_batch(nc_trainer *tr, const float *images, int n, nc_error *err)
+{
+    if (n < 1 || n > tr->max_batch)
+        return nc_fail(err, NC_ERR_ARGUMENT, "batch of %d images; the trainer was made for 1 to %d", n,
+                       tr->max_batch);
+    tr->N = n;
+    for (int i = 0; i < tr->net->n_nodes; i++)
+        forward_node(tr, i, images);
+    make_logits(tr);
+    return NC_OK;
+}
+
+nc_status nc_trainer_logits(nc_trainer *tr, const float *images, int n, float *logits, nc_error *err)
+{
+    nc_status s = forward_batch(tr, images, n, err);
+    if (s == NC_OK)
+        memcpy(logits, tr->logits, (size_t)n * (size_t)tr->classes * sizeof(float));
+    return s;
+}
+
+/* ---- backward ------------------------------------------------------------------ */
+
+/* Adds d (d_rows rows of node src's numel) into grad[src]; a T·N-row d for a
+ * constant src is summed over the steps. */
+static void accumulate(nc_trainer *tr, int src, const float *d, int64_t d_rows)
+{
+    int64_t numel = numel_of(tr, src), src_rows = rows_of(tr, src);
+    int64_t count = src_rows * numel;
+    float *g = tr->grad[src];
+    if (!tr->grad_live[src]) {
+        memset(g, 0, (size_t)count * sizeof(float));
+        tr->grad_live[src] = 1;
+    }
+    for (int64_t part = 0; part < d_rows / src_rows; part++)
+        nc_add(count, g, d + part * count, g);
+}
+
+/* Where node i's gradient for input k is written: grad[src] itself when it
+ * holds nothing yet and the rows match (no copy), else the temp buffer that
+ * finish_input_grad adds in. */
+static float *input_grad_target(nc_trainer *tr, int src, int64_t d_rows)
+{
+    if (!tr->grad_live[src] && d_rows == rows_of(tr, src)) {
+        tr->grad_live[src] = 1;
+        return tr->grad[src];
+    }
+    return tr->temp;
+}
+
+static void finish_input_grad(nc_trainer *tr, int src, float *target, int64_t d_rows)
+{
+    if (target == tr->temp)
+        accumulate(tr, src, target, d_rows);
+}
+
+static int wants_grad(const nc_trainer *tr, int src) { return tr->net->nodes[src].kind != NC_NODE_INPUT; }
+
+static void backward_prespike_max(nc_trainer *tr, int i, const float *dout, float *din)
+{
+    int src = tr->net->nodes[i].inputs[0];
+    int64_t step = (int64_t)tr->N * numel_of(tr, src), out_step = (int64_t)tr->N * numel_of(tr, i);
+    float *dmax = tr->temp + (int64_t)tr->T * step; /* one step of pooled gradient */
+    /* out(t) = P(t) − P(t−1): dP(t) = dout(t) − dout(t+1) */
+    for (int t = 0; t < tr->T; t++) {
+        for (int64_t k = 0; k < out_step; k++)
+            dmax[k] = dout[t * out_step + k] - (t + 1 < tr->T ? dout[(t + 1) * out_step + k] : 0.0f);
+        nc_maxpool_backward(&tr->win[i], tr->N, tr->saved[i] + t * step, dmax, din + t * step);
+    }
+    /* S(t) = Σ_{τ≤t} x(τ): dx(τ) = Σ_{t≥τ} dS(t) */
+    for (int t = tr->T - 2; t >= 0; t--)
+        nc_add(step, din + t * step, din + (t + 1) * step, din + t * step);
+}
+
+static void backward_neuron(nc_trainer *tr, int i, const float *dout, float *din)
+{
+    const nc_node *n = &tr->net->nodes[i];
+    const nc_neuron *nr = &n->neuron;
+    int src = n->inputs[0], c;
+    int64_t inner;
+    channel_split(n, &c, &inner);
+    float *dth = tr->np[i].threshold_grad;
+    if (tr->o.mode == NC_TRAIN_BPTT) {
+        nc_if_params p = if_params_of(n);
+        float alpha = tr->o.surrogate_alpha > 0 ? tr->o.surrogate_alpha : nc_surrogate_default_alpha(tr->o.surrogate);
+        nc_if_backward(&p, tr->o.surrogate, alpha, tr->T, tr->N, c, inner, tr->saved[i], dout, din, dth);
+        return;
+    }
+    const float *in = tr->val[src].data;
+    int64_t total = (int64_t)tr->N * numel_of(tr, i);
+    if (nr->model == NC_NEURON_RELU)
+        nc_relu_backward(total, in, dout, din);
+    else if (nr->model == NC_NEURON_CLIP)
+        nc_clip_backward(total, nr->clip_min, nr->clip_max, in, dout, din);
+    else
+        nc_qcfs_backward(tr->N, c, inner, nr->threshold, nr->n_threshold, nr->levels, nr->shift, in, dout, din,
+                         dth);
+}
+
+static void backward_merge(nc_trainer *tr, int i, const float *dout)
+{
+    const nc_node *n = &tr->net->nodes[i];
+    int steps = tr->val[i].constant ? 1 : tr->T;
+    int64_t out_numel = numel_of(tr, i), offset = 0;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int src = n->inputs[k];
+        int64_t per_row = numel_of(tr, src);
+        if (!wants_grad(tr, src)) {
+            offset += per_row;
+            continue;
+        }
+        int64_t d_rows = (int64_t)steps * tr->N;
+        if (n->kind == NC_NODE_ADD) {
+            float *target = input_grad_target(tr, src, d_rows);
+            memcpy(target, dout, (size_t)(d_rows * out_numel) * sizeof(float));
+            finish_input_grad(tr, src, target, d_rows);
+            continue;
+        }
+        float *target = input_grad_target(tr, src, d_rows);
+        for (int64_t r = 0; r < d_rows; r++)
+            memcpy(target + r * per_row, dout + r * out_numel + offset, (size_t)per_row * sizeof(float));
+        finish_input_grad(tr, src, target, d_rows);
+        offset += per_row;
+    }
+}
+
+static void backward_node(nc_trainer *tr, int i)
+{
+    const nc_node *n = &tr->net->nodes[i];
+    if (!tr->grad_live[i] || n->kind == NC_NODE_INPUT)
+        return;
+    if (n->kind == NC_NODE_ADD || n->kind == NC_NODE_CONCAT) {
+        backward_merge(tr, i, tr->grad[i]);
+        return;
+    }
+    const float *dout = tr->grad[i];
+    int src = n->inputs[0];
+    int64_t rows = rows_of(tr, i);
+    /* an IF reads its constant input T times: its input gradient has T·N rows */
+    int64_t d_rows = n->kind == NC_NODE_NEURON ? (int64_t)tr->T * tr->N : rows;
+    float *din = wants_grad(tr, src) ? input_grad_target(tr, src, d_rows) : NULL;
+    const float *in = tr->val[src].data;
+    node_params *np = &tr->np[i];
+    switch (n->kind) {
+    case NC_NODE_CONV2D:
+        nc_conv2d_backward(&tr->win[i], (int)n->shape[0], n->groups, rows, in, n->weight->data, dout, din,
+                           np->weight_grad, np->bias_grad, tr->work, tr->work_floats);
+        break;
+    case NC_NODE_DENSE:
+        nc_dense_backward(rows, (int)numel_of(tr, src), (int)numel_of(tr, i), in, n->weight->data, dout, din,
+                          np->weight_grad, np->bias_grad);
+        break;
+    case NC_NODE_AVGPOOL:
+        if (din)
+            nc_avgpool_backward(&tr->win[i], n->count_include_pad, rows, dout, din);
+        break;
+    case NC_NODE_MAXPOOL:
+        if (!din)
+            break;
+        if (tr->o.mode == NC_TRAIN_BPTT && n->maxpool_strategy == NC_MAXPOOL_AVG)
+            nc_avgpool_backward(&tr->win[i], n->count_include_pad, rows, dout, din);
+        else if (tr->saved[i])
+            backward_prespike_max(tr, i, dout, din);
+        else
+            nc_maxpool_backward(&tr->win[i], rows, in, dout, din);
+        break;
+    case NC_NODE_GLOBAL_AVGPOOL:
+        if (din)
+            nc_global_avgpool_backward(rows, (int)n->shape[0], numel_of(tr, src) / n->shape[0], dout, din);
+        break;
+    case NC_NODE_FLATTEN:
+    case NC_NODE_OUTPUT:
+        if (din)
+            memcpy(din, dout, (size_t)(rows * numel_of(tr, i)) * sizeof(float));
+        break;
+    case NC_NODE_AFFINE: {
+        int c;
+        int64_t inner;
+        channel_split(n, &c, &inner);
+        nc_affine_backward(rows, c, inner, n->weight->data, in, dout, din, np->weight_grad, np->bias_grad);
+        break;
+    }
+    case NC_NODE_NEURON: {
+        /* the neuron kernels need a din even for the input node */
+        float *target = din ? din : tr->temp;
+        backward_neuron(tr, i, dout, target);
+        break;
+    }
+    default:
+        break;
+    }
+    if (din)
+        finish_input_grad(tr, src, din, d_rows);
+}
+
+static void zero_param_grads(nc_trainer *tr)
+{
+    for (int k = 0; k < tr->n_params; k++)
+        memset(tr->params[k].grad, 0, (size_t)tr->params[k].count * sizeof(float));
+}
+
+nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_t *labels, int n,
+                               double *loss, int64_t *correct, nc_error *err)
+{
+    for (int k = 0; k < n; k++)
+        if (labels[k] < 0 || labels[k] >= tr->classes)
+            return nc_fail(err, NC_ERR_ARGUMENT, "label %d of image %d is outside the model's %d classes",
+                           (int)labels[k], k, tr->classes);
+    nc_status s = forward_batch(tr, images, n, err);
+    if (s != NC_OK)
+        return s;
+    int64_t right = 0;
+    double l = nc_softmax_xent(n, tr->classes, tr->logits, labels, tr->dlogits, &right);
+    if (loss)
+        *loss = l;
+    if (correct)
+        *correct = right;
+    zero_param_grads(tr);
+    memset(tr->grad_live, 0, (size_t)tr->net->n_nodes * sizeof(int));
+    /* the logits are the mean over T steps: each step gets dlogits / T */
+    int out = tr->net->output;
+    int64_t per = (int64_t)n * tr->classes, steps = rows_of(tr, out) / n;
+    for (int64_t t = 0; t < steps; t++)
+        for (int64_t k = 0; k < per; k++)
+            tr->grad[out][t * per + k] = tr->dlogits[k] / (float)steps;
+    tr->grad_live[out] = 1;
+    for (int i = tr->net->n_nodes - 1; i >= 0; i--)
+        backward_node(tr, i);
+    return NC_OK;
+}
+
+/* ---- optimiser ------------------------------------------------------------------- */
+
+void nc_trainer_apply(nc_trainer *tr, double lr)
+{
+    const nc_train_options *o = &tr->o;
+    tr->steps++;
+    double c1 = 1.0 - pow(o->beta1, (double)tr->steps), c2 = 1.0 - pow(o->beta2, (double)tr->steps);
+    for (int k = 0; k < tr->n_params; k++) {
+        opt_state *p = &tr->params[k];
+        double wd = p->decay ? o->weight_decay : 0.0;
+        for (int64_t j = 0; j < p->count; j++) {
+            double g = (double)p->grad[j] + wd * p->value[j];
+            if (o->optimizer == NC_OPTIMIZER_SGD) {
+                p->m[j] = (float)(o->momentum * p->m[j] + g);
+                p->value[j] -= (float)(lr * p->m[j]);
+            } else {
+                p->m[j] = (float)(o->beta1 * p->m[j] + (1 - o->beta1) * g);
+                p->v[j] = (float)(o->beta2 * p->v[j] + (1 - o->beta2) * g * g);
+                double mhat = p->m[j] / c1, vhat = p->v[j] / c2;
+                p->value[j] -= (float)(lr * mhat / (sqrt(vhat) + o->epsilon));
+            }
+            /* a threshold must stay positive: it divides in QCFS and fires the IF */
+            if (p->is_threshold && p->value[j] < 1e-4f)
+                p->value[j] = 1e-4f;
+        }
+    }
+}
+
+int nc_trainer_param_count(const nc_trainer *tr) { return tr->n_params; }
+
+void nc_trainer_param(const nc_trainer *tr, int k, nc_train_param *out)
+{
+    const opt_state *p = &tr->params[k];
+    *out = (nc_train_param){.node = p->node, .what = p->what, .value = p->value, .grad = p->grad,
+                            .count = p->count};
+}
+
+/* ---- the epoch loop ------------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void shuffle(int64_t *order, int64_t n, uint64_t *rng)
+{
+    for (int64_t k = n - 1; k > 0; k--) {
+        int64_t j = (int64_t)(splitmix64(rng) % (uint64_t)(k + 1));
+        int64_t tmp = order[k];
+        order[k] = order[j];
+        order[j] = tmp;
+    }
+}
+
+/* One image into dst with the options' random crop and flip. */
+static void augment_image(const nc_dataset *ds, int64_t index, const nc_train_options *o, uint64_t *rng, float *dst)
+{
+    int C = ds->channels, H = ds->height, W = ds->width, p = o->crop_padding;
+    const float *src = ds->images + index * (int64_t)C * H * W;
+    int dy = p > 0 ? (int)(splitmix64(rng) % (uint64_t)(2 * p + 1)) - p : 0;
+    int dx = p > 0 ? (int)(splitmix64(rng) % (uint64_t)(2 * p + 1)) - p : 0;
+    int flip = o->flip && (splitmix64(rng) & 1);
+    for (int c = 0; c < C; c++)
+        for (int y = 0; y < H; y++)
+            for (int x = 0; x < W; x++) {
+                int sy = y + dy, sx = (flip ? W - 1 - x : x) + dx;
+                int inside = sy >= 0 && sy < H && sx >= 0 && sx < W;
+                dst[((int64_t)c * H + y) * W + x] = inside ? src[((int64_t)c * H + sy) * W + sx] : o->crop_fill;
+            }
+}
+
+typedef struct param_copy {
+    float **values;
+    int count;
+} param_copy;
+
+static int params_save(const nc_trainer *tr, param_copy *pc)
+{
+    if (!pc->values) {
+        pc->count = tr->n_params;
+        pc->values = calloc((size_t)pc->count + 1, sizeof(float *));
+        if (!pc->values)
+            return -1;
+        for (int k = 0; k < pc->count; k++)
+            if (!(pc->values[k] = malloc((size_t)tr->params[k].count * sizeof(float))))
+                return -1;
+    }
+    for (int k = 0; k < pc->count; k++)
+        memcpy(pc->values[k], tr->params[k].value, (size_t)tr->params[k].count * sizeof(float));
+    return 0;
+}
+
+static void params_restore(const nc_trainer *tr, const param_copy *pc)
+{
+    for (int k = 0; k < pc->count; k++)
+        memcpy(tr->params[k].value, pc->values[k], (size_t)tr->params[k].count * sizeof(float));
+}
+
+static void params_free(param_copy *pc)
+{
+    for (int k = 0; pc->values && k < pc->count; k++)
+        free(pc->values[k]);
+    free(pc->values);
+    pc->values = NULL;
+}
+
+/* Accuracy on images [first, first + count) of ds, from the trainer's logits. */
+static nc_status held_out_accuracy(nc_trainer *tr, const nc_dataset *ds, int64_t first, int64_t count,
+                                   float *images, double *accuracy, nc_error *err)
+{
+    int64_t right = 0;
+    for (int64_t b = 0; b < count; b += tr->max_batch) {
+        int n = (int)(count - b < tr->max_batch ? count - b : tr->max_batch);
+        nc_dataset_batch(ds, first + b, n, images, NULL);
+        nc_status s = forward_batch(tr, images, n, err);
+        if (s != NC_OK)
+            return s;
+        for (int k = 0; k < n; k++)
+            right += nc_argmax(tr->logits + (int64_t)k * tr->classes, tr->classes) == ds->labels[first + b + k];
+    }
+    *accuracy = count > 0 ? (double)right / (double)count : -1;
+    return NC_OK;
+}
+
+typedef struct run_state {
+    nc_trainer *tr;
+    const nc_dataset *ds;
+    const nc_train_options *o;
+    int64_t n_train, n_val, batches;
+    int64_t *order;
+    float *images;
+    int32_t *labels;
+    uint64_t rng;
+    double start;
+} run_state;
+
+static nc_status run_epoch(run_state *rs, int epoch, nc_train_result *res, nc_error *err)
+{
+    const nc_train_options *o = rs->o;
+    nc_trainer *tr = rs->tr;
+    int64_t feature = (int64_t)rs->ds->channels * rs->ds->height * rs->ds->width;
+    double lr0 = learning_rate_of(o), loss_sum = 0;
+    int64_t right = 0, seen = 0;
+    shuffle(rs->order, rs->n_train, &rs->rng);
+    for (int64_t b = 0; b < rs->batches; b++) {
+        int64_t first = b * o->batch_size;
+        int n = (int)(rs->n_train - first < o->batch_size ? rs->n_train - first : o->batch_size);
+        for (int k = 0; k < n; k++) {
+            int64_t index = rs->order[first + k];
+            augment_image(rs->ds, index, o, &rs->rng, rs->images + k * feature);
+            rs->labels[k] = rs->ds->labels[index];
+        }
+        double loss;
+        int64_t correct;
+        nc_status s = nc_trainer_gradients(tr, rs->images, rs->labels, n, &loss, &correct, err);
+        if (s != NC_OK)
+            return s;
+        double progress = (double)((epoch - 1) * rs->batches + b) / (double)(o->epochs * rs->batches);
+        double lr = o->cosine ? lr0 * 0.5 * (1.0 + cos(3.14159265358979323846 * progress)) : lr0;
+        nc_trainer_apply(tr, lr);
+        loss_sum += loss * n;
+        right += correct;
+        seen += n;
+        res->final_loss = loss_sum / (double)seen;
+        nc_train_progress p = {.mode = o->mode, .epoch = epoch, .epochs = o->epochs, .batch = b + 1,
+                               .batches = rs->batches, .loss = loss_sum / (double)seen,
+                               .train_accuracy = (double)right / (double)seen, .val_accuracy = -1,
+                               .learning_rate = lr, .seconds = nc_now() - rs->start};
+        if (b + 1 == rs->batches && rs->n_val > 0) {
+            s = held_out_accuracy(tr, rs->ds, rs->n_train, rs->n_val, rs->images, &p.val_accuracy, err);
+            if (s != NC_OK)
+                return s;
+        }
+        if (o->progress && o->progress(o->progress_user, &p))
+            return nc_fail(err, NC_ERR_CANCELLED, "fine-tuning cancelled in epoch %d, batch %lld", epoch,
+                           (long long)(b + 1));
+        if (b + 1 == rs->batches && p.val_accuracy > res->best_val_accuracy) {
+            res->best_val_accuracy = p.val_accuracy;
+            res->best_epoch = epoch;
+        }
+    }
+    return NC_OK;
+}
+
+static nc_status check_run(const nc_net *net, const nc_dataset *ds, const nc_train_options *o, int64_t *n_train,
+                           nc_error *err)
+{
+    if (o->epochs < 1 || o->batch_size < 1)
+        return nc_fail(err, NC_ERR_ARGUMENT, "fine-tuning needs at least 1 epoch and a batch of 1 image or more");
+    nc_status s = nc_check_dataset_fits(net, ds, err);
+    if (s != NC_OK)
+        return s;
+    if (o->val_count < 0 || o->val_count >= ds->count)
+        return nc_fail(err, NC_ERR_ARGUMENT, "%s: cannot hold out %lld of its %lld images for validation",
+                       ds->path, (long long)o->val_count, (long long)ds->count);
+    *n_train = ds->count - o->val_count;
+    if (o->train_count > 0 && o->train_count < *n_train)
+        *n_train = o->train_count;
+    return NC_OK;
+}
+
+static nc_status check_budget(const nc_net *net, const nc_train_options *o, double *bytes, nc_error *err)
+{
+    nc_status s = nc_train_estimate(net, o, bytes, err);
+    if (s != NC_OK)
+        return s;
+    double budget = o->memory_budget > 0 ? o->memory_budget : 0.6 * physical_memory();
+    if (*bytes > budget)
+        return nc_fail(err, NC_ERR_MEMORY,
+                       "fine-tuning %s with batch %d%s needs about %.2f GB but the budget is %.2f GB; use a "
+                       "smaller --batch%s",
+                       net->source_path, o->batch_size, o->mode == NC_TRAIN_BPTT ? " over T steps" : "",
+                       *bytes / 1e9, budget / 1e9, o->mode == NC_TRAIN_BPTT ? " or --train-T" : "");
+    return NC_OK;
+}
+
+nc_status nc_train(nc_net *net, const nc_dataset *ds, const nc_train_options *o, nc_train_result *result,
+                   nc_error *err)
+{
+    *result = (nc_train_result){.best_val_accuracy = -1, .val_accuracy_before = -1};
+    run_state rs = {.ds = ds, .o = o, .rng = o->seed ^ 0x5EEDull, .start = nc_now()};
+    nc_status s = check_run(net, ds, o, &rs.n_train, err);
+    if (s == NC_OK)
+        s = check_budget(net, o, &result->memory_bytes, err);
+    if (s != NC_OK)
+        return s;
+    rs.n_val = o->val_count;
+    rs.batches = (rs.n_train + o->batch_size - 1) / o->batch_size;
+    s = nc_trainer_new(net, o, o->batch_size, &rs.tr, err);
+    if (s != NC_OK)
+        return s;
+    param_copy original = {0}, best = {0};
+    rs.order = malloc((size_t)rs.n_train * sizeof(int64_t));
+    rs.images = malloc((size_t)o->batch_size * (size_t)(ds->channels * ds->height * ds->width) * sizeof(float));
+    rs.labels = malloc((size_t)o->batch_size * sizeof(int32_t));
+    if (!rs.order || !rs.images || !rs.labels || params_save(rs.tr, &original) != 0)
+        s = nc_fail(err, NC_ERR_MEMORY, "out of memory for fine-tuning");
+    for (int64_t k = 0; s == NC_OK && k < rs.n_train; k++)
+        rs.order[k] = k;
+    if (s == NC_OK && rs.n_val > 0) {
+        s = held_out_accuracy(rs.tr, ds, rs.n_train, rs.n_val, rs.images, &result->val_accuracy_before, err);
+        result->best_val_accuracy = result->val_accuracy_before;
+        if (s == NC_OK && params_save(rs.tr, &best) != 0)
+            s = nc_fail(err, NC_ERR_MEMORY, "out of memory for the best checkpoint");
+    }
+    for (int epoch = 1; s == NC_OK && epoch <= o->epochs; epoch++) {
+        int best_before = result->best_epoch;
+        s = run_epoch(&rs, epoch, result, err);
+        result->epochs_run = epoch;
+        if (s == NC_OK && rs.n_val > 0 && result->best_epoch != best_before && params_save(rs.tr, &best) != 0)
+            s = nc_fail(err, NC_ERR_MEMORY, "out of memory for the best checkpoint");
+    }
+    if (s != NC_OK)
+        params_restore(rs.tr, &original); /* nothing half-trained is left behind */
+    else if (rs.n_val > 0)
+        params_restore(rs.tr, &best);
+    else
+        result->best_epoch = result->epochs_run;
+    result->seconds = nc_now() - rs.start;
+    params_free(&original);
+    params_free(&best);
+    free(rs.order);
+    free(rs.images);
+    free(rs.labels);
+    nc_trainer_free(rs.tr);
+    return s;
+}

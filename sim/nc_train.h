@@ -1,0 +1,139 @@
+/* nc_train.h — fine-tuning a converted network on the CPU (conversion.md §1.3, §4).
+ *
+ * Two stages use the same trainer, on the same IR the engines run:
+ *   NC_TRAIN_QCFS : the QCFS-ANN (qcfs and if neurons act as
+ *                   λ·clip(floor(z·L/λ + φ)/L, 0, 1)), trained with the
+ *                   straight-through estimator; λ optionally trained.
+ *   NC_TRAIN_BPTT : the SNN over T steps (T folded into the rows, time-major,
+ *                   as the engines run it), IF neurons with a surrogate
+ *                   gradient for the spike (triangle by default); θ
+ *                   optionally trained; v0 = f·θ and the reset kept.
+ * The loss is softmax cross-entropy of the output (in BPTT: of the output
+ * averaged over the T steps, the same argmax as the sum the SNN predicts
+ * with).  Parameters: conv/dense weights and biases, affine scale/shift, and
+ * with train_threshold the thresholds.  Weight decay applies to conv/dense
+ * weights only.
+ *
+ * The trainer keeps every node's activations of a batch (and in BPTT the
+ * membrane of every IF step), so memory grows with batch × T: call
+ * nc_train_estimate first (nc_train does, and refuses a run over budget).
+ *
+ * Node support: input, conv2d (any groups), dense, avg/max/global pooling,
+ * flatten, add, concat, affine, relu/clip/qcfs/if neurons, output.  In BPTT a
+ * MaxPool is trained as the engine runs it: AVG as an average, PRE_SPIKE as
+ * the max of running sums (sim/engine_cpu.c); GATED has no gradient and is
+ * refused.  The NIR neuron models, scale and recurrent nodes are refused. */
+#ifndef NC_TRAIN_H
+#define NC_TRAIN_H
+
+#include "../core/nc_dataset.h"
+#include "../core/nc_net.h"
+#include "nc_surrogate.h"
+
+typedef enum nc_train_mode { NC_TRAIN_QCFS, NC_TRAIN_BPTT } nc_train_mode;
+typedef enum nc_optimizer { NC_OPTIMIZER_SGD, NC_OPTIMIZER_ADAM } nc_optimizer;
+
+typedef struct nc_train_progress {
+    nc_train_mode mode;
+    int epoch, epochs;            /* epoch is 1-based                            */
+    int64_t batch, batches;       /* within the epoch, 1-based                    */
+    double loss;                  /* mean loss of the epoch so far                */
+    double train_accuracy;        /* of the epoch so far                          */
+    double val_accuracy;          /* after an epoch's last batch, else −1         */
+    double learning_rate;
+    double seconds;               /* since the start of the run                  */
+} nc_train_progress;
+
+/* Called after every batch; returns non-zero to stop (NC_ERR_CANCELLED). */
+typedef int (*nc_train_progress_fn)(void *user, const nc_train_progress *p);
+
+typedef struct nc_train_options {
+    nc_train_mode mode;
+    int epochs;                   /* default 1                                   */
+    int batch_size;               /* default 64                                  */
+    int T;                        /* BPTT steps, default 8                        */
+    nc_optimizer optimizer;       /* default Adam                                */
+    double learning_rate;         /* default 1e-4 (Adam), 1e-3 (SGD) if 0        */
+    double momentum;              /* SGD, default 0.9                            */
+    double weight_decay;          /* default 5e-4 (SGD), 0 (Adam) — see defaults  */
+    double beta1, beta2, epsilon; /* Adam: 0.9, 0.999, 1e-8                      */
+    int cosine;                   /* cosine annealing to 0 over the run (default 1) */
+    nc_surrogate surrogate;       /* BPTT, default triangle                      */
+    float surrogate_alpha;        /* 0 = the surrogate's default                 */
+    int train_threshold;          /* also train λ (QCFS) or θ (BPTT)             */
+    int crop_padding;             /* random crop after zero padding; 0 = off     */
+    float crop_fill;              /* the value of padded pixels (a black pixel after preprocessing) */
+    int flip;                     /* random horizontal flips                     */
+    uint64_t seed;                /* shuffling and augmentation                  */
+    int64_t train_count;          /* images used per epoch (0 = all of `train` minus the held-out) */
+    int64_t val_count;            /* the LAST val_count images of `train` are held out
+                                   * to pick the best epoch (0 = none: keep the last) */
+    double memory_budget;         /* bytes; 0 = 60 % of physical memory          */
+    nc_train_progress_fn progress;
+    void *progress_user;
+} nc_train_options;
+
+nc_train_options nc_train_options_default(nc_train_mode mode);
+
+typedef struct nc_train_result {
+    int epochs_run;
+    int best_epoch;               /* whose parameters the net holds at the end (0 = before training) */
+    double best_val_accuracy;     /* −1 without a held-out set                  */
+    double val_accuracy_before;   /* held-out accuracy before training (−1)      */
+    double final_loss;
+    double seconds;
+    double memory_bytes;          /* the estimate the run was checked against    */
+} nc_train_result;
+
+/* Bytes a run of `net` with these options needs (activations, membranes,
+ * gradients, optimiser state, workspaces).  Fails when a node cannot be
+ * trained, naming it. */
+nc_status nc_train_estimate(const nc_net *net, const nc_train_options *o, double *bytes,
+                            nc_error *err);
+
+/* Fine-tunes `net` in place on `train` (the TRAIN split).  On success the
+ * net holds the best epoch's parameters (by held-out accuracy) or the last.
+ * On cancel or error the net holds the parameters it had BEFORE the call
+ * (nothing half-trained is left behind). */
+nc_status nc_train(nc_net *net, const nc_dataset *train, const nc_train_options *o,
+                   nc_train_result *result, nc_error *err);
+
+/* ---- one step at a time, for tests and custom loops ----------------------
+ * A trainer bound to `net` (which it modifies in place on each step). */
+typedef struct nc_trainer nc_trainer;
+
+nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, nc_trainer **out,
+                         nc_error *err);
+void nc_trainer_free(nc_trainer *tr); /* NULL is a no-op */
+
+/* Forward + backward of one batch: images [n, shape of the input node],
+ * labels [n].  Leaves the gradients in the trainer (see nc_trainer_param)
+ * without changing the net; *loss = mean cross-entropy, *correct = images
+ * predicted right (either may be NULL). */
+nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_t *labels, int n,
+                               double *loss, int64_t *correct, nc_error *err);
+/* Applies one optimiser step with the last gradients at learning rate lr. */
+void nc_trainer_apply(nc_trainer *tr, double lr);
+/* Predictions only (no gradients kept): logits [n, classes] (the mean over
+ * T in BPTT). */
+nc_status nc_trainer_logits(nc_trainer *tr, const float *images, int n, float *logits,
+                            nc_error *err);
+
+/* The trainable parameters, in node order: for each trained node its weight,
+ * then bias (then for neurons the threshold).  Returns the count; with
+ * k < count fills what the k-th is. */
+typedef struct nc_train_param {
+    int node;
+    const char *what;   /* "weight", "bias", "threshold" */
+    float *value;       /* points into the net           */
+    const float *grad;  /* the last gradients            */
+    int64_t count;
+} nc_train_param;
+int nc_trainer_param_count(const nc_trainer *tr);
+void nc_trainer_param(const nc_trainer *tr, int k, nc_train_param *out);
+
+const char *nc_train_mode_name(nc_train_mode m);   /* "qcfs", "bptt" */
+const char *nc_optimizer_name(nc_optimizer o);     /* "sgd", "adam"  */
+int nc_optimizer_parse(const char *text, nc_optimizer *out); /* 0 ok, -1 bad */
+
+#endif

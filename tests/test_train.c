@@ -1,0 +1,431 @@
+/* test_train.c — the fine-tuning trainer (sim/nc_train.h):
+ *   - one QCFS step and one BPTT step (T = 4) of a small conv net against
+ *     PyTorch (tests/fixtures/train/{qcfs,bptt}.bin, written by
+ *     tools/pytorch_train_reference.py): logits, loss, every gradient and the
+ *     parameters after one SGD step, within 1e-4 relative;
+ *   - a short run that must learn (loss falls, held-out accuracy rises);
+ *   - the memory estimate refuses a run over budget; cancel leaves the net as
+ *     it was; nodes that cannot be trained are named. */
+#include "nc_test.h"
+
+#include "../sim/nc_train.h"
+
+#include <stdint.h>
+
+/* ---- the fixture file ----------------------------------------------------- */
+
+#define MAX_RECORDS 64
+
+typedef struct record {
+    char name[64];
+    nc_tensor *t;
+} record;
+
+typedef struct fixture {
+    int count;
+    record r[MAX_RECORDS];
+} fixture;
+
+static const char *fixture_hint =
+    "regenerate it with: /usr/bin/python3 tools/pytorch_train_reference.py tests/fixtures/train";
+
+static int read_u32(FILE *f, uint32_t *v) { return fread(v, 4, 1, f) == 1 ? 0 : -1; }
+
+static int read_fixture(const char *path, fixture *fx)
+{
+    memset(fx, 0, sizeof *fx);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        printf("# cannot open %s; %s\n", path, fixture_hint);
+        return -1;
+    }
+    char magic[8];
+    uint32_t version = 0, count = 0;
+    int bad = fread(magic, 8, 1, f) != 1 || memcmp(magic, "NCTRAIN", 8) != 0 || read_u32(f, &version) ||
+              version != 1 || read_u32(f, &count) || count > MAX_RECORDS;
+    for (uint32_t k = 0; !bad && k < count; k++) {
+        uint32_t len, ndim;
+        int64_t dims[NC_MAX_DIMS];
+        bad = read_u32(f, &len) || len >= sizeof fx->r[k].name || fread(fx->r[k].name, 1, len, f) != len ||
+              read_u32(f, &ndim) || ndim > NC_MAX_DIMS || fread(dims, 8, ndim, f) != ndim;
+        if (bad)
+            break;
+        fx->r[k].t = nc_tensor_new((int)ndim, dims);
+        int64_t n = fx->r[k].t ? nc_tensor_numel(fx->r[k].t) : -1;
+        bad = n < 0 || fread(fx->r[k].t->data, 4, (size_t)n, f) != (size_t)n;
+        fx->count = (int)k + 1;
+    }
+    fclose(f);
+    if (bad)
+        printf("# %s is not a version-1 NCTRAIN fixture or is truncated; %s\n", path, fixture_hint);
+    return bad ? -1 : 0;
+}
+
+static void free_fixture(fixture *fx)
+{
+    for (int k = 0; k < fx->count; k++)
+        nc_tensor_free(fx->r[k].t);
+}
+
+static const nc_tensor *get(const fixture *fx, const char *name)
+{
+    for (int k = 0; k < fx->count; k++)
+        if (strcmp(fx->r[k].name, name) == 0)
+            return fx->r[k].t;
+    printf("# fixture has no record '%s'; %s\n", name, fixture_hint);
+    return NULL;
+}
+
+/* ---- the net of tools/pytorch_train_reference.py --------------------------- */
+
+static int add1(nc_net *net, nc_node_kind kind, const char *name, int in)
+{
+    return nc_net_add_node(net, kind, name, 1, &in);
+}
+
+static nc_tensor *copy_of(const nc_tensor *t) { return nc_tensor_copy(t); }
+
+static int add_neuron(nc_net *net, const char *name, int in, nc_neuron_model model, const nc_tensor *th)
+{
+    int i = add1(net, NC_NODE_NEURON, name, in);
+    nc_neuron *nr = &net->nodes[i].neuron;
+    nr->model = model;
+    nr->levels = 4;
+    nr->shift = 0.5f;
+    nr->v0_fraction = 0.5f;
+    nc_neuron_set_threshold(nr, (int)nc_tensor_numel(th), th->data, NULL);
+    return i;
+}
+
+static nc_net *reference_net(const fixture *fx, nc_neuron_model model)
+{
+    nc_net *net = nc_net_new();
+    int x = nc_net_add_node(net, NC_NODE_INPUT, "x", 0, NULL);
+    net->nodes[x].ndim = 3;
+    net->nodes[x].shape[0] = 1, net->nodes[x].shape[1] = 8, net->nodes[x].shape[2] = 8;
+    int c1 = add1(net, NC_NODE_CONV2D, "conv1", x);
+    net->nodes[c1].weight = copy_of(get(fx, "conv1.weight"));
+    net->nodes[c1].bias = copy_of(get(fx, "conv1.bias"));
+    for (int p = 0; p < 4; p++)
+        net->nodes[c1].pad[p] = 1;
+    int n1 = add_neuron(net, "n1", c1, model, get(fx, "n1.threshold"));
+    int ap = add1(net, NC_NODE_AVGPOOL, "pool1", n1);
+    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 2;
+    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 2;
+    int c2 = add1(net, NC_NODE_CONV2D, "conv2", ap);
+    net->nodes[c2].weight = copy_of(get(fx, "conv2.weight"));
+    net->nodes[c2].bias = copy_of(get(fx, "conv2.bias"));
+    net->nodes[c2].groups = 2;
+    for (int p = 0; p < 4; p++)
+        net->nodes[c2].pad[p] = 1;
+    int n2 = add_neuron(net, "n2", c2, model, get(fx, "n2.threshold"));
+    int mp = add1(net, NC_NODE_MAXPOOL, "pool2", n2);
+    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
+    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    net->nodes[mp].maxpool_strategy = NC_MAXPOOL_PRE_SPIKE;
+    int fl = add1(net, NC_NODE_FLATTEN, "flatten", mp);
+    int fc = add1(net, NC_NODE_DENSE, "fc", fl);
+    net->nodes[fc].weight = copy_of(get(fx, "fc.weight"));
+    net->nodes[fc].bias = copy_of(get(fx, "fc.bias"));
+    int out = add1(net, NC_NODE_OUTPUT, "y", fc);
+    net->input = x;
+    net->output = out;
+    snprintf(net->source_path, sizeof net->source_path, "reference net");
+    nc_error err = {0};
+    if (nc_net_infer_shapes(net, &err) != NC_OK)
+        printf("# shapes: %s\n", err.message);
+    return net;
+}
+
+/* Every value of got within 1e-4 of ref, relative to the largest |ref|. */
+static void check_tensor(const char *what, const float *got, const nc_tensor *ref)
+{
+    if (!ref)
+        return;
+    int64_t n = nc_tensor_numel(ref);
+    double scale = 0, worst = 0;
+    int64_t at = 0;
+    for (int64_t k = 0; k < n; k++)
+        scale = fmax(scale, fabs(ref->data[k]));
+    for (int64_t k = 0; k < n; k++) {
+        double d = fabs((double)got[k] - ref->data[k]);
+        if (d > worst)
+            worst = d, at = k;
+    }
+    NC_CHECK(worst <= 1e-4 * fmax(scale, 1e-3), "%s: |C − PyTorch| = %.3g at %lld (C %.7g, PyTorch %.7g, scale %.3g)",
+             what, worst, (long long)at, got[at], ref->data[at], scale);
+}
+
+static const char *fixture_name(const nc_train_param *p, const nc_net *net, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s.%s", net->nodes[p->node].name, p->what);
+    return buf;
+}
+
+static void compare_step(const char *file, nc_train_mode mode)
+{
+    fixture fx;
+    char path[1200];
+    char rel[256];
+    snprintf(rel, sizeof rel, "tests/fixtures/train/%s", file);
+    nc_test_path(rel, path, sizeof path);
+    if (read_fixture(path, &fx) != 0) {
+        NC_CHECK(0, "fixture %s unreadable", path);
+        free_fixture(&fx);
+        return;
+    }
+    const nc_tensor *config = get(&fx, "config");
+    nc_train_options o = nc_train_options_default(mode);
+    o.T = (int)config->data[0];
+    o.optimizer = NC_OPTIMIZER_SGD;
+    o.momentum = config->data[5];
+    o.weight_decay = config->data[6];
+    o.train_threshold = 1;
+    nc_net *net = reference_net(&fx, mode == NC_TRAIN_BPTT ? NC_NEURON_IF : NC_NEURON_QCFS);
+    nc_trainer *tr = NULL;
+    nc_error err = {0};
+    nc_status s = nc_trainer_new(net, &o, 3, &tr, &err);
+    NC_CHECK(s == NC_OK, "trainer: %s", err.message);
+    if (s == NC_OK) {
+        const nc_tensor *labels_f = get(&fx, "labels");
+        int32_t labels[3];
+        for (int k = 0; k < 3; k++)
+            labels[k] = (int32_t)labels_f->data[k];
+        float logits[15];
+        s = nc_trainer_logits(tr, get(&fx, "input")->data, 3, logits, &err);
+        check_tensor("logits", logits, get(&fx, "logits"));
+        double loss = 0;
+        s = nc_trainer_gradients(tr, get(&fx, "input")->data, labels, 3, &loss, NULL, &err);
+        NC_CHECK(s == NC_OK, "gradients: %s", err.message);
+        NC_CHECK_CLOSE(loss, get(&fx, "loss")->data[0], 0, 1e-4, "loss");
+        int count = nc_trainer_param_count(tr);
+        NC_CHECK(count == 8, "8 trained tensors, got %d", count);
+        char name[128], key[160];
+        for (int k = 0; k < count; k++) {
+            nc_train_param p;
+            nc_trainer_param(tr, k, &p);
+            fixture_name(&p, net, name, sizeof name);
+            snprintf(key, sizeof key, "grad.%s", name);
+            check_tensor(key, p.grad, get(&fx, key));
+        }
+        nc_trainer_apply(tr, config->data[4]);
+        for (int k = 0; k < count; k++) {
+            nc_train_param p;
+            nc_trainer_param(tr, k, &p);
+            fixture_name(&p, net, name, sizeof name);
+            snprintf(key, sizeof key, "step.%s", name);
+            check_tensor(key, p.value, get(&fx, key));
+        }
+    }
+    nc_trainer_free(tr);
+    nc_net_free(net);
+    free_fixture(&fx);
+}
+
+static void test_qcfs_step_matches_pytorch(void) { compare_step("qcfs.bin", NC_TRAIN_QCFS); }
+static void test_bptt_step_matches_pytorch(void) { compare_step("bptt.bin", NC_TRAIN_BPTT); }
+
+/* ---- learning on a synthetic task ------------------------------------------ */
+
+/* 8×8 images, class = which quadrant is bright (4 classes), with noise. */
+static nc_dataset *quadrant_dataset(int64_t count, uint64_t seed)
+{
+    nc_dataset *ds = calloc(1, sizeof *ds);
+    ds->count = count;
+    ds->channels = 1, ds->height = 8, ds->width = 8;
+    ds->num_classes = 4;
+    ds->images = malloc((size_t)count * 64 * sizeof(float));
+    ds->labels = malloc((size_t)count * sizeof(int32_t));
+    snprintf(ds->path, sizeof ds->path, "quadrants");
+    for (int64_t k = 0; k < count; k++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int label = (int)((seed >> 33) % 4);
+        ds->labels[k] = label;
+        for (int y = 0; y < 8; y++)
+            for (int x = 0; x < 8; x++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                float noise = (float)(uint32_t)(seed >> 40) / 16777216.0f * 0.6f;
+                int quadrant = (y >= 4) * 2 + (x >= 4);
+                ds->images[k * 64 + y * 8 + x] = (quadrant == label ? 0.7f : 0.0f) + noise;
+            }
+    }
+    return ds;
+}
+
+static void free_dataset(nc_dataset *ds)
+{
+    free(ds->images);
+    free(ds->labels);
+    free(ds);
+}
+
+typedef struct progress_log {
+    int calls, cancel_after;
+    double first_loss, last_loss;
+} progress_log;
+
+static int log_progress(void *user, const nc_train_progress *p)
+{
+    progress_log *log = user;
+    if (log->calls++ == 0)
+        log->first_loss = p->loss;
+    log->last_loss = p->loss;
+    return log->cancel_after > 0 && log->calls >= log->cancel_after;
+}
+
+/* The reference net with 4 outputs and fresh small weights. */
+static nc_net *learning_net(nc_neuron_model model)
+{
+    fixture fx;
+    char path[1200];
+    nc_test_path("tests/fixtures/train/qcfs.bin", path, sizeof path);
+    if (read_fixture(path, &fx) != 0) {
+        free_fixture(&fx);
+        return NULL;
+    }
+    nc_net *net = reference_net(&fx, model);
+    free_fixture(&fx);
+    nc_node *fc = &net->nodes[nc_net_find(net, "fc")];
+    fc->weight->shape[0] = 4; /* keep the first 4 classes: rows are contiguous */
+    fc->bias->shape[0] = 4;
+    nc_error err = {0};
+    nc_net_infer_shapes(net, &err);
+    return net;
+}
+
+static void test_run_learns(nc_train_mode mode)
+{
+    nc_net *net = learning_net(mode == NC_TRAIN_BPTT ? NC_NEURON_IF : NC_NEURON_QCFS);
+    NC_CHECK(net != NULL, "net");
+    if (!net)
+        return;
+    nc_dataset *ds = quadrant_dataset(1200, 42);
+    nc_train_options o = nc_train_options_default(mode);
+    o.T = 4;
+    o.epochs = 3;
+    o.batch_size = 32;
+    o.learning_rate = 1e-2;
+    o.val_count = 200;
+    o.train_threshold = 1;
+    progress_log log = {0};
+    o.progress = log_progress;
+    o.progress_user = &log;
+    nc_train_result r;
+    nc_error err = {0};
+    nc_status s = nc_train(net, ds, &o, &r, &err);
+    NC_CHECK(s == NC_OK, "train: %s", err.message);
+    NC_CHECK(log.calls == 3 * 32, "one progress call per batch: %d", log.calls);
+    NC_CHECK(r.epochs_run == 3, "3 epochs, ran %d", r.epochs_run);
+    NC_CHECK(r.best_val_accuracy > r.val_accuracy_before + 0.2 && r.best_val_accuracy > 0.8,
+             "%s: held-out accuracy %.3f → %.3f", nc_train_mode_name(mode), r.val_accuracy_before,
+             r.best_val_accuracy);
+    NC_CHECK(r.memory_bytes > 0, "memory estimate");
+    printf("# %s: held-out %.3f → %.3f (epoch %d), loss %.3f → %.3f, %.2f s, %.1f MB estimated\n",
+           nc_train_mode_name(mode), r.val_accuracy_before, r.best_val_accuracy, r.best_epoch, log.first_loss,
+           log.last_loss, r.seconds, r.memory_bytes / 1e6);
+    free_dataset(ds);
+    nc_net_free(net);
+}
+
+static void test_qcfs_run_learns(void) { test_run_learns(NC_TRAIN_QCFS); }
+static void test_bptt_run_learns(void) { test_run_learns(NC_TRAIN_BPTT); }
+
+static void test_cancel_keeps_the_net(void)
+{
+    nc_net *net = learning_net(NC_NEURON_IF);
+    NC_CHECK(net != NULL, "net");
+    if (!net)
+        return;
+    nc_net *before = nc_net_clone(net);
+    nc_dataset *ds = quadrant_dataset(400, 7);
+    nc_train_options o = nc_train_options_default(NC_TRAIN_BPTT);
+    o.T = 4;
+    o.epochs = 2;
+    o.batch_size = 16;
+    o.learning_rate = 1e-2;
+    o.train_threshold = 1;
+    progress_log log = {.cancel_after = 5};
+    o.progress = log_progress;
+    o.progress_user = &log;
+    nc_train_result r;
+    nc_error err = {0};
+    nc_status s = nc_train(net, ds, &o, &r, &err);
+    NC_CHECK(s == NC_ERR_CANCELLED, "cancelled, got %d: %s", s, err.message);
+    NC_CHECK(log.calls == 5, "stopped at the batch that asked: %d calls", log.calls);
+    int same = 1;
+    for (int i = 0; i < net->n_nodes; i++) {
+        const nc_node *a = &net->nodes[i], *b = &before->nodes[i];
+        if (a->weight)
+            same &= memcmp(a->weight->data, b->weight->data, (size_t)nc_tensor_numel(a->weight) * 4) == 0;
+        if (a->bias)
+            same &= memcmp(a->bias->data, b->bias->data, (size_t)nc_tensor_numel(a->bias) * 4) == 0;
+        if (a->kind == NC_NODE_NEURON)
+            same &= memcmp(a->neuron.threshold, b->neuron.threshold, (size_t)a->neuron.n_threshold * 4) == 0;
+    }
+    NC_CHECK(same, "the net holds its parameters from before the run");
+    nc_net_free(before);
+    nc_net_free(net);
+    free_dataset(ds);
+}
+
+static void test_memory_budget_refuses(void)
+{
+    nc_net *net = learning_net(NC_NEURON_IF);
+    NC_CHECK(net != NULL, "net");
+    if (!net)
+        return;
+    nc_dataset *ds = quadrant_dataset(100, 3);
+    nc_train_options o = nc_train_options_default(NC_TRAIN_BPTT);
+    o.T = 64;
+    o.batch_size = 50;
+    double need = 0, need_small = 0;
+    nc_error err = {0};
+    NC_CHECK(nc_train_estimate(net, &o, &need, &err) == NC_OK, "estimate: %s", err.message);
+    o.T = 4;
+    nc_train_estimate(net, &o, &need_small, &err);
+    NC_CHECK(need > 8 * need_small, "memory grows with T: T=64 %.0f B, T=4 %.0f B", need, need_small);
+    o.T = 64;
+    o.memory_budget = need / 2;
+    nc_train_result r;
+    nc_status s = nc_train(net, ds, &o, &r, &err);
+    NC_CHECK(s == NC_ERR_MEMORY, "refused over budget, got %d", s);
+    NC_CHECK(strstr(err.message, "GB") && strstr(err.message, "--batch"), "message says how much and what to do: %s",
+             err.message);
+    free_dataset(ds);
+    nc_net_free(net);
+}
+
+static void test_untrainable_nodes_named(void)
+{
+    nc_net *net = learning_net(NC_NEURON_IF);
+    NC_CHECK(net != NULL, "net");
+    if (!net)
+        return;
+    net->nodes[nc_net_find(net, "pool2")].maxpool_strategy = NC_MAXPOOL_GATED;
+    nc_train_options o = nc_train_options_default(NC_TRAIN_BPTT);
+    nc_trainer *tr = NULL;
+    nc_error err = {0};
+    nc_status s = nc_trainer_new(net, &o, 4, &tr, &err);
+    NC_CHECK(s == NC_ERR_UNSUPPORTED && strstr(err.message, "pool2") && strstr(err.message, "--maxpool"),
+             "gated MaxPool refused by name: %s", err.message);
+    nc_trainer_free(tr);
+    net->nodes[nc_net_find(net, "pool2")].maxpool_strategy = NC_MAXPOOL_PRE_SPIKE;
+    net->nodes[nc_net_find(net, "n1")].neuron.model = NC_NEURON_RELU;
+    s = nc_trainer_new(net, &o, 4, &tr, &err);
+    NC_CHECK(s == NC_ERR_UNSUPPORTED && strstr(err.message, "n1"), "ReLU in BPTT refused by name: %s",
+             err.message);
+    nc_trainer_free(tr);
+    nc_net_free(net);
+}
+
+int main(void)
+{
+    NC_RUN(test_qcfs_step_matches_pytorch);
+    NC_RUN(test_bptt_step_matches_pytorch);
+    NC_RUN(test_qcfs_run_learns);
+    NC_RUN(test_bptt_run_learns);
+    NC_RUN(test_cancel_keeps_the_net);
+    NC_RUN(test_memory_budget_refuses);
+    NC_RUN(test_untrainable_nodes_named);
+    return nc_test_done();
+}
