@@ -17,6 +17,7 @@ int nc_cmd_run(int argc, char **argv);
 int nc_cmd_sweep(int argc, char **argv);
 int nc_cmd_bench(int argc, char **argv);
 int nc_cmd_export_nir(int argc, char **argv);
+int nc_cmd_export_lava(int argc, char **argv);
 
 /* Loads a model by its extension (.onnx, or a converted project .ncsnn).  On
  * failure prints the one-line error and returns NULL.  When pp is not NULL
@@ -76,7 +77,8 @@ nc_dataset *nc_cli_open_data(const nc_cli_data *d, nc_split split);
 /* Creates and loads an engine by name for `net` (printing errors). */
 nc_engine *nc_cli_engine(const char *name, const nc_net *net, int threads);
 
-/* Prints "neurocuda: <message>" on stderr; returns 1 (the exit code). */
+/* Prints "neurocuda: <message>" on stderr; returns 1 (the exit code), or
+ * 130 with an "interrupted" message when Ctrl-C cancelled the job. */
 int nc_cli_error(const nc_error *err);
 
 #endif

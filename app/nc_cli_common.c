@@ -10,6 +10,11 @@
 
 int nc_cli_error(const nc_error *err)
 {
+    if (err->code == NC_ERR_CANCELLED && nc_cli_interrupted()) { /* Ctrl-C: see nc_cli_util.h */
+        fprintf(stderr, "neurocuda: interrupted (Ctrl-C): %s; no output file was written (existing files are "
+                        "left as they were)\n", err->message);
+        return 130;
+    }
     fprintf(stderr, "neurocuda: %s\n", err->message);
     return 1;
 }

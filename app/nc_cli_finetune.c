@@ -8,10 +8,11 @@
 #include "nc_cli.h"
 
 const char nc_cli_finetune_help[] =
-    "Fine-tuning (after conversion; runs on the CPU trainer):\n"
+    "Fine-tuning (after conversion):\n"
     "  --finetune-qcfs N   N epochs on the QCFS-ANN (straight-through estimator)\n"
     "  --finetune-bptt N   N epochs of BPTT on the SNN over --train-T steps\n"
     "  --train-T N         BPTT steps (default 8)\n"
+    "  --train-engine E    cpu | gpu: where the trainer runs (default: the --engine)\n"
     "  --lr X              learning rate (default 1e-4 Adam, 1e-3 SGD), cosine-annealed\n"
     "  --optimizer O       adam (default) | sgd (momentum 0.9)\n"
     "  --weight-decay X    on conv/dense weights (default 0)\n"
@@ -96,6 +97,13 @@ int nc_cli_finetune_option(nc_pipeline_options *o, nc_cli_finetune *f, int opt, 
         rc = parse_long_into("--batch", arg, 1, 1 << 16, &v);
         t->batch_size = (int)v;
         return rc;
+    case NC_OPT_TRAIN_ENGINE:
+        if (strcmp(arg, "cpu") && strcmp(arg, "gpu")) {
+            fprintf(stderr, "neurocuda: --train-engine must be cpu or gpu, got '%s'\n", arg);
+            return -1;
+        }
+        t->engine = arg;
+        return 1;
     case NC_OPT_TRAIN_IMAGES:
         rc = parse_long_into("--train-images", arg, 1, 1L << 30, &v);
         t->train_count = v;

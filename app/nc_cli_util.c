@@ -96,23 +96,43 @@ void nc_json_close(nc_json *j, char bracket)
         j->depth--;
 }
 
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted, polling;
 
+/* While a job polls nc_cli_progress, the first Ctrl-C only sets the flag so
+ * that the job stops cleanly at its next batch; otherwise (loading, set-up,
+ * or a second Ctrl-C) the process leaves at once with status 130, writing
+ * nothing (every save goes to a temporary file first: the old file stays). */
 static void on_sigint(int sig)
 {
     (void)sig;
-    if (interrupted) /* a second Ctrl-C: leave at once */
+    if (interrupted || !polling) {
+        static const char msg[] = "\nneurocuda: interrupted (Ctrl-C); stopped at once, no file was changed\n";
+        ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)ignored;
         _exit(130);
+    }
     interrupted = 1;
 }
 
-void nc_cli_install_sigint(void)
+static void install_handler(void)
 {
+    static int installed;
+    if (installed)
+        return;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
+    installed = 1;
+}
+
+void nc_cli_handle_sigint(void) { install_handler(); }
+
+void nc_cli_install_sigint(void)
+{
+    install_handler();
+    polling = 1;
 }
 
 int nc_cli_interrupted(void) { return interrupted != 0; }

@@ -25,8 +25,14 @@ void nc_json_bool(nc_json *j, const char *key, int value);
 void nc_json_open(nc_json *j, const char *key, char bracket);        /* '{' or '['    */
 void nc_json_close(nc_json *j, char bracket);
 
-/* Installs a SIGINT handler; nc_cli_progress then returns non-zero so that the
- * running job stops cleanly at the next batch. */
+/* Ctrl-C.  nc_cli_handle_sigint (main, first thing): a Ctrl-C makes the
+ * process print "interrupted" and leave with status 130.  nc_cli_install_sigint
+ * (right before a long job that passes nc_cli_progress): from then on the
+ * first Ctrl-C only sets a flag, nc_cli_progress returns non-zero, and the
+ * job stops cleanly at its next batch with NC_ERR_CANCELLED (which
+ * nc_cli_error reports as "interrupted", returning 130); a second Ctrl-C
+ * leaves at once.  nc_cli_interrupted: 1 once Ctrl-C was pressed. */
+void nc_cli_handle_sigint(void);
 void nc_cli_install_sigint(void);
 int nc_cli_interrupted(void);
 

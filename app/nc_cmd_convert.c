@@ -197,8 +197,9 @@ static int finetune_stage(convert_args *a, nc_engine *engine, nc_net *net, const
 {
     nc_error err = {0};
     int epochs = stage == NC_TRAIN_QCFS ? a->opts.finetune_qcfs_epochs : a->opts.finetune_bptt_epochs;
-    printf("\n%s fine-tuning: %d epoch%s on %s, batch %d%s, %s lr %g, %s\n",
-           stage == NC_TRAIN_QCFS ? "QCFS" : "BPTT", epochs, epochs == 1 ? "" : "s", train->path,
+    printf("\n%s fine-tuning on the %s: %d epoch%s on %s, batch %d%s, %s lr %g, %s\n",
+           stage == NC_TRAIN_QCFS ? "QCFS" : "BPTT", strcmp(a->opts.train.engine, "gpu") == 0 ? "GPU" : "CPU",
+           epochs, epochs == 1 ? "" : "s", train->path,
            a->opts.train.batch_size, stage == NC_TRAIN_BPTT ? "" : " (QCFS-ANN)",
            nc_optimizer_name(a->opts.train.optimizer),
            a->opts.train.learning_rate > 0 ? a->opts.train.learning_rate
@@ -375,6 +376,8 @@ int nc_cmd_convert(int argc, char **argv)
         nc_net_free(net);
         return 1;
     }
+    if (!a.opts.train.engine) /* the trainer follows --engine unless told */
+        a.opts.train.engine = strcmp(a.engine, "gpu") == 0 ? "gpu" : "cpu";
     if (finetune && !a.ft.val_images_set)
         a.opts.train.val_count = train->count >= 50000 ? 5000 : train->count / 10;
     /* padding of random crops: a black pixel after the preprocessing */

@@ -51,7 +51,7 @@ int nc_cmd_engines(int argc, char **argv)
     }
     engine_row rows[3] = {{"cpu", 1, 1, "float32 reference (OpenBLAS)"}};
     gpu_row(&rows[1]);
-    rows[2] = (engine_row){"loihi", 0, 0, "Loihi-2-style fixed-point engine: not in this build yet"};
+    rows[2] = (engine_row){"loihi", 1, 1, "Loihi-2-style fixed point: bit-accurate integer IF neurons (CPU)"};
     for (int i = 0; i < 3; i++) {
         nc_engine *e = NULL;
         nc_error err = {0};

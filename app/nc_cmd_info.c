@@ -7,6 +7,7 @@
 #include "nc_cli.h"
 #include "nc_nir.h"
 #include "nc_onnx.h"
+#include "nc_project.h"
 
 static void usage(FILE *out)
 {
@@ -112,7 +113,35 @@ static void json_report(nc_json *j, const nc_report *r)
     nc_json_close(j, ']');
 }
 
-static void print_net_json(const char *path, const nc_net *net, const nc_report *r, const nc_error *err)
+/* A project's stored settings and metrics (stage accuracies, fine-tuning). */
+static void print_project_text(const nc_project *p)
+{
+    if (p->n_meta > 0) {
+        printf("\nSettings:\n");
+        for (int k = 0; k < p->n_meta; k++)
+            printf("  %-32s %s\n", p->meta[k].key, p->meta[k].value);
+    }
+    if (p->n_metrics > 0) {
+        printf("\nMetrics:\n");
+        for (int k = 0; k < p->n_metrics; k++)
+            printf("  %-32s %.6g\n", p->metrics[k].key, p->metrics[k].value);
+    }
+}
+
+static void json_project(nc_json *j, const nc_project *p)
+{
+    nc_json_open(j, "settings", '{');
+    for (int k = 0; k < p->n_meta; k++)
+        nc_json_string(j, p->meta[k].key, p->meta[k].value);
+    nc_json_close(j, '}');
+    nc_json_open(j, "metrics", '{');
+    for (int k = 0; k < p->n_metrics; k++)
+        nc_json_number(j, p->metrics[k].key, p->metrics[k].value);
+    nc_json_close(j, '}');
+}
+
+static void print_net_json(const char *path, const nc_net *net, const nc_report *r, const nc_error *err,
+                           const nc_project *project)
 {
     nc_json j;
     nc_json_begin(&j, stdout);
@@ -146,6 +175,8 @@ static void print_net_json(const char *path, const nc_net *net, const nc_report 
         nc_json_close(&j, ']');
     }
     json_report(&j, r);
+    if (project)
+        json_project(&j, project);
     nc_json_end(&j);
 }
 
@@ -189,15 +220,23 @@ int nc_cmd_info(int argc, char **argv)
     } else if (!(net = nc_cli_load_model(path))) {
         return 1; /* the loader printed the error */
     }
+    /* a project file also holds settings and metrics worth showing */
+    nc_project *project = NULL;
+    int is_project = len >= 6 && strcmp(path + len - 6, ".ncsnn") == 0;
+    if (is_project && nc_project_load(path, &project, &err) != NC_OK)
+        project = NULL; /* the net loaded above; the extras are optional */
     if (json)
-        print_net_json(path, net, net ? &net->report : &report, &err);
+        print_net_json(path, net, net ? &net->report : &report, &err, project);
     else {
         if (net)
             print_net_text(net);
         const nc_report *r = net ? &net->report : &report;
         if (r->count > 0) /* nothing to show when the file could not be parsed */
             print_report_text(r);
+        if (project)
+            print_project_text(project);
     }
+    nc_project_free(project);
     nc_report_clear(&report);
     nc_net_free(net);
     if (st != NC_OK)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nc_cli.h"
+#include "nc_cli_loihi.h"
 #include "nc_cli_report.h"
 #include "nc_nir.h"
 #include "nc_simulate.h"
@@ -35,6 +36,7 @@ static void usage(FILE *out)
           "  --json           one JSON object as the last line: accuracy_by_step (index t-1),\n"
           "                   ann_accuracy, qcfs_accuracy, firing_rate_by_layer, calibration_error_by_layer\n",
           out);
+    fputs(nc_cli_loihi_help, out);
 }
 
 typedef struct run_args {
@@ -42,6 +44,7 @@ typedef struct run_args {
     nc_simulate_options sim;
     const char *engine, *record, *plots, *model;
     int json, data_given;
+    nc_cli_loihi loihi; /* --loihi-* */
 } run_args;
 
 static int parse_run_option(run_args *a, int opt, const char *arg)
@@ -93,6 +96,7 @@ static int parse(int argc, char **argv, run_args *a)
         {"batch", required_argument, NULL, NC_OPT_BATCH},   {"record", required_argument, NULL, NC_OPT_RECORD},
         {"plots", required_argument, NULL, NC_OPT_PLOTS},   {"json", no_argument, NULL, NC_OPT_JSON},
         {"dt", required_argument, NULL, NC_OPT_DT},
+        NC_CLI_LOIHI_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},                   {0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "hT:", options, NULL)) != -1) {
@@ -101,6 +105,8 @@ static int parse(int argc, char **argv, run_args *a)
         int used = nc_cli_data_option(&a->data, opt, optarg);
         if (used == 0)
             used = parse_run_option(a, opt, optarg);
+        if (used == 0)
+            used = nc_cli_loihi_option(&a->loihi, opt, optarg);
         if (used < 0)
             return 2;
         if (used)
@@ -139,32 +145,42 @@ static int simulate(run_args *a, nc_net *net, nc_dataset *ds)
     nc_engine *engine = nc_cli_engine(a->engine, net, 0);
     if (!engine)
         return 1;
+    if (nc_engine_is_loihi(engine) && nc_cli_loihi_setup(engine, &a->loihi, a->sim.T, stdout) != 0) {
+        nc_engine_free(engine);
+        return 1;
+    }
+    if (a->loihi.given && !nc_engine_is_loihi(engine))
+        fprintf(stderr, "note: the --loihi-* options apply to --engine loihi only\n");
     nc_error err = {0};
     nc_record *rec = NULL;
     a->sim.limit = a->data.limit;
     nc_cli_install_sigint();
     nc_status st = nc_simulate(engine, net, ds, &a->sim, nc_cli_progress, NULL, &rec, &err);
     int rc = 0;
-    if (st == NC_ERR_CANCELLED && rec)
-        fprintf(stderr, "neurocuda: %s; showing the %lld images finished\n", err.message,
-                (long long)nc_record_samples(rec));
-    else if (st != NC_OK)
+    if (st == NC_ERR_CANCELLED && rec) {
+        rc = nc_cli_error(&err); /* 130 after Ctrl-C, with "interrupted" */
+        fprintf(stderr, "neurocuda: showing the %lld images finished%s%s%s\n", (long long)nc_record_samples(rec),
+                a->record || a->plots ? "; not written: " : "", a->record ? a->record : "",
+                a->plots ? (a->record ? " and the plots" : "the plots") : "");
+        a->record = a->plots = NULL;
+    } else if (st != NC_OK)
         rc = nc_cli_error(&err);
     if (rec && nc_record_samples(rec) > 0 && (st == NC_OK || st == NC_ERR_CANCELLED)) {
         printf("SNN %s on %s (%s engine, T = %d, %s encoding)\n", a->model, ds->path, engine->ops->name, a->sim.T,
                a->sim.encoding == NC_ENCODING_POISSON ? "Poisson" : "direct");
         nc_cli_print_accuracy(rec);
         nc_cli_print_layers(rec);
-        if (a->record && nc_record_save(rec, a->record, &err) != NC_OK)
+        if (nc_engine_is_loihi(engine))
+            nc_cli_loihi_print_stats(engine, a->sim.T, stdout);
+        /* an interrupted run keeps the files of the last complete one */
+        if (st == NC_OK && a->record && nc_record_save(rec, a->record, &err) != NC_OK)
             rc = nc_cli_error(&err);
-        else if (a->record)
+        else if (st == NC_OK && a->record)
             printf("Recording saved to %s\n", a->record);
-        if (a->plots && nc_cli_write_plots(rec, "SNN", a->plots) != 0)
+        if (st == NC_OK && a->plots && nc_cli_write_plots(rec, "SNN", a->plots) != 0)
             rc = 1;
         if (a->json)
             print_json(a, engine->ops->name, rec);
-        if (st == NC_ERR_CANCELLED)
-            rc = 130;
     }
     nc_record_free(rec);
     nc_engine_free(engine);
@@ -175,6 +191,7 @@ int nc_cmd_run(int argc, char **argv)
 {
     run_args a = {.engine = "cpu"};
     nc_cli_data_init(&a.data);
+    nc_cli_loihi_init(&a.loihi);
     a.sim.T = 32;
     a.sim.seed = 1;
     int rc = parse(argc, argv, &a);

@@ -19,6 +19,7 @@ static const command commands[] = {
     {"run", nc_cmd_run, "simulate an SNN: accuracy by timestep, firing rates, errors per layer"},
     {"sweep", nc_cmd_sweep, "compare threshold choices: accuracy-vs-T curves side by side"},
     {"export-nir", nc_cmd_export_nir, "write an SNN as a NIR graph for other simulators and chips"},
+    {"export-lava", nc_cmd_export_lava, "write an SNN, quantised for Loihi 2, as a lava-dl netx HDF5 file"},
     {"bench", nc_cmd_bench, "time the ANN and the SNN on one batch (median of repeated runs)"},
     {"engines", nc_cmd_engines, "list the engines compiled in and whether they can run here"},
 };
@@ -30,7 +31,7 @@ static void usage(FILE *out)
           "neurons, simulates them and reports what the spikes do.\n\nCommands:\n",
           out);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fputs("\n`neurocuda COMMAND --help` describes a command's options.\n"
           "  --version  print the version\n",
           out);
@@ -38,6 +39,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    nc_cli_handle_sigint(); /* Ctrl-C: exit 130 with a message; jobs then stop at a batch */
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -547,7 +547,7 @@ static nc_status check_storage(hid_t dset, hid_t ftype, const char *name, int64_
 {
     size_t bytes, file_bytes;
     size_t fsize = H5Tget_size(ftype);
-    if (fsize == 0 || nc_mul_size((size_t)numel, mem_elem, &bytes) != 0 || (int64_t)bytes > NC_H5_MAX_BYTES ||
+    if (fsize == 0 || nc_mul_size((size_t)numel, mem_elem, &bytes) != 0 ||
         nc_mul_size((size_t)numel, fsize, &file_bytes) != 0)
         return nc_fail(err, NC_ERR_FORMAT, "dataset '%s' is too large (%lld values)", name, (long long)numel);
     hid_t dcpl = H5Dget_create_plist(dset);
@@ -559,7 +559,9 @@ static nc_status check_storage(hid_t dset, hid_t ftype, const char *name, int64_
                       (!plain && file_bytes > (1u << 20) && (double)stored * 1100.0 < (double)file_bytes)))
         return nc_fail(err, NC_ERR_FORMAT, "dataset '%s' declares %zu bytes but the file stores %llu (truncated?)",
                        name, file_bytes, (unsigned long long)stored);
-    return NC_OK;
+    char what[300];
+    snprintf(what, sizeof what, "dataset '%s'", name);
+    return nc_budget_check(bytes, what, err);
 }
 
 static nc_status read_numeric(hid_t loc, const char *name, hid_t mem_type, size_t elem, int max_ndim, int *ndim,
@@ -686,8 +688,10 @@ static nc_status read_string_object(hid_t obj, int is_attr, const char *name, hi
         return nc_fail(err, NC_ERR_FORMAT, "'%s' is a variable-length string, which this file type never holds", name);
     size_t fsize = is_vlen ? sizeof(char *) : H5Tget_size(ftype);
     size_t bytes;
-    if (fsize == 0 || nc_mul_size((size_t)n, fsize, &bytes) != 0 || (int64_t)bytes > NC_H5_MAX_BYTES)
+    if (fsize == 0 || nc_mul_size((size_t)n, fsize, &bytes) != 0)
         return nc_fail(err, NC_ERR_FORMAT, "'%s' is too large", name);
+    if (bytes > nc_memory_budget())
+        return nc_budget_check(bytes, name, err);
     hid_t mtype = H5Tcopy(H5T_C_S1);
     H5Tset_size(mtype, is_vlen ? H5T_VARIABLE : fsize);
     H5Tset_cset(mtype, H5Tget_cset(ftype));
@@ -722,6 +726,8 @@ static nc_status read_strings(hid_t loc, const char *name, int allow_vlen, int64
         st = ftype < 0 || space < 0 ? read_fail(err, "dataset", name, "no type or data space")
                                     : space_dims(space, name, 1, &nd, dims, &numel, err);
     }
+    if (st == NC_OK && numel > 0) /* the declared count against the bytes stored and the budget */
+        st = check_storage(dset, ftype, name, numel, H5Tget_size(ftype) ? H5Tget_size(ftype) : 1, err);
     if (st == NC_OK && numel == 0 && !(*texts = calloc(1, sizeof(char *))))
         st = nc_fail(err, NC_ERR_MEMORY, "out of memory for '%s'", name);
     else if (st == NC_OK && numel > 0)

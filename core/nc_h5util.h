@@ -20,8 +20,9 @@
  *     reads without bounds checks (a damaged heap crashes inside H5HG_read),
  *     so our own formats never use it.  Use the _any readers (and
  *     nc_h5_write_vstring) only for foreign formats that need vlen (NIR).
- *   - Every array read is size-checked (overflow, a byte limit, and the bytes
- *     the file really stores) before anything is allocated.
+ *   - Every array read is size-checked (overflow, the memory budget of
+ *     nc_status.h, and the bytes the file really stores) before anything is
+ *     allocated; a string dataset's declared size is checked the same way.
  *
  * Errors: writing fails with NC_ERR_IO, reading with NC_ERR_FORMAT; messages
  * name the object ("dataset 'weight': ...") but not the file: the caller
@@ -37,8 +38,7 @@
 
 #include "nc_tensor.h"
 
-/* Largest array a read will allocate (bytes). */
-#define NC_H5_MAX_BYTES ((int64_t)1 << 34)
+/* Largest array a read will allocate: nc_memory_budget() (nc_status.h). */
 
 /* Switches off HDF5's automatic error printing (idempotent, cheap). */
 void nc_h5_quiet(void);

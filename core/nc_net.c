@@ -221,12 +221,24 @@ static nc_status infer_window(nc_node *node, const nc_node *in, int64_t out_chan
     return NC_OK;
 }
 
+/* Every dimension of a weight in 1..NC_MAX_DIM (a zero dimension would let
+ * the others be anything). */
+static int weight_dims_ok(const nc_tensor *w)
+{
+    for (int i = 0; i < w->ndim; i++)
+        if (w->shape[i] < 1 || w->shape[i] > NC_MAX_DIM)
+            return 0;
+    return 1;
+}
+
 static nc_status infer_conv(nc_node *node, const nc_node *in, nc_error *err)
 {
     char msg[256];
     const nc_tensor *w = node->weight;
     if (!w || w->ndim != 4)
         return node_fail(err, NC_ERR_SHAPE, node, "needs a 4-d weight [Cout, Cin/groups, KH, KW]");
+    if (!weight_dims_ok(w))
+        return node_fail(err, NC_ERR_SHAPE, node, "weight has an empty or oversized dimension");
     if (node->groups < 1 || w->shape[0] % node->groups != 0)
         return node_fail(err, NC_ERR_SHAPE, node, "output channels are not divisible by groups");
     if (in->ndim == 3 && w->shape[1] * node->groups != in->shape[0]) {
@@ -247,6 +259,8 @@ static nc_status infer_dense(nc_node *node, const nc_node *in, nc_error *err)
     const nc_tensor *w = node->weight;
     if (!w || w->ndim != 2)
         return node_fail(err, NC_ERR_SHAPE, node, "needs a 2-d weight [Fout, Fin]");
+    if (!weight_dims_ok(w))
+        return node_fail(err, NC_ERR_SHAPE, node, "weight has an empty or oversized dimension");
     if (nc_node_numel(in) != w->shape[1]) {
         snprintf(msg, sizeof msg, "weight expects %lld inputs, '%s' gives %lld", (long long)w->shape[1], in->name,
                  (long long)nc_node_numel(in));
@@ -409,6 +423,17 @@ nc_status nc_net_infer_shapes(nc_net *net, nc_error *err)
         nc_status st = infer_node(net, i, err);
         if (st != NC_OK)
             return st;
+        const nc_node *node = &net->nodes[i];
+        int fits = node->ndim >= 1 && node->ndim <= 4;
+        for (int d = 0; fits && d < node->ndim; d++)
+            fits = node->shape[d] >= 1 && node->shape[d] <= NC_MAX_DIM;
+        if (!fits || nc_node_numel(node) > NC_MAX_NODE_NUMEL) {
+            char buf[96], msg[256];
+            snprintf(msg, sizeof msg, "shape %s is empty or larger than this program handles (each dimension "
+                     "1..%lld, at most %lld values per sample)", nc_shape_str(node->ndim, node->shape, buf, sizeof buf),
+                     (long long)NC_MAX_DIM, (long long)NC_MAX_NODE_NUMEL);
+            return node_fail(err, NC_ERR_SHAPE, node, msg);
+        }
     }
     for (int i = 0; i < net->n_nodes; i++) { /* a recurrent node has its source's shape */
         const nc_node *r = &net->nodes[i];
@@ -420,16 +445,36 @@ nc_status nc_net_infer_shapes(nc_net *net, nc_error *err)
 
 /* ---- costs ---------------------------------------------------------------- */
 
+/* a·b (and a+b), saturating at INT64_MAX; negative operands count as 0. */
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (a <= 0 || b <= 0)
+        return 0;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 int64_t nc_node_macs(const nc_net *net, int index)
 {
     const nc_node *node = &net->nodes[index];
     switch (node->kind) {
     case NC_NODE_CONV2D:
-        return nc_node_numel(node) * node->weight->shape[1] * node->kernel[0] * node->kernel[1];
+        if (!node->weight || node->weight->ndim != 4)
+            return 0;
+        return sat_mul(sat_mul(nc_node_numel(node), node->weight->shape[1]),
+                       sat_mul(node->kernel[0], node->kernel[1]));
     case NC_NODE_DENSE:
-        return node->weight->shape[0] * node->weight->shape[1];
+        if (!node->weight || node->weight->ndim != 2)
+            return 0;
+        return sat_mul(node->weight->shape[0], node->weight->shape[1]);
     case NC_NODE_AVGPOOL:
-        return nc_node_numel(node) * node->kernel[0] * node->kernel[1];
+        return sat_mul(nc_node_numel(node), sat_mul(node->kernel[0], node->kernel[1]));
     case NC_NODE_GLOBAL_AVGPOOL:
         return nc_node_numel(&net->nodes[node->inputs[0]]);
     case NC_NODE_AFFINE:
@@ -445,9 +490,9 @@ int64_t nc_node_params(const nc_net *net, int index)
     const nc_node *node = &net->nodes[index];
     int64_t n = node->neuron.n_threshold;
     if (node->weight)
-        n += nc_tensor_numel(node->weight);
+        n = sat_add(n, nc_tensor_numel(node->weight));
     if (node->bias)
-        n += nc_tensor_numel(node->bias);
+        n = sat_add(n, nc_tensor_numel(node->bias));
     return n;
 }
 
@@ -455,7 +500,7 @@ int64_t nc_net_macs(const nc_net *net)
 {
     int64_t total = 0;
     for (int i = 0; i < net->n_nodes; i++)
-        total += nc_node_macs(net, i);
+        total = sat_add(total, nc_node_macs(net, i));
     return total;
 }
 
@@ -463,7 +508,7 @@ int64_t nc_net_params(const nc_net *net)
 {
     int64_t total = 0;
     for (int i = 0; i < net->n_nodes; i++)
-        total += nc_node_params(net, i);
+        total = sat_add(total, nc_node_params(net, i));
     return total;
 }
 
@@ -479,34 +524,49 @@ int nc_net_consumers(const nc_net *net, int index)
 /* Synapses driven by one value of `index`, averaged over its values: a conv or
  * dense consumer has MACs / input-values synapses per input value; layers that
  * only move or pool values pass the question on to their own consumers. */
+/* What one value of node c passes on to each of its inputs' values, given
+ * c's own fan-out fan_c (see nc_node_fanout). */
+static double fanout_through(const nc_net *net, int c_index, double fan_c, const nc_node *in)
+{
+    const nc_node *c = &net->nodes[c_index];
+    switch (c->kind) {
+    case NC_NODE_CONV2D:
+    case NC_NODE_DENSE: {
+        double numel = (double)nc_node_numel(in);
+        return numel > 0 ? (double)nc_node_macs(net, c_index) / numel : 0;
+    }
+    case NC_NODE_OUTPUT:
+        return 0;
+    case NC_NODE_AVGPOOL:
+    case NC_NODE_MAXPOOL: /* each value reaches k²/s² windows */
+        return fan_c * ((double)c->kernel[0] * (double)c->kernel[1]) /
+               ((double)c->stride[0] * (double)c->stride[1]);
+    default: /* flatten, add, concat, affine, neurons: one value each */
+        return fan_c;
+    }
+}
+
 double nc_node_fanout(const nc_net *net, int index)
 {
-    const nc_node *node = &net->nodes[index];
-    double numel = (double)nc_node_numel(node);
-    double total = 0;
-    for (int i = index + 1; i < net->n_nodes; i++) {
-        const nc_node *c = &net->nodes[i];
-        for (int k = 0; k < c->n_inputs; k++) {
-            if (c->inputs[k] != index)
-                continue;
-            switch (c->kind) {
-            case NC_NODE_CONV2D:
-            case NC_NODE_DENSE:
-                total += (double)nc_node_macs(net, i) / numel;
-                break;
-            case NC_NODE_OUTPUT:
-                break;
-            case NC_NODE_AVGPOOL:
-            case NC_NODE_MAXPOOL: /* each value reaches k²/s² windows */
-                total += nc_node_fanout(net, i) * (double)(c->kernel[0] * c->kernel[1]) /
-                         (double)(c->stride[0] * c->stride[1]);
-                break;
-            default: /* flatten, add, concat, affine, neurons: one value each */
-                total += nc_node_fanout(net, i);
-                break;
-            }
+    /* One pass from the last node back: when node c is reached, every node
+     * after it has already added its share to c, so fan[c] is final (linear
+     * in the edges, where following every path would be exponential). */
+    if (index < 0 || index >= net->n_nodes)
+        return 0;
+    int n = net->n_nodes - index;
+    double *fan = calloc((size_t)n, sizeof *fan);
+    if (!fan)
+        return 0;
+    for (int c = net->n_nodes - 1; c > index; c--) {
+        const nc_node *node = &net->nodes[c];
+        for (int k = 0; k < node->n_inputs; k++) {
+            int j = node->inputs[k];
+            if (j >= index && j < c)
+                fan[j - index] += fanout_through(net, c, fan[c - index], &net->nodes[j]);
         }
     }
+    double total = fan[0];
+    free(fan);
     return total;
 }
 

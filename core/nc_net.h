@@ -177,11 +177,16 @@ int nc_net_find(const nc_net *net, const char *name); /* index or -1 */
 nc_status nc_neuron_set_threshold(nc_neuron *neuron, int n, const float *values, nc_error *err);
 
 /* Recomputes every node's output shape from the input shape, checking that
- * kernels, weights and inputs fit.  Errors name the node. */
+ * kernels, weights and inputs fit.  Errors name the node.  Every dimension
+ * of every node must be 1..NC_MAX_DIM and a node at most NC_MAX_NODE_NUMEL
+ * values per sample, so that no size computed from a shape can overflow. */
+#define NC_MAX_DIM ((int64_t)1 << 30)
+#define NC_MAX_NODE_NUMEL ((int64_t)1 << 31)
 nc_status nc_net_infer_shapes(nc_net *net, nc_error *err);
 
 /* Multiply-accumulates per sample of one node (0 for nodes with no MACs),
- * and the parameter count (weights + biases + thresholds). */
+ * and the parameter count (weights + biases + thresholds); they saturate at
+ * INT64_MAX instead of overflowing. */
 int64_t nc_node_macs(const nc_net *net, int node);
 int64_t nc_node_params(const nc_net *net, int node);
 int64_t nc_net_macs(const nc_net *net);

@@ -624,6 +624,7 @@ typedef struct heap_cache {
     uint64_t addr;
     unsigned char *data;
     uint64_t size;
+    int64_t *obj_size;  /* [65536]: size of object i of the collection, -1 = none */
 } heap_cache;
 
 static uint64_t le_uint(const unsigned char *p, int n)
@@ -667,30 +668,49 @@ static int heap_ref_ok(int fd, uint64_t file_size, uint64_t base, int sa, int ss
             at + size > file_size)
             return 0;
         unsigned char *data = malloc((size_t)size);
-        if (!data || pread_all(fd, data, (size_t)size, at) != 0) {
+        if (!hc->obj_size)
+            hc->obj_size = malloc(65536 * sizeof *hc->obj_size);
+        if (!data || !hc->obj_size || pread_all(fd, data, (size_t)size, at) != 0) {
             free(data);
             return 0;
         }
         free(hc->data);
+        hc->data = NULL;
+        /* libhdf5 parses the whole collection when it loads it
+         * (H5HG__cache_heap_deserialize): an object whose size makes no
+         * progress loops forever there, one that runs past the end makes it
+         * read out of bounds.  Walk it the same way and refuse anything it
+         * would not end cleanly on; remember each object's size (a later
+         * object of the same index replaces an earlier one, as there). */
+        uint64_t head_size = 8 + (uint64_t)ss, off = head_size;
+        for (int k = 0; k < 65536; k++)
+            hc->obj_size[k] = -1;
+        while (off < size) {
+            if (off + head_size > size)
+                break; /* a tail too small for an object header is free space */
+            const unsigned char *o = data + off;
+            uint64_t oi = le_uint(o, 2), osize = le_uint(o + 8, ss), need;
+            if (oi == 0) /* the free-space object: its size includes the header */
+                need = osize;
+            else if (osize > size)
+                need = 0;
+            else
+                need = head_size + ((osize + 7) & ~(uint64_t)7);
+            if (need == 0 || need > size - off) {
+                free(data);
+                return 0;
+            }
+            if (oi > 0)
+                hc->obj_size[oi] = (int64_t)osize;
+            off += need;
+        }
         hc->data = data;
         hc->size = size;
         hc->addr = at;
     }
-    /* objects: index u16, refcount u16, reserved 4, size (ss), data padded to 8 */
-    uint64_t off = 8 + (uint64_t)ss, head = 8 + (uint64_t)ss;
     (void)sa;
-    while (off + head <= hc->size) {
-        const unsigned char *o = hc->data + off;
-        uint64_t oi = le_uint(o, 2), osize = le_uint(o + 8, ss);
-        if (oi == 0) /* free space: the end of the objects */
-            return 0;
-        if (osize > hc->size - off - head)
-            return 0;
-        if (oi == idx) /* libhdf5 copies the object's size into a buffer of the element's */
-            return osize == len;
-        off += head + ((osize + 7) & ~(uint64_t)7);
-    }
-    return 0;
+    /* libhdf5 copies the object's size into a buffer of the element's */
+    return hc->obj_size[idx] >= 0 && (uint64_t)hc->obj_size[idx] == len;
 }
 
 static int vlen_refs_ok(hid_t g, const char *name)
@@ -783,6 +803,7 @@ static int vlen_refs_ok(hid_t g, const char *name)
 done:
     free(raw);
     free(hc.data);
+    free(hc.obj_size);
     if (fd >= 0)
         close(fd);
     nc_h5_close(&fcpl);

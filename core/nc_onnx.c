@@ -21,7 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DEFAULT_BUDGET ((size_t)4 << 30)
 #define CV_MAX_DIMS 8
 #define REASON_MAX 512
 
@@ -61,7 +60,7 @@ static nc_status budget_take(loader *L, size_t bytes, const char *what)
     if (bytes > L->limit || L->used > L->limit - bytes)
         return lfail(L, NC_ERR_MEMORY,
                      "%s needs %zu bytes, more than the %zu bytes left of the memory budget (%zu); "
-                     "raise nc_onnx_options.memory_budget if the model is really that large",
+                     "if the model is really that large, raise NC_MEMORY_BUDGET (e.g. NC_MEMORY_BUDGET=16G)",
                      what, bytes, L->limit - L->used, L->limit);
     L->used += bytes;
     return NC_OK;
@@ -428,6 +427,10 @@ static nc_status read_external(loader *L, const Onnx__TensorProto *t, const char
                      "the .onnx.data file is truncated or belongs to another export",
                      what, (unsigned long long)offset, (unsigned long long)length, loc, (long long)st.st_size);
     }
+    if (need > L->limit - L->used) { /* the bytes are read before the constant is charged */
+        close(fd);
+        return budget_take(L, need, what);
+    }
     unsigned char *buf = malloc(need ? need : 1);
     nc_status st_read = buf ? read_exact(L, fd, buf, need, offset, loc)
                             : lfail(L, NC_ERR_MEMORY, "out of memory reading %s", what);
@@ -440,48 +443,56 @@ static nc_status read_external(loader *L, const Onnx__TensorProto *t, const char
     return NC_OK;
 }
 
-/* Decodes any numeric TensorProto into a constant; `what` names it in errors. */
+/* Decodes any numeric TensorProto into a constant; `what` names it in errors.
+ * The bytes the shape needs are checked against the data the file really
+ * holds (raw bytes, typed values, the external file's size) before the
+ * constant is allocated, so a tiny file cannot declare a huge tensor. */
 static nc_status tensor_to_cval(loader *L, const Onnx__TensorProto *t, const char *what, cval **out)
 {
     int dt = t->data_type;
     size_t esize = dtype_size(dt);
+    *out = NULL;
     if (!esize)
         return lfail(L, NC_ERR_UNSUPPORTED, "%s has type %s, which cannot be imported", what, dtype_name(dt));
     if (t->n_dims > CV_MAX_DIMS)
         return lfail(L, NC_ERR_UNSUPPORTED, "%s has %zu dimensions; at most %d are supported", what, t->n_dims,
                      CV_MAX_DIMS);
-    cval *c;
-    TRY(cv_new(L, !dtype_is_float(dt), (int)t->n_dims, t->dims, what, &c));
-    size_t need;
-    if (nc_mul_size((size_t)c->n, esize, &need) != 0) {
-        cv_free(c);
+    size_t n, need;
+    for (size_t d = 0; d < t->n_dims; d++)
+        if (t->dims[d] < 0)
+            return lfail(L, NC_ERR_FORMAT, "%s has a negative dimension (%lld)", what, (long long)t->dims[d]);
+    if (nc_shape_bytes((int)t->n_dims, t->dims, 1, &n) != 0 || n > (size_t)INT64_MAX ||
+        nc_mul_size(n, esize, &need) != 0)
+        return lfail(L, NC_ERR_MEMORY, "%s: the element count overflows", what);
+    size_t value_bytes;
+    if (nc_mul_size(n, dtype_is_float(dt) ? sizeof(float) : sizeof(int64_t), &value_bytes) != 0)
         return lfail(L, NC_ERR_MEMORY, "%s: the byte size overflows", what);
-    }
-    nc_status st = NC_OK;
+    if (value_bytes > L->limit - L->used)
+        return budget_take(L, value_bytes, what); /* fails, naming the budget */
+    unsigned char *bytes = NULL;
+    const unsigned char *raw = NULL;
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        unsigned char *bytes = NULL;
-        st = read_external(L, t, what, need, &bytes);
-        if (st == NC_OK)
-            decode_raw(c, bytes, dt);
-        free(bytes);
+        TRY(read_external(L, t, what, need, &bytes));
+        raw = bytes;
     } else if (t->has_raw_data) {
         if (t->raw_data.len != need)
-            st = lfail(L, NC_ERR_FORMAT, "%s has %zu bytes of raw data, but its shape needs %zu", what,
-                       t->raw_data.len, need);
+            return lfail(L, NC_ERR_FORMAT, "%s has %zu bytes of raw data, but its shape needs %zu", what,
+                         t->raw_data.len, need);
+        raw = t->raw_data.data;
+    } else if (typed_count(t, dt) != n) {
+        return lfail(L, NC_ERR_FORMAT, "%s holds %zu values, but its shape needs %zu", what, typed_count(t, dt), n);
+    }
+    cval *c;
+    nc_status st = cv_new(L, !dtype_is_float(dt), (int)t->n_dims, t->dims, what, &c);
+    if (st == NC_OK) {
+        if (raw)
+            decode_raw(c, raw, dt);
         else
-            decode_raw(c, t->raw_data.data, dt);
-    } else if (typed_count(t, dt) != (size_t)c->n) {
-        st = lfail(L, NC_ERR_FORMAT, "%s holds %zu values, but its shape needs %lld", what, typed_count(t, dt),
-                   (long long)c->n);
-    } else {
-        decode_typed(c, t, dt);
+            decode_typed(c, t, dt);
+        *out = c;
     }
-    if (st != NC_OK) {
-        cv_free(c);
-        return st;
-    }
-    *out = c;
-    return NC_OK;
+    free(bytes);
+    return st;
 }
 
 static nc_tensor *cv_to_tensor(const cval *c, int ndim, const int64_t *dims)
@@ -537,7 +548,7 @@ static nc_status not_onnx(loader *L)
 nc_status nc_onnx_read_tensor_file(const char *path, nc_tensor **out, nc_error *err)
 {
     *out = NULL;
-    loader L = {.path = path, .limit = DEFAULT_BUDGET, .err = err};
+    loader L = {.path = path, .limit = nc_memory_budget(), .err = err};
     unsigned char *buf;
     size_t size;
     TRY(read_whole_file(&L, &buf, &size));
@@ -3238,7 +3249,7 @@ nc_status nc_onnx_load_with_report(const char *path, const nc_onnx_options *opts
     imp.opts = opts;
     imp.L.path = path;
     imp.L.err = &local;
-    imp.L.limit = opts && opts->memory_budget ? opts->memory_budget : DEFAULT_BUDGET;
+    imp.L.limit = opts && opts->memory_budget ? opts->memory_budget : nc_memory_budget();
     model_folder(path, imp.L.dir);
     nc_status st = import_run(&imp);
     if (st == NC_OK && report_out && copy_report(&imp.report, report_out) != NC_OK)

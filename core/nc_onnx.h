@@ -33,7 +33,7 @@ typedef struct nc_onnx_binding {
 typedef struct nc_onnx_options {
     int n_bindings;
     const nc_onnx_binding *bindings;
-    size_t memory_budget; /* max bytes of weights to accept; 0 = 4 GiB */
+    size_t memory_budget; /* max bytes of weights to accept; 0 = nc_memory_budget() */
 } nc_onnx_options;
 
 /* Imports the model at `path` into a new network (*out).  opts may be NULL.

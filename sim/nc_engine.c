@@ -1,6 +1,7 @@
 /* nc_engine.c — the engine registry and the checked wrappers around the
  * nc_engine_ops vtable (see nc_engine.h). */
 #include "nc_engine.h"
+#include "nc_engine_loihi.h"
 
 #include "nc_config.h"
 #if NC_HAVE_CUDA
@@ -12,11 +13,11 @@
 
 /* Engines compiled into this build. */
 #if NC_HAVE_CUDA
-static const char *const engine_names[] = {"cpu", "gpu", NULL};
-#define NC_ENGINE_LIST "cpu, gpu"
+static const char *const engine_names[] = {"cpu", "gpu", "loihi", NULL};
+#define NC_ENGINE_LIST "cpu, gpu, loihi"
 #else
-static const char *const engine_names[] = {"cpu", NULL};
-#define NC_ENGINE_LIST "cpu"
+static const char *const engine_names[] = {"cpu", "loihi", NULL};
+#define NC_ENGINE_LIST "cpu, loihi"
 #endif
 
 const char *const *nc_engine_names(void) { return engine_names; }
@@ -40,9 +41,10 @@ nc_status nc_engine_new(const char *name, nc_engine **out, nc_error *err)
                        "-Dcuda=enabled where nvcc is installed); use --engine cpu");
 #endif
     }
-    if (strcmp(name, "loihi") == 0)
-        return nc_fail(err, NC_ERR_UNSUPPORTED,
-                       "the loihi engine is not implemented in this build; use --engine cpu");
+    if (strcmp(name, "loihi") == 0) { /* sim/engine_loihi.c: integer IF neurons, CPU */
+        *out = nc_engine_loihi_new();
+        return *out ? NC_OK : nc_fail(err, NC_ERR_MEMORY, "out of memory creating the loihi engine");
+    }
     return nc_fail(err, NC_ERR_ARGUMENT, "unknown engine '%s' (engines in this build: " NC_ENGINE_LIST ")", name);
 }
 

@@ -94,7 +94,7 @@ nc_status nc_pipeline_finetune(nc_net *net, nc_train_mode stage, const nc_datase
     t.epochs = epochs;
     nc_status st = nc_train(net, train, &t, result, err);
     if (st != NC_OK)
-        nc_error_prefix(err, "%s fine-tuning: ", stage == NC_TRAIN_QCFS ? "QCFS" : "BPTT");
+        nc_error_prefix(err, "%s stage", stage == NC_TRAIN_QCFS ? "QCFS" : "BPTT");
     return st;
 }
 

@@ -16,23 +16,34 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nc_config.h"
 #include "nc_evaluate.h"
 #include "nc_grad_ops.h"
+#include "nc_train_backend.h"
+#if NC_HAVE_CUDA
+#include "../gpu/nc_gpu.h"
+#endif
 
 typedef struct train_value {
-    float *data;       /* rows × numel; owned unless `alias`        */
-    int alias;         /* flatten/output: data is the input's       */
-    int constant;      /* BPTT: the same at every step (rows = N)   */
+    float *data;       /* rows × numel, backend memory; owned unless `alias` */
+    int alias;         /* flatten/output: data is the input's                */
+    int constant;      /* BPTT: the same at every step (rows = N)            */
 } train_value;
 
+/* A node's parameters in backend memory: the working values (weight, bias,
+ * threshold — also those not trained, which the kernels read) and the
+ * gradients of the trained ones (NULL otherwise). */
 typedef struct node_params {
+    float *weight, *bias, *threshold;
     float *weight_grad, *bias_grad, *threshold_grad;
 } node_params;
 
 typedef struct opt_state {
-    float *value;      /* into the net              */
-    float *grad;       /* node_params' arrays       */
-    float *m, *v;      /* momentum / Adam moments   */
+    float *host;       /* the net's array: written by nc_trainer_sync_net */
+    float *value;      /* backend: node_params' working value             */
+    float *grad;       /* backend: node_params' gradient                  */
+    float *m, *v;      /* backend: momentum / Adam moments                */
+    float *host_value, *host_grad; /* nc_trainer_param's copies            */
     int64_t count;
     int decay;         /* weight decay applies      */
     int node;
@@ -43,6 +54,7 @@ typedef struct opt_state {
 struct nc_trainer {
     nc_net *net;
     nc_train_options o;
+    nc_train_backend *be;
     int max_batch;
     int T;                /* 1 in QCFS mode                    */
     int N;                /* images in the current batch       */
@@ -52,10 +64,9 @@ struct nc_trainer {
     float **saved;        /* IF: membranes; PRE_SPIKE max: running sums */
     float **grad;         /* dL/d value, rows like val         */
     int *grad_live;       /* grad[i] holds this batch's sum    */
-    float *temp;          /* one value of the largest node     */
-    float *work;          /* conv workspaces                   */
-    size_t work_floats;
-    float *logits, *dlogits;
+    float *temp;          /* backend: two values of the largest node */
+    float *logits, *dlogits;          /* host [max_batch, classes] */
+    float *logits_dev, *dlogits_dev;  /* backend, the same         */
     node_params *np;
     opt_state *params;
     int n_params;
@@ -263,22 +274,36 @@ nc_status nc_train_estimate(const nc_net *net, const nc_train_options *o, double
 
 /* ---- trainer set-up ---------------------------------------------------------- */
 
-static void *zalloc_floats(double count)
+/* Backend memory for `floats` values (NULL for none, or on failure: the
+ * backend records it and setup reports it through sync). */
+static float *be_alloc(nc_trainer *tr, double floats)
 {
-    return count <= 0 ? NULL : calloc((size_t)count, sizeof(float));
+    return floats <= 0 ? NULL : tr->be->ops->alloc(tr->be, (size_t)floats);
 }
 
-static int add_param(nc_trainer *tr, int node, const char *what, float *value, float *grad, int64_t count,
-                     int decay, int is_threshold)
+static float *be_upload(nc_trainer *tr, const float *host, int64_t count)
+{
+    float *p = be_alloc(tr, (double)count);
+    if (p)
+        tr->be->ops->upload(tr->be, p, host, (size_t)count);
+    return p;
+}
+
+static int add_param(nc_trainer *tr, int node, const char *what, float *host, float *value, float *grad,
+                     int64_t count, int decay, int is_threshold)
 {
     opt_state *p = &tr->params[tr->n_params++];
-    *p = (opt_state){.value = value, .grad = grad, .count = count, .decay = decay, .node = node, .what = what,
-                     .is_threshold = is_threshold};
-    p->m = calloc((size_t)count, sizeof(float));
-    p->v = calloc((size_t)count, sizeof(float));
-    return p->m && p->v ? 0 : -1;
+    *p = (opt_state){.host = host, .value = value, .grad = grad, .count = count, .decay = decay, .node = node,
+                     .what = what, .is_threshold = is_threshold};
+    p->m = be_alloc(tr, (double)count);
+    p->v = be_alloc(tr, (double)count);
+    p->host_value = malloc((size_t)count * sizeof(float));
+    p->host_grad = malloc((size_t)count * sizeof(float));
+    return p->m && p->v && p->host_value && p->host_grad && value && grad ? 0 : -1;
 }
 
+/* Uploads every weight, bias and threshold; the trained ones also get a
+ * gradient and optimiser state. */
 static nc_status setup_params(nc_trainer *tr, nc_error *err)
 {
     const nc_net *net = tr->net;
@@ -289,25 +314,35 @@ static nc_status setup_params(nc_trainer *tr, nc_error *err)
         nc_node *n = &net->nodes[i];
         node_params *np = &tr->np[i];
         int weighted = n->kind == NC_NODE_CONV2D || n->kind == NC_NODE_DENSE || n->kind == NC_NODE_AFFINE;
+        int failed = 0;
         if (weighted && n->weight) {
-            np->weight_grad = calloc((size_t)nc_tensor_numel(n->weight), sizeof(float));
-            if (!np->weight_grad || add_param(tr, i, "weight", n->weight->data, np->weight_grad,
-                                              nc_tensor_numel(n->weight), n->kind != NC_NODE_AFFINE, 0) != 0)
-                return nc_fail(err, NC_ERR_MEMORY, "out of memory for the gradients of '%s'", n->name);
+            int64_t count = nc_tensor_numel(n->weight);
+            np->weight = be_upload(tr, n->weight->data, count);
+            np->weight_grad = be_alloc(tr, (double)count);
+            failed |= add_param(tr, i, "weight", n->weight->data, np->weight, np->weight_grad, count,
+                                n->kind != NC_NODE_AFFINE, 0);
         }
         if (weighted && n->bias) {
-            np->bias_grad = calloc((size_t)nc_tensor_numel(n->bias), sizeof(float));
-            if (!np->bias_grad ||
-                add_param(tr, i, "bias", n->bias->data, np->bias_grad, nc_tensor_numel(n->bias), 0, 0) != 0)
-                return nc_fail(err, NC_ERR_MEMORY, "out of memory for the gradients of '%s'", n->name);
+            int64_t count = nc_tensor_numel(n->bias);
+            np->bias = be_upload(tr, n->bias->data, count);
+            np->bias_grad = be_alloc(tr, (double)count);
+            failed |= add_param(tr, i, "bias", n->bias->data, np->bias, np->bias_grad, count, 0, 0);
         }
         int thresholded = n->kind == NC_NODE_NEURON &&
                           (n->neuron.model == NC_NEURON_QCFS || n->neuron.model == NC_NEURON_IF);
-        if (thresholded && tr->o.train_threshold) {
-            np->threshold_grad = calloc((size_t)n->neuron.n_threshold, sizeof(float));
-            if (!np->threshold_grad || add_param(tr, i, "threshold", n->neuron.threshold, np->threshold_grad,
-                                                 n->neuron.n_threshold, 0, 1) != 0)
-                return nc_fail(err, NC_ERR_MEMORY, "out of memory for the gradients of '%s'", n->name);
+        if (thresholded) {
+            int count = n->neuron.n_threshold;
+            np->threshold = be_upload(tr, n->neuron.threshold, count);
+            failed |= !np->threshold;
+            if (tr->o.train_threshold) {
+                np->threshold_grad = be_alloc(tr, count);
+                failed |= add_param(tr, i, "threshold", n->neuron.threshold, np->threshold, np->threshold_grad,
+                                    count, 0, 1);
+            }
+        }
+        if (failed) {
+            nc_status s = tr->be->ops->sync(tr->be, err);
+            return s != NC_OK ? s : nc_fail(err, NC_ERR_MEMORY, "out of memory for the parameters of '%s'", n->name);
         }
     }
     return NC_OK;
@@ -322,26 +357,30 @@ static nc_status setup_buffers(nc_trainer *tr, const int *constant, const mem_pl
         double floats = rows * (double)nc_node_numel(n);
         tr->val[i].constant = constant[i];
         tr->val[i].alias = is_alias(n);
-        if (!tr->val[i].alias && !(tr->val[i].data = zalloc_floats(floats)))
-            return nc_fail(err, NC_ERR_MEMORY, "out of memory for the activations of '%s'", n->name);
-        if (!(tr->grad[i] = zalloc_floats(floats)) && floats > 0)
-            return nc_fail(err, NC_ERR_MEMORY, "out of memory for the gradients of '%s'", n->name);
-        if (needs_saved(net, i, tr->o.mode, constant) && !(tr->saved[i] = zalloc_floats(saved_floats(net, i, rows))))
-            return nc_fail(err, NC_ERR_MEMORY, "out of memory for the membranes of '%s'", n->name);
+        int failed = (!tr->val[i].alias && !(tr->val[i].data = be_alloc(tr, floats))) ||
+                     !(tr->grad[i] = be_alloc(tr, floats)) ||
+                     (needs_saved(net, i, tr->o.mode, constant) &&
+                      !(tr->saved[i] = be_alloc(tr, saved_floats(net, i, rows))));
+        if (failed) {
+            nc_status s = tr->be->ops->sync(tr->be, err);
+            return s != NC_OK ? s : nc_fail(err, NC_ERR_MEMORY, "out of memory for the activations of '%s'", n->name);
+        }
         if ((n->kind == NC_NODE_CONV2D || n->kind == NC_NODE_AVGPOOL || n->kind == NC_NODE_MAXPOOL)) {
             nc_status s = window_of(net, i, &tr->win[i], err);
             if (s != NC_OK)
                 return s;
         }
     }
-    tr->work_floats = (size_t)plan->work;
-    if (!(tr->temp = zalloc_floats(2 * plan->largest)) ||
-        (plan->work > 0 && !(tr->work = zalloc_floats(plan->work))))
-        return nc_fail(err, NC_ERR_MEMORY, "out of memory for the training workspace");
-    tr->logits = calloc((size_t)tr->max_batch * (size_t)tr->classes, sizeof(float));
-    tr->dlogits = calloc((size_t)tr->max_batch * (size_t)tr->classes, sizeof(float));
-    if (!tr->logits || !tr->dlogits)
-        return nc_fail(err, NC_ERR_MEMORY, "out of memory for the logits");
+    size_t per = (size_t)tr->max_batch * (size_t)tr->classes;
+    tr->temp = be_alloc(tr, 2 * plan->largest);
+    tr->logits_dev = be_alloc(tr, (double)per);
+    tr->dlogits_dev = be_alloc(tr, (double)per);
+    tr->logits = calloc(per, sizeof(float));
+    tr->dlogits = calloc(per, sizeof(float));
+    if (!tr->temp || !tr->logits_dev || !tr->dlogits_dev || !tr->logits || !tr->dlogits) {
+        nc_status s = tr->be->ops->sync(tr->be, err);
+        return s != NC_OK ? s : nc_fail(err, NC_ERR_MEMORY, "out of memory for the training workspace");
+    }
     return NC_OK;
 }
 
@@ -349,23 +388,35 @@ void nc_trainer_free(nc_trainer *tr)
 {
     if (!tr)
         return;
-    for (int i = 0; tr->net && i < tr->net->n_nodes; i++) {
+    nc_train_backend *be = tr->be;
+    void (*release)(nc_train_backend *, float *) = be ? be->ops->release : NULL;
+    for (int i = 0; release && i < tr->net->n_nodes; i++) {
         if (tr->val && !tr->val[i].alias)
-            free(tr->val[i].data);
+            release(be, tr->val[i].data);
         if (tr->grad)
-            free(tr->grad[i]);
+            release(be, tr->grad[i]);
         if (tr->saved)
-            free(tr->saved[i]);
+            release(be, tr->saved[i]);
         if (tr->np) {
-            free(tr->np[i].weight_grad);
-            free(tr->np[i].bias_grad);
-            free(tr->np[i].threshold_grad);
+            node_params *np = &tr->np[i];
+            release(be, np->weight), release(be, np->bias), release(be, np->threshold);
+            release(be, np->weight_grad), release(be, np->bias_grad), release(be, np->threshold_grad);
         }
     }
     for (int k = 0; k < tr->n_params; k++) {
-        free(tr->params[k].m);
-        free(tr->params[k].v);
+        if (release) {
+            release(be, tr->params[k].m);
+            release(be, tr->params[k].v);
+        }
+        free(tr->params[k].host_value);
+        free(tr->params[k].host_grad);
     }
+    if (release) {
+        release(be, tr->temp);
+        release(be, tr->logits_dev);
+        release(be, tr->dlogits_dev);
+    }
+    nc_train_backend_free(be);
     free(tr->params);
     free(tr->val);
     free(tr->grad);
@@ -373,8 +424,6 @@ void nc_trainer_free(nc_trainer *tr)
     free(tr->saved);
     free(tr->np);
     free(tr->win);
-    free(tr->temp);
-    free(tr->work);
     free(tr->logits);
     free(tr->dlogits);
     free(tr);
@@ -398,6 +447,11 @@ nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, 
     tr->max_batch = max_batch;
     tr->T = o->mode == NC_TRAIN_BPTT ? o->T : 1;
     tr->classes = (int)nc_node_numel(&net->nodes[net->output]);
+    s = nc_train_backend_new(o->engine, &tr->be, err);
+    if (s != NC_OK) {
+        free(tr);
+        return s;
+    }
     tr->val = calloc((size_t)n, sizeof *tr->val);
     tr->grad = calloc((size_t)n, sizeof *tr->grad);
     tr->grad_live = calloc((size_t)n, sizeof *tr->grad_live);
@@ -416,6 +470,8 @@ nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, 
     free(constant);
     if (s == NC_OK)
         s = setup_params(tr, err);
+    if (s == NC_OK)
+        s = tr->be->ops->sync(tr->be, err);
     if (s != NC_OK) {
         nc_trainer_free(tr);
         return s;
@@ -437,9 +493,11 @@ static void channel_split(const nc_node *n, int *c, int64_t *inner)
     *inner = nc_node_numel(n) / *c;
 }
 
-static nc_if_params if_params_of(const nc_node *n)
+/* The IF parameters with the threshold in backend memory. */
+static nc_if_params if_params_of(const nc_trainer *tr, int i)
 {
-    return (nc_if_params){.threshold = n->neuron.threshold, .n_threshold = n->neuron.n_threshold,
+    const nc_node *n = &tr->net->nodes[i];
+    return (nc_if_params){.threshold = tr->np[i].threshold, .n_threshold = n->neuron.n_threshold,
                           .v0_fraction = n->neuron.v0_fraction, .reset = n->neuron.reset,
                           .compare = n->neuron.compare};
 }
@@ -453,29 +511,31 @@ static const float *expanded_input(nc_trainer *tr, int i, int k, float *space)
         return tr->val[src].data;
     size_t step = (size_t)tr->N * (size_t)numel_of(tr, src);
     for (int t = 0; t < tr->T; t++)
-        memcpy(space + t * step, tr->val[src].data, step * sizeof(float));
+        tr->be->ops->copy(tr->be, space + t * step, tr->val[src].data, step);
     return space;
 }
 
+/* PRE_SPIKE MaxPool over time-varying input, as sim/engine_cpu.c runs it:
+ * the max of the running sums S(t), passed on as increments. */
 static void forward_prespike_max(nc_trainer *tr, int i)
 {
+    const nc_train_backend_ops *ops = tr->be->ops;
     const nc_node *n = &tr->net->nodes[i];
     int src = n->inputs[0];
     int64_t step = (int64_t)tr->N * numel_of(tr, src), out_step = (int64_t)tr->N * numel_of(tr, i);
     float *sums = tr->saved[i], *out = tr->val[i].data;
     const float *in = tr->val[src].data;
-    memcpy(sums, in, (size_t)step * sizeof(float));
+    ops->copy(tr->be, sums, in, (size_t)step);
     for (int t = 1; t < tr->T; t++)
-        for (int64_t k = 0; k < step; k++)
-            sums[t * step + k] = sums[(t - 1) * step + k] + in[t * step + k];
-    nc_maxpool(&tr->win[i], (int64_t)tr->T * tr->N, sums, out);
+        ops->add(tr->be, step, sums + (t - 1) * step, in + t * step, sums + t * step);
+    ops->maxpool(tr->be, &tr->win[i], (int64_t)tr->T * tr->N, sums, out);
     for (int t = tr->T - 1; t >= 1; t--)
-        for (int64_t k = 0; k < out_step; k++)
-            out[t * out_step + k] -= out[(t - 1) * out_step + k];
+        ops->sub(tr->be, out_step, out + t * out_step, out + (t - 1) * out_step, out + t * out_step);
 }
 
 static void forward_neuron(nc_trainer *tr, int i)
 {
+    const nc_train_backend_ops *ops = tr->be->ops;
     const nc_node *n = &tr->net->nodes[i];
     const nc_neuron *nr = &n->neuron;
     int src = n->inputs[0], c;
@@ -483,23 +543,24 @@ static void forward_neuron(nc_trainer *tr, int i)
     channel_split(n, &c, &inner);
     float *out = tr->val[i].data;
     if (tr->o.mode == NC_TRAIN_BPTT) {
-        nc_if_params p = if_params_of(n);
+        nc_if_params p = if_params_of(tr, i);
         const float *in = expanded_input(tr, i, 0, tr->temp);
-        nc_if_forward_train(&p, tr->T, tr->N, c, inner, in, out, tr->saved[i]);
+        ops->if_forward_train(tr->be, &p, tr->T, tr->N, c, inner, in, out, tr->saved[i]);
         return;
     }
     const float *in = tr->val[src].data;
     int64_t total = (int64_t)tr->N * numel_of(tr, i);
     if (nr->model == NC_NEURON_RELU)
-        nc_relu(total, in, out);
+        ops->relu(tr->be, total, in, out);
     else if (nr->model == NC_NEURON_CLIP)
-        nc_clip(total, nr->clip_min, nr->clip_max, in, out);
+        ops->clip(tr->be, total, nr->clip_min, nr->clip_max, in, out);
     else
-        nc_qcfs(tr->N, c, inner, nr->threshold, nr->n_threshold, nr->levels, nr->shift, in, out);
+        ops->qcfs(tr->be, tr->N, c, inner, tr->np[i].threshold, nr->n_threshold, nr->levels, nr->shift, in, out);
 }
 
 static void forward_merge(nc_trainer *tr, int i)
 {
+    const nc_train_backend_ops *ops = tr->be->ops;
     const nc_node *n = &tr->net->nodes[i];
     int steps = tr->val[i].constant ? 1 : tr->T;
     int64_t out_numel = numel_of(tr, i);
@@ -511,13 +572,12 @@ static void forward_merge(nc_trainer *tr, int i)
             int64_t per_row = numel_of(tr, src);
             const float *x = tr->val[src].data + (tr->val[src].constant ? 0 : (int64_t)t * tr->N * per_row);
             if (n->kind == NC_NODE_CONCAT) {
-                for (int64_t r = 0; r < tr->N; r++)
-                    memcpy(o + r * out_numel + offset, x + r * per_row, (size_t)per_row * sizeof(float));
+                ops->copy_rows(tr->be, o + offset, out_numel, x, per_row, tr->N, per_row);
                 offset += per_row;
             } else if (k == 0) {
-                memcpy(o, x, (size_t)(tr->N * out_numel) * sizeof(float));
+                ops->copy(tr->be, o, x, (size_t)(tr->N * out_numel));
             } else {
-                nc_add(tr->N * out_numel, o, x, o);
+                ops->add(tr->be, tr->N * out_numel, o, x, o);
             }
         }
     }
@@ -525,36 +585,37 @@ static void forward_merge(nc_trainer *tr, int i)
 
 static void forward_node(nc_trainer *tr, int i, const float *images)
 {
+    const nc_train_backend_ops *ops = tr->be->ops;
+    nc_train_backend *be = tr->be;
     const nc_node *n = &tr->net->nodes[i];
     train_value *v = &tr->val[i];
+    const node_params *np = &tr->np[i];
     int src = n->n_inputs > 0 ? n->inputs[0] : -1;
     int64_t rows = rows_of(tr, i);
     const float *in = src >= 0 ? tr->val[src].data : NULL;
-    const float *bias = n->bias ? n->bias->data : NULL;
     switch (n->kind) {
     case NC_NODE_INPUT:
-        memcpy(v->data, images, (size_t)(tr->N * numel_of(tr, i)) * sizeof(float));
+        ops->upload(be, v->data, images, (size_t)(tr->N * numel_of(tr, i)));
         break;
     case NC_NODE_CONV2D:
-        nc_conv2d(&tr->win[i], (int)n->shape[0], n->groups, rows, in, n->weight->data, bias, v->data, tr->work,
-                  tr->work_floats);
+        ops->conv2d(be, &tr->win[i], (int)n->shape[0], n->groups, rows, in, np->weight, np->bias, v->data);
         break;
     case NC_NODE_DENSE:
-        nc_dense(rows, (int)numel_of(tr, src), (int)numel_of(tr, i), in, n->weight->data, bias, v->data);
+        ops->dense(be, rows, (int)numel_of(tr, src), (int)numel_of(tr, i), in, np->weight, np->bias, v->data);
         break;
     case NC_NODE_AVGPOOL:
-        nc_avgpool(&tr->win[i], n->count_include_pad, rows, in, v->data);
+        ops->avgpool(be, &tr->win[i], n->count_include_pad, rows, in, v->data);
         break;
     case NC_NODE_MAXPOOL:
         if (tr->o.mode == NC_TRAIN_BPTT && n->maxpool_strategy == NC_MAXPOOL_AVG)
-            nc_avgpool(&tr->win[i], n->count_include_pad, rows, in, v->data);
+            ops->avgpool(be, &tr->win[i], n->count_include_pad, rows, in, v->data);
         else if (tr->saved[i])
             forward_prespike_max(tr, i);
         else
-            nc_maxpool(&tr->win[i], rows, in, v->data);
+            ops->maxpool(be, &tr->win[i], rows, in, v->data);
         break;
     case NC_NODE_GLOBAL_AVGPOOL:
-        nc_global_avgpool(rows, (int)n->shape[0], numel_of(tr, src) / n->shape[0], in, v->data);
+        ops->global_avgpool(be, rows, (int)n->shape[0], numel_of(tr, src) / n->shape[0], in, v->data);
         break;
     case NC_NODE_FLATTEN:
     case NC_NODE_OUTPUT:
@@ -568,7 +629,7 @@ static void forward_node(nc_trainer *tr, int i, const float *images)
         int c;
         int64_t inner;
         channel_split(n, &c, &inner);
-        nc_affine(rows, c, inner, n->weight->data, n->bias->data, in, v->data);
+        ops->affine(be, rows, c, inner, np->weight, np->bias, in, v->data);
         break;
     }
     case NC_NODE_NEURON:
@@ -579,22 +640,18 @@ static void forward_node(nc_trainer *tr, int i, const float *images)
     }
 }
 
-/* Logits [N, classes]: the output, averaged over the steps in BPTT. */
-static void make_logits(nc_trainer *tr)
+/* Logits [N, classes] on the host: the output, averaged over the steps in BPTT. */
+static nc_status make_logits(nc_trainer *tr, nc_error *err)
 {
     int out = tr->net->output;
     int64_t per = (int64_t)tr->N * tr->classes;
     const float *y = tr->val[out].data;
-    if (tr->val[out].constant || tr->T == 1) {
-        memcpy(tr->logits, y, (size_t)per * sizeof(float));
-        return;
-    }
-    for (int64_t k = 0; k < per; k++) {
-        double sum = 0;
-        for (int t = 0; t < tr->T; t++)
-            sum += y[t * per + k];
-        tr->logits[k] = (float)(sum / tr->T);
-    }
+    if (tr->val[out].constant || tr->T == 1)
+        tr->be->ops->copy(tr->be, tr->logits_dev, y, (size_t)per);
+    else
+        tr->be->ops->mean_steps(tr->be, tr->T, per, y, tr->logits_dev);
+    tr->be->ops->download(tr->be, tr->logits, tr->logits_dev, (size_t)per);
+    return tr->be->ops->sync(tr->be, err);
 }
 
 static nc_status forward_batch(nc_trainer *tr, const float *images, int n, nc_error *err)
@@ -605,8 +662,7 @@ static nc_status forward_batch(nc_trainer *tr, const float *images, int n, nc_er
     tr->N = n;
     for (int i = 0; i < tr->net->n_nodes; i++)
         forward_node(tr, i, images);
-    make_logits(tr);
-    return NC_OK;
+    return make_logits(tr, err);
 }
 
 nc_status nc_trainer_logits(nc_trainer *tr, const float *images, int n, float *logits, nc_error *err)
@@ -627,11 +683,11 @@ static void accumulate(nc_trainer *tr, int src, const float *d, int64_t d_rows)
     int64_t count = src_rows * numel;
     float *g = tr->grad[src];
     if (!tr->grad_live[src]) {
-        memset(g, 0, (size_t)count * sizeof(float));
+        tr->be->ops->zero(tr->be, g, (size_t)count);
         tr->grad_live[src] = 1;
     }
     for (int64_t part = 0; part < d_rows / src_rows; part++)
-        nc_add(count, g, d + part * count, g);
+        tr->be->ops->add(tr->be, count, g, d + part * count, g);
 }
 
 /* Where node i's gradient for input k is written: grad[src] itself when it
@@ -656,22 +712,26 @@ static int wants_grad(const nc_trainer *tr, int src) { return tr->net->nodes[src
 
 static void backward_prespike_max(nc_trainer *tr, int i, const float *dout, float *din)
 {
+    const nc_train_backend_ops *ops = tr->be->ops;
     int src = tr->net->nodes[i].inputs[0];
     int64_t step = (int64_t)tr->N * numel_of(tr, src), out_step = (int64_t)tr->N * numel_of(tr, i);
     float *dmax = tr->temp + (int64_t)tr->T * step; /* one step of pooled gradient */
     /* out(t) = P(t) − P(t−1): dP(t) = dout(t) − dout(t+1) */
     for (int t = 0; t < tr->T; t++) {
-        for (int64_t k = 0; k < out_step; k++)
-            dmax[k] = dout[t * out_step + k] - (t + 1 < tr->T ? dout[(t + 1) * out_step + k] : 0.0f);
-        nc_maxpool_backward(&tr->win[i], tr->N, tr->saved[i] + t * step, dmax, din + t * step);
+        if (t + 1 < tr->T)
+            ops->sub(tr->be, out_step, dout + t * out_step, dout + (t + 1) * out_step, dmax);
+        else
+            ops->copy(tr->be, dmax, dout + t * out_step, (size_t)out_step);
+        ops->maxpool_backward(tr->be, &tr->win[i], tr->N, tr->saved[i] + t * step, dmax, din + t * step);
     }
     /* S(t) = Σ_{τ≤t} x(τ): dx(τ) = Σ_{t≥τ} dS(t) */
     for (int t = tr->T - 2; t >= 0; t--)
-        nc_add(step, din + t * step, din + (t + 1) * step, din + t * step);
+        ops->add(tr->be, step, din + t * step, din + (t + 1) * step, din + t * step);
 }
 
 static void backward_neuron(nc_trainer *tr, int i, const float *dout, float *din)
 {
+    const nc_train_backend_ops *ops = tr->be->ops;
     const nc_node *n = &tr->net->nodes[i];
     const nc_neuron *nr = &n->neuron;
     int src = n->inputs[0], c;
@@ -679,24 +739,25 @@ static void backward_neuron(nc_trainer *tr, int i, const float *dout, float *din
     channel_split(n, &c, &inner);
     float *dth = tr->np[i].threshold_grad;
     if (tr->o.mode == NC_TRAIN_BPTT) {
-        nc_if_params p = if_params_of(n);
+        nc_if_params p = if_params_of(tr, i);
         float alpha = tr->o.surrogate_alpha > 0 ? tr->o.surrogate_alpha : nc_surrogate_default_alpha(tr->o.surrogate);
-        nc_if_backward(&p, tr->o.surrogate, alpha, tr->T, tr->N, c, inner, tr->saved[i], dout, din, dth);
+        ops->if_backward(tr->be, &p, tr->o.surrogate, alpha, tr->T, tr->N, c, inner, tr->saved[i], dout, din, dth);
         return;
     }
     const float *in = tr->val[src].data;
     int64_t total = (int64_t)tr->N * numel_of(tr, i);
     if (nr->model == NC_NEURON_RELU)
-        nc_relu_backward(total, in, dout, din);
+        ops->relu_backward(tr->be, total, in, dout, din);
     else if (nr->model == NC_NEURON_CLIP)
-        nc_clip_backward(total, nr->clip_min, nr->clip_max, in, dout, din);
+        ops->clip_backward(tr->be, total, nr->clip_min, nr->clip_max, in, dout, din);
     else
-        nc_qcfs_backward(tr->N, c, inner, nr->threshold, nr->n_threshold, nr->levels, nr->shift, in, dout, din,
-                         dth);
+        ops->qcfs_backward(tr->be, tr->N, c, inner, tr->np[i].threshold, nr->n_threshold, nr->levels, nr->shift, in,
+                           dout, din, dth);
 }
 
 static void backward_merge(nc_trainer *tr, int i, const float *dout)
 {
+    const nc_train_backend_ops *ops = tr->be->ops;
     const nc_node *n = &tr->net->nodes[i];
     int steps = tr->val[i].constant ? 1 : tr->T;
     int64_t out_numel = numel_of(tr, i), offset = 0;
@@ -708,15 +769,11 @@ static void backward_merge(nc_trainer *tr, int i, const float *dout)
             continue;
         }
         int64_t d_rows = (int64_t)steps * tr->N;
-        if (n->kind == NC_NODE_ADD) {
-            float *target = input_grad_target(tr, src, d_rows);
-            memcpy(target, dout, (size_t)(d_rows * out_numel) * sizeof(float));
-            finish_input_grad(tr, src, target, d_rows);
-            continue;
-        }
         float *target = input_grad_target(tr, src, d_rows);
-        for (int64_t r = 0; r < d_rows; r++)
-            memcpy(target + r * per_row, dout + r * out_numel + offset, (size_t)per_row * sizeof(float));
+        if (n->kind == NC_NODE_ADD)
+            ops->copy(tr->be, target, dout, (size_t)(d_rows * out_numel));
+        else
+            ops->copy_rows(tr->be, target, per_row, dout + offset, out_numel, d_rows, per_row);
         finish_input_grad(tr, src, target, d_rows);
         offset += per_row;
     }
@@ -724,6 +781,8 @@ static void backward_merge(nc_trainer *tr, int i, const float *dout)
 
 static void backward_node(nc_trainer *tr, int i)
 {
+    const nc_train_backend_ops *ops = tr->be->ops;
+    nc_train_backend *be = tr->be;
     const nc_node *n = &tr->net->nodes[i];
     if (!tr->grad_live[i] || n->kind == NC_NODE_INPUT)
         return;
@@ -741,41 +800,41 @@ static void backward_node(nc_trainer *tr, int i)
     node_params *np = &tr->np[i];
     switch (n->kind) {
     case NC_NODE_CONV2D:
-        nc_conv2d_backward(&tr->win[i], (int)n->shape[0], n->groups, rows, in, n->weight->data, dout, din,
-                           np->weight_grad, np->bias_grad, tr->work, tr->work_floats);
+        ops->conv2d_backward(be, &tr->win[i], (int)n->shape[0], n->groups, rows, in, np->weight, dout, din,
+                             np->weight_grad, np->bias_grad);
         break;
     case NC_NODE_DENSE:
-        nc_dense_backward(rows, (int)numel_of(tr, src), (int)numel_of(tr, i), in, n->weight->data, dout, din,
-                          np->weight_grad, np->bias_grad);
+        ops->dense_backward(be, rows, (int)numel_of(tr, src), (int)numel_of(tr, i), in, np->weight, dout, din,
+                            np->weight_grad, np->bias_grad);
         break;
     case NC_NODE_AVGPOOL:
         if (din)
-            nc_avgpool_backward(&tr->win[i], n->count_include_pad, rows, dout, din);
+            ops->avgpool_backward(be, &tr->win[i], n->count_include_pad, rows, dout, din);
         break;
     case NC_NODE_MAXPOOL:
         if (!din)
             break;
         if (tr->o.mode == NC_TRAIN_BPTT && n->maxpool_strategy == NC_MAXPOOL_AVG)
-            nc_avgpool_backward(&tr->win[i], n->count_include_pad, rows, dout, din);
+            ops->avgpool_backward(be, &tr->win[i], n->count_include_pad, rows, dout, din);
         else if (tr->saved[i])
             backward_prespike_max(tr, i, dout, din);
         else
-            nc_maxpool_backward(&tr->win[i], rows, in, dout, din);
+            ops->maxpool_backward(be, &tr->win[i], rows, in, dout, din);
         break;
     case NC_NODE_GLOBAL_AVGPOOL:
         if (din)
-            nc_global_avgpool_backward(rows, (int)n->shape[0], numel_of(tr, src) / n->shape[0], dout, din);
+            ops->global_avgpool_backward(be, rows, (int)n->shape[0], numel_of(tr, src) / n->shape[0], dout, din);
         break;
     case NC_NODE_FLATTEN:
     case NC_NODE_OUTPUT:
         if (din)
-            memcpy(din, dout, (size_t)(rows * numel_of(tr, i)) * sizeof(float));
+            ops->copy(be, din, dout, (size_t)(rows * numel_of(tr, i)));
         break;
     case NC_NODE_AFFINE: {
         int c;
         int64_t inner;
         channel_split(n, &c, &inner);
-        nc_affine_backward(rows, c, inner, n->weight->data, in, dout, din, np->weight_grad, np->bias_grad);
+        ops->affine_backward(be, rows, c, inner, np->weight, in, dout, din, np->weight_grad, np->bias_grad);
         break;
     }
     case NC_NODE_NEURON: {
@@ -794,7 +853,7 @@ static void backward_node(nc_trainer *tr, int i)
 static void zero_param_grads(nc_trainer *tr)
 {
     for (int k = 0; k < tr->n_params; k++)
-        memset(tr->params[k].grad, 0, (size_t)tr->params[k].count * sizeof(float));
+        tr->be->ops->zero(tr->be, tr->params[k].grad, (size_t)tr->params[k].count);
 }
 
 nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_t *labels, int n,
@@ -818,16 +877,18 @@ nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_
     /* the logits are the mean over T steps: each step gets dlogits / T */
     int out = tr->net->output;
     int64_t per = (int64_t)n * tr->classes, steps = rows_of(tr, out) / n;
-    for (int64_t t = 0; t < steps; t++)
-        for (int64_t k = 0; k < per; k++)
-            tr->grad[out][t * per + k] = tr->dlogits[k] / (float)steps;
+    tr->be->ops->upload(tr->be, tr->dlogits_dev, tr->dlogits, (size_t)per);
+    tr->be->ops->broadcast_steps(tr->be, (int)steps, per, tr->dlogits_dev, 1.0f / (float)steps, tr->grad[out]);
     tr->grad_live[out] = 1;
     for (int i = tr->net->n_nodes - 1; i >= 0; i--)
         backward_node(tr, i);
-    return NC_OK;
+    return tr->be->ops->sync(tr->be, err);
 }
 
 /* ---- optimiser ------------------------------------------------------------------- */
+
+/* Thresholds stay positive: they divide in QCFS and fire the IF. */
+#define MIN_THRESHOLD 1e-4f
 
 void nc_trainer_apply(nc_trainer *tr, double lr)
 {
@@ -837,22 +898,25 @@ void nc_trainer_apply(nc_trainer *tr, double lr)
     for (int k = 0; k < tr->n_params; k++) {
         opt_state *p = &tr->params[k];
         double wd = p->decay ? o->weight_decay : 0.0;
-        for (int64_t j = 0; j < p->count; j++) {
-            double g = (double)p->grad[j] + wd * p->value[j];
-            if (o->optimizer == NC_OPTIMIZER_SGD) {
-                p->m[j] = (float)(o->momentum * p->m[j] + g);
-                p->value[j] -= (float)(lr * p->m[j]);
-            } else {
-                p->m[j] = (float)(o->beta1 * p->m[j] + (1 - o->beta1) * g);
-                p->v[j] = (float)(o->beta2 * p->v[j] + (1 - o->beta2) * g * g);
-                double mhat = p->m[j] / c1, vhat = p->v[j] / c2;
-                p->value[j] -= (float)(lr * mhat / (sqrt(vhat) + o->epsilon));
-            }
-            /* a threshold must stay positive: it divides in QCFS and fires the IF */
-            if (p->is_threshold && p->value[j] < 1e-4f)
-                p->value[j] = 1e-4f;
-        }
+        if (o->optimizer == NC_OPTIMIZER_SGD)
+            tr->be->ops->sgd_step(tr->be, p->count, p->value, p->grad, p->m, lr, o->momentum, wd, p->is_threshold,
+                                  MIN_THRESHOLD);
+        else
+            tr->be->ops->adam_step(tr->be, p->count, p->value, p->grad, p->m, p->v, lr, o->beta1, o->beta2,
+                                   o->epsilon, c1, c2, wd, p->is_threshold, MIN_THRESHOLD);
     }
+}
+
+nc_status nc_trainer_sync_net(nc_trainer *tr, nc_error *err)
+{
+    for (int k = 0; k < tr->n_params; k++)
+        tr->be->ops->download(tr->be, tr->params[k].host_value, tr->params[k].value, (size_t)tr->params[k].count);
+    nc_status s = tr->be->ops->sync(tr->be, err);
+    if (s != NC_OK)
+        return s;
+    for (int k = 0; k < tr->n_params; k++)
+        memcpy(tr->params[k].host, tr->params[k].host_value, (size_t)tr->params[k].count * sizeof(float));
+    return NC_OK;
 }
 
 int nc_trainer_param_count(const nc_trainer *tr) { return tr->n_params; }
@@ -860,7 +924,10 @@ int nc_trainer_param_count(const nc_trainer *tr) { return tr->n_params; }
 void nc_trainer_param(const nc_trainer *tr, int k, nc_train_param *out)
 {
     const opt_state *p = &tr->params[k];
-    *out = (nc_train_param){.node = p->node, .what = p->what, .value = p->value, .grad = p->grad,
+    tr->be->ops->download(tr->be, p->host_value, p->value, (size_t)p->count);
+    tr->be->ops->download(tr->be, p->host_grad, p->grad, (size_t)p->count);
+    tr->be->ops->sync(tr->be, NULL);
+    *out = (nc_train_param){.node = p->node, .what = p->what, .value = p->host_value, .grad = p->host_grad,
                             .count = p->count};
 }
 
@@ -906,6 +973,7 @@ typedef struct param_copy {
     int count;
 } param_copy;
 
+/* A host copy of the working parameters (the best epoch's). */
 static int params_save(const nc_trainer *tr, param_copy *pc)
 {
     if (!pc->values) {
@@ -918,14 +986,15 @@ static int params_save(const nc_trainer *tr, param_copy *pc)
                 return -1;
     }
     for (int k = 0; k < pc->count; k++)
-        memcpy(pc->values[k], tr->params[k].value, (size_t)tr->params[k].count * sizeof(float));
-    return 0;
+        tr->be->ops->download(tr->be, pc->values[k], tr->params[k].value, (size_t)tr->params[k].count);
+    return tr->be->ops->sync(tr->be, NULL) == NC_OK ? 0 : -1;
 }
 
-static void params_restore(const nc_trainer *tr, const param_copy *pc)
+/* Writes a saved copy into the net. */
+static void params_to_net(const nc_trainer *tr, const param_copy *pc)
 {
     for (int k = 0; k < pc->count; k++)
-        memcpy(tr->params[k].value, pc->values[k], (size_t)tr->params[k].count * sizeof(float));
+        memcpy(tr->params[k].host, pc->values[k], (size_t)tr->params[k].count * sizeof(float));
 }
 
 static void params_free(param_copy *pc)
@@ -1031,18 +1100,36 @@ static nc_status check_run(const nc_net *net, const nc_dataset *ds, const nc_tra
     return NC_OK;
 }
 
+/* The memory a run may use: the option, else 60 % of the host's memory
+ * (cpu) or 90 % of the device's free memory (gpu). */
+static double default_budget(const nc_train_options *o)
+{
+#if NC_HAVE_CUDA
+    if (o->engine && strcmp(o->engine, "gpu") == 0) {
+        nc_gpu_info info;
+        nc_gpu_query(&info);
+        if (info.available)
+            return 0.9 * (double)info.free_memory;
+    }
+#endif
+    (void)o;
+    return 0.6 * physical_memory();
+}
+
 static nc_status check_budget(const nc_net *net, const nc_train_options *o, double *bytes, nc_error *err)
 {
     nc_status s = nc_train_estimate(net, o, bytes, err);
     if (s != NC_OK)
         return s;
-    double budget = o->memory_budget > 0 ? o->memory_budget : 0.6 * physical_memory();
+    double budget = o->memory_budget > 0 ? o->memory_budget : default_budget(o);
+    int gpu = o->engine && strcmp(o->engine, "gpu") == 0;
     if (*bytes > budget)
         return nc_fail(err, NC_ERR_MEMORY,
-                       "fine-tuning %s with batch %d%s needs about %.2f GB but the budget is %.2f GB; use a "
+                       "fine-tuning %s with batch %d%s needs about %.2f GB but the %s budget is %.2f GB; use a "
                        "smaller --batch%s",
                        net->source_path, o->batch_size, o->mode == NC_TRAIN_BPTT ? " over T steps" : "",
-                       *bytes / 1e9, budget / 1e9, o->mode == NC_TRAIN_BPTT ? " or --train-T" : "");
+                       *bytes / 1e9, gpu ? "GPU" : "memory", budget / 1e9,
+                       o->mode == NC_TRAIN_BPTT ? " or --train-T" : "");
     return NC_OK;
 }
 
@@ -1061,11 +1148,13 @@ nc_status nc_train(nc_net *net, const nc_dataset *ds, const nc_train_options *o,
     s = nc_trainer_new(net, o, o->batch_size, &rs.tr, err);
     if (s != NC_OK)
         return s;
-    param_copy original = {0}, best = {0};
+    /* The net is not touched until the run ends well: the backend trains a
+     * working copy, so a cancel or an error leaves the net as it was. */
+    param_copy best = {0};
     rs.order = malloc((size_t)rs.n_train * sizeof(int64_t));
     rs.images = malloc((size_t)o->batch_size * (size_t)(ds->channels * ds->height * ds->width) * sizeof(float));
     rs.labels = malloc((size_t)o->batch_size * sizeof(int32_t));
-    if (!rs.order || !rs.images || !rs.labels || params_save(rs.tr, &original) != 0)
+    if (!rs.order || !rs.images || !rs.labels)
         s = nc_fail(err, NC_ERR_MEMORY, "out of memory for fine-tuning");
     for (int64_t k = 0; s == NC_OK && k < rs.n_train; k++)
         rs.order[k] = k;
@@ -1082,14 +1171,13 @@ nc_status nc_train(nc_net *net, const nc_dataset *ds, const nc_train_options *o,
         if (s == NC_OK && rs.n_val > 0 && result->best_epoch != best_before && params_save(rs.tr, &best) != 0)
             s = nc_fail(err, NC_ERR_MEMORY, "out of memory for the best checkpoint");
     }
-    if (s != NC_OK)
-        params_restore(rs.tr, &original); /* nothing half-trained is left behind */
-    else if (rs.n_val > 0)
-        params_restore(rs.tr, &best);
-    else
+    if (s == NC_OK && rs.n_val > 0)
+        params_to_net(rs.tr, &best);
+    else if (s == NC_OK) {
         result->best_epoch = result->epochs_run;
+        s = nc_trainer_sync_net(rs.tr, err);
+    }
     result->seconds = nc_now() - rs.start;
-    params_free(&original);
     params_free(&best);
     free(rs.order);
     free(rs.images);

@@ -14,6 +14,10 @@
  * with train_threshold the thresholds.  Weight decay applies to conv/dense
  * weights only.
  *
+ * The arithmetic runs on a backend (sim/nc_train_backend.h: "cpu" or "gpu")
+ * that holds the activations and a working copy of the parameters; the net
+ * itself is written only when a run ends well (or by nc_trainer_sync_net).
+ *
  * The trainer keeps every node's activations of a batch (and in BPTT the
  * membrane of every IF step), so memory grows with batch × T: call
  * nc_train_estimate first (nc_train does, and refuses a run over budget).
@@ -68,7 +72,10 @@ typedef struct nc_train_options {
     int64_t train_count;          /* images used per epoch (0 = all of `train` minus the held-out) */
     int64_t val_count;            /* the LAST val_count images of `train` are held out
                                    * to pick the best epoch (0 = none: keep the last) */
-    double memory_budget;         /* bytes; 0 = 60 % of physical memory          */
+    double memory_budget;         /* bytes; 0 = 60 % of physical memory (cpu) or
+                                   * 90 % of the device's free memory (gpu)      */
+    const char *engine;           /* where the arithmetic runs: "cpu" (NULL) or
+                                   * "gpu" (sim/nc_train_backend.h)             */
     nc_train_progress_fn progress;
     void *progress_user;
 } nc_train_options;
@@ -114,6 +121,9 @@ nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_
                                double *loss, int64_t *correct, nc_error *err);
 /* Applies one optimiser step with the last gradients at learning rate lr. */
 void nc_trainer_apply(nc_trainer *tr, double lr);
+/* Writes the trainer's working parameters into the net; fails when the
+ * backend recorded an error. */
+nc_status nc_trainer_sync_net(nc_trainer *tr, nc_error *err);
 /* Predictions only (no gradients kept): logits [n, classes] (the mean over
  * T in BPTT). */
 nc_status nc_trainer_logits(nc_trainer *tr, const float *images, int n, float *logits,
@@ -124,9 +134,9 @@ nc_status nc_trainer_logits(nc_trainer *tr, const float *images, int n, float *l
  * k < count fills what the k-th is. */
 typedef struct nc_train_param {
     int node;
-    const char *what;   /* "weight", "bias", "threshold" */
-    float *value;       /* points into the net           */
-    const float *grad;  /* the last gradients            */
+    const char *what;   /* "weight", "bias", "threshold"                 */
+    const float *value; /* host copies of the working values and of the   */
+    const float *grad;  /* last gradients, valid until the next call      */
     int64_t count;
 } nc_train_param;
 int nc_trainer_param_count(const nc_trainer *tr);

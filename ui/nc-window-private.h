@@ -10,6 +10,7 @@
 #include "nc-layer-chart.h"
 #include "nc-model-file.h"
 #include "nc-model-pane.h"
+#include "nc-quant-chart.h"
 #include "nc-raster-chart.h"
 #include "nc-settings-pane.h"
 #include "nc-teach-view.h"
@@ -41,6 +42,7 @@ struct _NcWindow {
     /* views (nc-window-views.c) */
     NcAccuracyChart *accuracy;
     NcLayerChart *rates, *error, *sops;
+    NcQuantChart *quant;         /* under the error chart, loihi runs only    */
     NcRasterChart *raster;
     NcTraceChart *trace;
     GtkStringList *layer_names;

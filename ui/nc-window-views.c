@@ -93,7 +93,13 @@ static void build_error_page(NcWindow *self)
     gtk_label_set_text(info, "How far each layer's spike rate is from the ANN activation, and why: "
                              "clipping at θ, quantisation to T steps, uneven spike timing.");
     self->error = NC_LAYER_CHART(nc_layer_chart_new(NC_LAYER_CHART_ERROR));
-    add_page(self, "calibration-error", "Error", "nc-calib-symbolic", bar, GTK_WIDGET(self->error));
+    /* the loihi engine's quantisation error per layer, under it (loihi runs) */
+    GtkWidget *pair = gtk_box_new(GTK_ORIENTATION_VERTICAL, 6);
+    gtk_box_append(GTK_BOX(pair), GTK_WIDGET(self->error));
+    self->quant = NC_QUANT_CHART(nc_quant_chart_new());
+    gtk_widget_set_visible(GTK_WIDGET(self->quant), FALSE);
+    gtk_box_append(GTK_BOX(pair), GTK_WIDGET(self->quant));
+    add_page(self, "calibration-error", "Error", "nc-calib-symbolic", bar, pair);
 }
 
 static void on_raster_window(NcRasterChart *chart, NcWindow *self)
@@ -399,6 +405,18 @@ static void update_trace(NcWindow *self, NcRunData *d)
     update_trace_info(self);
 }
 
+/* A loihi run's converted network: its quantisation error goes under the
+ * calibration error (the engine's default options, as the job uses). */
+static void update_quant(NcWindow *self, const NcRunData *d)
+{
+    if (!d->converted)
+        return;
+    const NcJobSettings *s = self->job ? nc_job_get_settings(self->job) : NULL;
+    gboolean loihi = s && g_strcmp0(s->engine, "loihi") == 0;
+    nc_quant_chart_set_net(self->quant, loihi ? d->converted : NULL);
+    gtk_widget_set_visible(GTK_WIDGET(self->quant), loihi);
+}
+
 void nc_window_views_update(NcWindow *self, NcRunData *d)
 {
     if (self->last_data != d) {
@@ -411,6 +429,7 @@ void nc_window_views_update(NcWindow *self, NcRunData *d)
     nc_accuracy_chart_update(self->accuracy, d);
     nc_layer_chart_set_data(self->rates, d);
     nc_layer_chart_set_data(self->error, d);
+    update_quant(self, d);
     nc_layer_chart_set_data(self->sops, d);
     nc_raster_chart_set_data(self->raster, d);
     update_trace(self, d);
@@ -422,6 +441,8 @@ void nc_window_views_clear(NcWindow *self)
     g_clear_pointer(&self->last_data, nc_run_data_unref);
     nc_layer_chart_set_data(self->rates, NULL);
     nc_layer_chart_set_data(self->error, NULL);
+    nc_quant_chart_set_net(self->quant, NULL);
+    gtk_widget_set_visible(GTK_WIDGET(self->quant), FALSE);
     nc_layer_chart_set_data(self->sops, NULL);
     nc_raster_chart_set_data(self->raster, NULL);
     nc_trace_chart_set_data(self->trace, NULL);

@@ -68,9 +68,19 @@ typedef struct nc_plot_bars_spec {
     const char *const *categories;
     int n_groups;                  /* values per category (series)             */
     const char *const *group_labels;
-    const double *values;          /* [n_categories][n_groups]                 */
+    const double *values;          /* [n_categories][n_groups], or with stacks
+                                      [n_categories][n_stacks][n_groups]       */
     int stacked;                   /* stack the groups instead of side by side */
+    /* Stacked only: n_stacks > 1 stacks side by side in each category's slot
+     * (e.g. a layer's error before and after fine-tuning), keyed in the
+     * legend by stack_labels; every stack but the last is drawn faded
+     * (NC_PLOT_FADED_ALPHA) and outlined.  0 or 1: one stack. */
+    int n_stacks;
+    const char *const *stack_labels;
 } nc_plot_bars_spec;
+
+#define NC_PLOT_MAX_STACKS 4
+#define NC_PLOT_FADED_ALPHA 0.4
 
 void nc_plot_bars(cairo_t *cr, double width, double height, const nc_plot_style *style,
                   const nc_plot_bars_spec *spec);
@@ -115,6 +125,8 @@ int nc_plot_lines_nearest(const nc_plot_lines_geometry *g, const nc_plot_lines_s
 typedef struct nc_plot_bars_geometry {
     nc_plot_rect frame;
     int groups;                      /* groups drawn (≤ NC_PLOT_MAX_SERIES)  */
+    int stacks;                      /* stacks per category (1 unless stacked
+                                        with n_stacks > 1; ≤ NC_PLOT_MAX_STACKS) */
     double lo, hi;                   /* values at the bottom and top         */
     double slot;                     /* width of one category                */
 } nc_plot_bars_geometry;
@@ -125,6 +137,14 @@ void nc_plot_bars_layout(cairo_t *cr, double width, double height, const nc_plot
  * *category, and *group = the bar under the pointer or −1 (between bars). */
 int nc_plot_bars_hit(const nc_plot_bars_geometry *g, const nc_plot_bars_spec *spec, double px, double py,
                      int *category, int *group);
+/* The same with stacks: *stack = the stack whose column is under the pointer
+ * (its bar, or the space above it), −1 between stacks (then *group = −1). */
+int nc_plot_bars_hit_stack(const nc_plot_bars_geometry *g, const nc_plot_bars_spec *spec, double px, double py,
+                           int *category, int *stack, int *group);
+/* Where bar (category, stack, group) is drawn (x, y its top-left corner, w,
+ * h its size); 0 when the value is not finite (nothing drawn). */
+int nc_plot_bars_rect(const nc_plot_bars_geometry *g, const nc_plot_bars_spec *spec, int category, int stack,
+                      int group, double *x, double *y, double *w, double *h);
 
 typedef struct nc_plot_raster_geometry {
     nc_plot_rect frame;

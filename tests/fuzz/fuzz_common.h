@@ -13,6 +13,7 @@
 #ifndef NC_FUZZ_COMMON_H
 #define NC_FUZZ_COMMON_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,19 +25,40 @@
 
 #define FUZZ_SPLIT "@@NC-SPLIT@@"
 
+static char fuzz_dir_path[512];
+
+/* Empties and removes the folder at exit (it holds plain files only). */
+static inline void fuzz_dir_cleanup(void)
+{
+    DIR *d = opendir(fuzz_dir_path);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[1024];
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", fuzz_dir_path, e->d_name);
+        unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(fuzz_dir_path);
+}
+
 /* A folder of our own for the files of one input (created once). */
 static inline const char *fuzz_dir(void)
 {
-    static char dir[512];
+    char *dir = fuzz_dir_path;
+    const size_t size = sizeof fuzz_dir_path;
     if (!dir[0]) {
         const char *base = getenv("NC_FUZZ_TMP");
         if (!base || !*base)
             base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-        snprintf(dir, sizeof dir, "%s/ncfuzz-XXXXXX", base);
+        snprintf(dir, size, "%s/ncfuzz-XXXXXX", base);
         if (!mkdtemp(dir)) {
             perror("fuzz: mkdtemp");
             abort();
         }
+        atexit(fuzz_dir_cleanup);
     }
     return dir;
 }

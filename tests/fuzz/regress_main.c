@@ -1,6 +1,6 @@
 /* regress_main.c — runs a fuzz harness on files, as a TAP test.
  *
- * Usage: regress_<target> FOLDER...  Every regular file of every folder
+ * Usage: regress_<target> FOLDER|FILE...  Every regular file of every folder
  * (sorted by name; README* and dot files skipped) is passed once to the
  * harness's LLVMFuzzerTestOneInput, exactly as libFuzzer would.  A crash,
  * a sanitizer report or a leak fails the test; "ok" means the reader
@@ -31,8 +31,16 @@ static void add(file_list *l, const char *path)
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static void scan(file_list *l, const char *dir)
+static void scan(file_list *l, const char *folder)
 {
+    char dir[4096]; /* absolute: a harness may change the working folder */
+    struct stat fst;
+    if (!realpath(folder, dir))
+        return;
+    if (stat(dir, &fst) == 0 && S_ISREG(fst.st_mode)) { /* a file given directly */
+        add(l, dir);
+        return;
+    }
     DIR *d = opendir(dir);
     if (!d)
         return;

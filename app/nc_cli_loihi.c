@@ -1,0 +1,143 @@
+/* nc_cli_loihi.c — the CLI's loihi options and printouts (nc_cli_loihi.h). */
+#include "nc_cli_loihi.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "nc_cli.h"
+
+const char nc_cli_loihi_help[] =
+    "  Loihi engine (--engine loihi; docs/DESIGN.md, sim/nc_engine_loihi.h):\n"
+    "  --loihi-reset R        subtract (default: our QCFS neurons) | zero (Lava's stock LIF)\n"
+    "  --loihi-fire C         gt (default: fire when v > threshold, the chip) | ge\n"
+    "  --loihi-delay D        compensated (default: 1-step synaptic delay per layer, each layer\n"
+    "                         starting when its input arrives; latency T + L - 1) | off | raw\n"
+    "                         (the delay with every layer starting at step 0)\n"
+    "  --loihi-spikes S       binary (default) | graded (payload = thresholds crossed)\n"
+    "  --loihi-message-bits B graded payload bits, 1..24 (default 8)\n"
+    "  --loihi-vth N          threshold mantissa to aim at, 1..131071 (default 4096)\n"
+    "  --loihi-input-bits F   fractional bits of the input payload x*2^F, 0..16 (default 8)\n"
+    "  --loihi-quiet          do not print the quantisation report and hardware checks\n";
+
+void nc_cli_loihi_init(nc_cli_loihi *l)
+{
+    memset(l, 0, sizeof *l);
+    l->opts = nc_loihi_options_default();
+}
+
+static int choice(const char *option, const char *arg, const char *const *names, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (strcmp(arg, names[k]) == 0)
+            return k;
+    fprintf(stderr, "neurocuda: %s must be", option);
+    for (int k = 0; k < n; k++)
+        fprintf(stderr, "%s %s", k ? (k == n - 1 ? " or" : ",") : "", names[k]);
+    fprintf(stderr, ", got '%s'\n", arg);
+    return -1;
+}
+
+int nc_cli_loihi_option(nc_cli_loihi *l, int opt, const char *arg)
+{
+    static const char *const resets[] = {"subtract", "zero"}, *const fires[] = {"gt", "ge"};
+    static const char *const delays[] = {"compensated", "off", "raw"}, *const spikes[] = {"binary", "graded"};
+    static const nc_loihi_delay delay_of[] = {NC_LOIHI_DELAY_COMPENSATED, NC_LOIHI_DELAY_OFF, NC_LOIHI_DELAY_RAW};
+    int k;
+    long v;
+    switch (opt) {
+    case NC_OPT_LOIHI_RESET:
+        if ((k = choice("--loihi-reset", arg, resets, 2)) < 0)
+            return -1;
+        l->opts.reset = k ? NC_RESET_ZERO : NC_RESET_SUBTRACT;
+        break;
+    case NC_OPT_LOIHI_FIRE:
+        if ((k = choice("--loihi-fire", arg, fires, 2)) < 0)
+            return -1;
+        l->opts.compare = k ? NC_FIRE_GE : NC_FIRE_GT;
+        break;
+    case NC_OPT_LOIHI_DELAY:
+        if ((k = choice("--loihi-delay", arg, delays, 3)) < 0)
+            return -1;
+        l->opts.delay = delay_of[k];
+        break;
+    case NC_OPT_LOIHI_SPIKES:
+        if ((k = choice("--loihi-spikes", arg, spikes, 2)) < 0)
+            return -1;
+        l->opts.graded = k;
+        break;
+    case NC_OPT_LOIHI_MESSAGE_BITS:
+        if ((v = nc_cli_parse_long("--loihi-message-bits", arg, 1, 24)) < 0)
+            return -1;
+        l->opts.message_bits = (int)v;
+        break;
+    case NC_OPT_LOIHI_VTH:
+        if ((v = nc_cli_parse_long("--loihi-vth", arg, 1, NC_LOIHI_VTH_MAX)) < 0)
+            return -1;
+        l->opts.quant.vth_target = (int)v;
+        break;
+    case NC_OPT_LOIHI_INPUT_BITS:
+        if ((v = nc_cli_parse_long("--loihi-input-bits", arg, 0, 16)) < 0)
+            return -1;
+        l->opts.quant.input_frac_bits = (int)v;
+        break;
+    case NC_OPT_LOIHI_QUIET:
+        l->quiet = 1;
+        return 1;
+    default:
+        return 0;
+    }
+    l->given = 1;
+    return 1;
+}
+
+int nc_cli_loihi_setup(nc_engine *e, const nc_cli_loihi *l, int T, FILE *out)
+{
+    nc_error err = {0};
+    if (nc_engine_loihi_set_options(e, &l->opts, &err) != NC_OK)
+        return nc_cli_error(&err);
+    const nc_loihi_net *q = nc_engine_loihi_quantised(e);
+    if (!q || l->quiet)
+        return 0;
+    size_t size = 1 << 16;
+    char *buf = malloc(size);
+    if (!buf)
+        return 0;
+    fputs(nc_loihi_report_text(q, buf, size), out);
+    nc_loihi_hw_options hw = nc_loihi_hw_options_default();
+    hw.reset = l->opts.reset;
+    hw.graded = l->opts.graded;
+    nc_loihi_hw_report r;
+    if (nc_loihi_hw_check(q, &hw, &r, &err) == NC_OK)
+        fputs(nc_loihi_hw_text(q, &r, buf, size), out);
+    else
+        fprintf(out, "hardware check failed: %s\n", err.message);
+    nc_loihi_hw_report_clear(&r);
+    free(buf);
+    static const char *const delay_names[] = {"compensated", "off", "raw"};
+    fprintf(out, "Loihi run: reset %s, fire on %s, %s spikes, synaptic delay %s (%d delayed layers): latency %lld "
+                 "steps for T = %d\n",
+            l->opts.reset == NC_RESET_ZERO ? "to zero" : "by subtraction", l->opts.compare == NC_FIRE_GT ? ">" : ">=",
+            l->opts.graded ? "graded" : "binary", delay_names[l->opts.delay], q->max_depth,
+            (long long)nc_engine_loihi_latency(e, T), T);
+    if (l->opts.delay == NC_LOIHI_DELAY_RAW && T <= q->max_depth)
+        fprintf(out, "warning: with the raw delay the output hears the input only after %d steps: T = %d leaves it "
+                     "nothing\n", q->max_depth, T);
+    return 0;
+}
+
+void nc_cli_loihi_print_stats(const nc_engine *e, int T, FILE *out)
+{
+    const nc_loihi_net *q = nc_engine_loihi_quantised(e);
+    if (!q)
+        return;
+    fprintf(out, "Loihi counts (effective latency T + D = %lld steps per sample):\n",
+            (long long)nc_engine_loihi_latency(e, T));
+    fprintf(out, "  %-14s %-14s %14s %12s %12s %12s\n", "layer", "-> target", "spike msgs", "u wrapped",
+            "v saturated", "input clip");
+    for (int l = 0; l < q->n_layers; l++) {
+        nc_loihi_layer_stats s = nc_engine_loihi_layer_stats(e, l);
+        fprintf(out, "  %-14.14s %-14.14s %14lld %12lld %12lld %12lld\n", q->net->nodes[q->layers[l].node].name,
+                q->net->nodes[q->layers[l].target].name, (long long)s.spikes, (long long)s.u_wraps,
+                (long long)s.v_saturations, (long long)s.payload_clipped);
+    }
+}

@@ -1,0 +1,131 @@
+/* nc_train_backend.h — where the trainer's arithmetic runs (CPU or GPU).
+ *
+ * The trainer (sim/nc_train.c) walks the network, keeps the activations and
+ * calls these operations; a backend owns the memory they work on and the
+ * kernels.  "cpu" (sim/nc_train_backend_cpu.c) wraps nc_cpu_ops.h and
+ * nc_grad_ops.h; "gpu" (gpu/nc_gpu_train.cu) runs CUDA kernels and cuBLAS on
+ * device memory.  So one trainer serves both and their results can be
+ * compared operation by operation (tests/test_gpu_train.c).
+ *
+ * Every pointer given to an operation is one the backend allocated (device
+ * memory for "gpu"), except the `host` side of upload/download and the
+ * nc_window / nc_if_params structs themselves (plain host structs; the
+ * threshold they point to is backend memory).  Semantics, layouts and the
+ * "din overwritten, parameter gradients accumulated" rule are exactly those of
+ * nc_cpu_ops.h (forward) and nc_grad_ops.h (backward): a backend is correct
+ * when it agrees with them within float rounding.
+ *
+ * Errors: operations return nothing; a backend records the FIRST failure
+ * (an allocation, a CUDA launch, a cuBLAS call) with the call and the reason,
+ * skips further work, and reports it at the next sync().  alloc returns NULL
+ * on failure (also recorded). */
+#ifndef NC_TRAIN_BACKEND_H
+#define NC_TRAIN_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/nc_status.h"
+#include "nc_cpu_ops.h"
+#include "nc_surrogate.h"
+
+typedef struct nc_train_backend nc_train_backend;
+
+typedef struct nc_train_backend_ops {
+    const char *name; /* "cpu", "gpu" */
+    void (*destroy)(nc_train_backend *b);
+
+    /* ---- memory (floats; alloc returns zero-filled memory) ---- */
+    float *(*alloc)(nc_train_backend *b, size_t floats);
+    void (*release)(nc_train_backend *b, float *p); /* NULL is a no-op */
+    void (*zero)(nc_train_backend *b, float *p, size_t floats);
+    void (*copy)(nc_train_backend *b, float *dst, const float *src, size_t floats);
+    void (*upload)(nc_train_backend *b, float *dst, const float *host, size_t floats);
+    void (*download)(nc_train_backend *b, float *host, const float *src, size_t floats);
+    /* rows × len floats from src (row stride src_stride) to dst (dst_stride) */
+    void (*copy_rows)(nc_train_backend *b, float *dst, int64_t dst_stride, const float *src,
+                      int64_t src_stride, int64_t rows, int64_t len);
+
+    /* ---- element-wise helpers ---- */
+    void (*add)(nc_train_backend *b, int64_t n, const float *x, const float *y, float *out); /* x + y */
+    void (*sub)(nc_train_backend *b, int64_t n, const float *x, const float *y, float *out); /* x − y */
+    /* out[k] = (1/T)·Σ_t y[t·per + k], summed in double, k < per */
+    void (*mean_steps)(nc_train_backend *b, int T, int64_t per, const float *y, float *out);
+    /* out[t·per + k] = in[k]·scale for t < T (spreads dlogits over the steps) */
+    void (*broadcast_steps)(nc_train_backend *b, int T, int64_t per, const float *in, float scale, float *out);
+
+    /* ---- forward (nc_cpu_ops.h) ---- */
+    void (*conv2d)(nc_train_backend *b, const nc_window *g, int cout, int groups, int64_t rows, const float *in,
+                   const float *weight, const float *bias, float *out);
+    void (*dense)(nc_train_backend *b, int64_t rows, int fin, int fout, const float *in, const float *weight,
+                  const float *bias, float *out);
+    void (*avgpool)(nc_train_backend *b, const nc_window *g, int count_include_pad, int64_t rows, const float *in,
+                    float *out);
+    void (*maxpool)(nc_train_backend *b, const nc_window *g, int64_t rows, const float *in, float *out);
+    void (*global_avgpool)(nc_train_backend *b, int64_t rows, int c, int64_t hw, const float *in, float *out);
+    void (*affine)(nc_train_backend *b, int64_t rows, int c, int64_t inner, const float *scale, const float *shift,
+                   const float *in, float *out);
+    void (*relu)(nc_train_backend *b, int64_t n, const float *in, float *out);
+    void (*clip)(nc_train_backend *b, int64_t n, float lo, float hi, const float *in, float *out);
+    void (*qcfs)(nc_train_backend *b, int64_t rows, int c, int64_t inner, const float *lambda, int n_lambda,
+                 int levels, float shift, const float *in, float *out);
+    void (*if_forward_train)(nc_train_backend *b, const nc_if_params *p, int T, int64_t n, int c, int64_t inner,
+                             const float *in, float *out, float *m_saved);
+
+    /* ---- backward (nc_grad_ops.h) ---- */
+    void (*conv2d_backward)(nc_train_backend *b, const nc_window *g, int cout, int groups, int64_t rows,
+                            const float *in, const float *weight, const float *dout, float *din, float *dweight,
+                            float *dbias);
+    void (*dense_backward)(nc_train_backend *b, int64_t rows, int fin, int fout, const float *in,
+                           const float *weight, const float *dout, float *din, float *dweight, float *dbias);
+    void (*avgpool_backward)(nc_train_backend *b, const nc_window *g, int count_include_pad, int64_t rows,
+                             const float *dout, float *din);
+    void (*maxpool_backward)(nc_train_backend *b, const nc_window *g, int64_t rows, const float *in,
+                             const float *dout, float *din);
+    void (*global_avgpool_backward)(nc_train_backend *b, int64_t rows, int c, int64_t hw, const float *dout,
+                                    float *din);
+    void (*affine_backward)(nc_train_backend *b, int64_t rows, int c, int64_t inner, const float *scale,
+                            const float *in, const float *dout, float *din, float *dscale, float *dshift);
+    void (*relu_backward)(nc_train_backend *b, int64_t n, const float *in, const float *dout, float *din);
+    void (*clip_backward)(nc_train_backend *b, int64_t n, float lo, float hi, const float *in, const float *dout,
+                          float *din);
+    void (*qcfs_backward)(nc_train_backend *b, int64_t rows, int c, int64_t inner, const float *lambda,
+                          int n_lambda, int levels, float shift, const float *in, const float *dout, float *din,
+                          float *dlambda);
+    void (*if_backward)(nc_train_backend *b, const nc_if_params *p, nc_surrogate surrogate, float alpha, int T,
+                        int64_t n, int c, int64_t inner, const float *m_saved, const float *dout, float *din,
+                        float *dthreshold);
+
+    /* ---- optimiser: one step over `count` values, in place ----
+     * g = grad + weight_decay·value; then
+     *   SGD:  m = momentum·m + g;  value −= lr·m
+     *   Adam: m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·g²;
+     *         value −= lr·(m/c1) / (sqrt(v/c2) + ε)     (c1 = 1−β1^t, c2 = 1−β2^t)
+     * and finally value = max(value, min_value) when clamp is set (thresholds).
+     * Arithmetic in double per value, stored as float (as sim/nc_train.c). */
+    void (*sgd_step)(nc_train_backend *b, int64_t count, float *value, const float *grad, float *m, double lr,
+                     double momentum, double weight_decay, int clamp, float min_value);
+    void (*adam_step)(nc_train_backend *b, int64_t count, float *value, const float *grad, float *m, float *v,
+                      double lr, double beta1, double beta2, double epsilon, double c1, double c2,
+                      double weight_decay, int clamp, float min_value);
+
+    /* Waits for queued work; returns NC_OK or the first error recorded since
+     * the backend was made (naming the call and the reason), which stays. */
+    nc_status (*sync)(nc_train_backend *b, nc_error *err);
+} nc_train_backend_ops;
+
+struct nc_train_backend {
+    const nc_train_backend_ops *ops;
+    void *impl;
+};
+
+/* "cpu" or "gpu"; fails with a clear message when the GPU backend is not
+ * compiled in or no device is usable. */
+nc_status nc_train_backend_new(const char *name, nc_train_backend **out, nc_error *err);
+void nc_train_backend_free(nc_train_backend *b); /* NULL is a no-op */
+
+nc_status nc_train_backend_cpu_new(nc_train_backend **out, nc_error *err);
+/* Implemented in gpu/nc_gpu_train.cu; only present when NC_HAVE_CUDA. */
+nc_status nc_train_backend_gpu_new(nc_train_backend **out, nc_error *err);
+
+#endif

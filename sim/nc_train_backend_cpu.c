@@ -1,0 +1,365 @@
+/* nc_train_backend_cpu.c — the trainer's CPU backend: host memory and the
+ * kernels of nc_cpu_ops.h / nc_grad_ops.h, one call each (see
+ * nc_train_backend.h).  Also nc_train_backend_new, which picks a backend. */
+#include "nc_train_backend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nc_config.h"
+#include "nc_grad_ops.h"
+
+typedef struct cpu_backend {
+    float *work;        /* conv workspace, grown on demand */
+    size_t work_floats;
+    int failed;         /* first failure, kept for sync()  */
+    char why[256];
+} cpu_backend;
+
+static cpu_backend *cpu_of(nc_train_backend *b) { return b->impl; }
+
+static void cpu_fail(nc_train_backend *b, const char *what, size_t floats)
+{
+    cpu_backend *c = cpu_of(b);
+    if (c->failed)
+        return;
+    c->failed = 1;
+    snprintf(c->why, sizeof c->why, "%s: out of memory for %.1f MB", what, (double)floats * 4 / 1e6);
+}
+
+/* The conv workspace, at least `floats` long (NULL after a failure). */
+static float *cpu_work(nc_train_backend *b, size_t floats)
+{
+    cpu_backend *c = cpu_of(b);
+    if (floats > c->work_floats) {
+        float *grown = realloc(c->work, floats * sizeof(float));
+        if (!grown) {
+            cpu_fail(b, "conv workspace", floats);
+            return NULL;
+        }
+        c->work = grown;
+        c->work_floats = floats;
+    }
+    return c->work;
+}
+
+static void cpu_destroy(nc_train_backend *b)
+{
+    free(cpu_of(b)->work);
+    free(b->impl);
+    free(b);
+}
+
+static float *cpu_alloc(nc_train_backend *b, size_t floats)
+{
+    float *p = calloc(floats > 0 ? floats : 1, sizeof(float));
+    if (!p)
+        cpu_fail(b, "training buffer", floats);
+    return p;
+}
+
+static void cpu_release(nc_train_backend *b, float *p) { (void)b, free(p); }
+static void cpu_zero(nc_train_backend *b, float *p, size_t n) { (void)b, memset(p, 0, n * sizeof(float)); }
+
+static void cpu_copy(nc_train_backend *b, float *dst, const float *src, size_t n)
+{
+    (void)b;
+    if (dst != src)
+        memmove(dst, src, n * sizeof(float));
+}
+
+static void cpu_copy_rows(nc_train_backend *b, float *dst, int64_t dst_stride, const float *src, int64_t src_stride,
+                          int64_t rows, int64_t len)
+{
+    (void)b;
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(dst + r * dst_stride, src + r * src_stride, (size_t)len * sizeof(float));
+}
+
+static void cpu_add(nc_train_backend *b, int64_t n, const float *x, const float *y, float *out)
+{
+    (void)b;
+    nc_add(n, x, y, out);
+}
+
+static void cpu_sub(nc_train_backend *b, int64_t n, const float *x, const float *y, float *out)
+{
+    (void)b;
+    for (int64_t k = 0; k < n; k++)
+        out[k] = x[k] - y[k];
+}
+
+static void cpu_mean_steps(nc_train_backend *b, int T, int64_t per, const float *y, float *out)
+{
+    (void)b;
+    for (int64_t k = 0; k < per; k++) {
+        double sum = 0;
+        for (int t = 0; t < T; t++)
+            sum += y[t * per + k];
+        out[k] = (float)(sum / T);
+    }
+}
+
+static void cpu_broadcast_steps(nc_train_backend *b, int T, int64_t per, const float *in, float scale, float *out)
+{
+    (void)b;
+    for (int t = 0; t < T; t++)
+        for (int64_t k = 0; k < per; k++)
+            out[t * per + k] = in[k] * scale;
+}
+
+/* ---- forward ---- */
+
+static void cpu_conv2d(nc_train_backend *b, const nc_window *g, int cout, int groups, int64_t rows, const float *in,
+                       const float *weight, const float *bias, float *out)
+{
+    size_t need = nc_conv2d_work_floats(g, cout, groups, rows);
+    float *work = cpu_work(b, need);
+    if (work)
+        nc_conv2d(g, cout, groups, rows, in, weight, bias, out, work, cpu_of(b)->work_floats);
+}
+
+static void cpu_dense(nc_train_backend *b, int64_t rows, int fin, int fout, const float *in, const float *weight,
+                      const float *bias, float *out)
+{
+    (void)b;
+    nc_dense(rows, fin, fout, in, weight, bias, out);
+}
+
+static void cpu_avgpool(nc_train_backend *b, const nc_window *g, int cip, int64_t rows, const float *in, float *out)
+{
+    (void)b;
+    nc_avgpool(g, cip, rows, in, out);
+}
+
+static void cpu_maxpool(nc_train_backend *b, const nc_window *g, int64_t rows, const float *in, float *out)
+{
+    (void)b;
+    nc_maxpool(g, rows, in, out);
+}
+
+static void cpu_global_avgpool(nc_train_backend *b, int64_t rows, int c, int64_t hw, const float *in, float *out)
+{
+    (void)b;
+    nc_global_avgpool(rows, c, hw, in, out);
+}
+
+static void cpu_affine(nc_train_backend *b, int64_t rows, int c, int64_t inner, const float *scale,
+                       const float *shift, const float *in, float *out)
+{
+    (void)b;
+    nc_affine(rows, c, inner, scale, shift, in, out);
+}
+
+static void cpu_relu(nc_train_backend *b, int64_t n, const float *in, float *out) { (void)b, nc_relu(n, in, out); }
+
+static void cpu_clip(nc_train_backend *b, int64_t n, float lo, float hi, const float *in, float *out)
+{
+    (void)b;
+    nc_clip(n, lo, hi, in, out);
+}
+
+static void cpu_qcfs(nc_train_backend *b, int64_t rows, int c, int64_t inner, const float *lambda, int n_lambda,
+                     int levels, float shift, const float *in, float *out)
+{
+    (void)b;
+    nc_qcfs(rows, c, inner, lambda, n_lambda, levels, shift, in, out);
+}
+
+static void cpu_if_forward_train(nc_train_backend *b, const nc_if_params *p, int T, int64_t n, int c, int64_t inner,
+                                 const float *in, float *out, float *m_saved)
+{
+    (void)b;
+    nc_if_forward_train(p, T, n, c, inner, in, out, m_saved);
+}
+
+/* ---- backward ---- */
+
+static void cpu_conv2d_backward(nc_train_backend *b, const nc_window *g, int cout, int groups, int64_t rows,
+                                const float *in, const float *weight, const float *dout, float *din, float *dweight,
+                                float *dbias)
+{
+    size_t need = nc_conv2d_backward_work_floats(g, cout, groups, rows);
+    float *work = cpu_work(b, need);
+    if (work)
+        nc_conv2d_backward(g, cout, groups, rows, in, weight, dout, din, dweight, dbias, work,
+                           cpu_of(b)->work_floats);
+}
+
+static void cpu_dense_backward(nc_train_backend *b, int64_t rows, int fin, int fout, const float *in,
+                               const float *weight, const float *dout, float *din, float *dweight, float *dbias)
+{
+    (void)b;
+    nc_dense_backward(rows, fin, fout, in, weight, dout, din, dweight, dbias);
+}
+
+static void cpu_avgpool_backward(nc_train_backend *b, const nc_window *g, int cip, int64_t rows, const float *dout,
+                                 float *din)
+{
+    (void)b;
+    nc_avgpool_backward(g, cip, rows, dout, din);
+}
+
+static void cpu_maxpool_backward(nc_train_backend *b, const nc_window *g, int64_t rows, const float *in,
+                                 const float *dout, float *din)
+{
+    (void)b;
+    nc_maxpool_backward(g, rows, in, dout, din);
+}
+
+static void cpu_global_avgpool_backward(nc_train_backend *b, int64_t rows, int c, int64_t hw, const float *dout,
+                                        float *din)
+{
+    (void)b;
+    nc_global_avgpool_backward(rows, c, hw, dout, din);
+}
+
+static void cpu_affine_backward(nc_train_backend *b, int64_t rows, int c, int64_t inner, const float *scale,
+                                const float *in, const float *dout, float *din, float *dscale, float *dshift)
+{
+    (void)b;
+    nc_affine_backward(rows, c, inner, scale, in, dout, din, dscale, dshift);
+}
+
+static void cpu_relu_backward(nc_train_backend *b, int64_t n, const float *in, const float *dout, float *din)
+{
+    (void)b;
+    nc_relu_backward(n, in, dout, din);
+}
+
+static void cpu_clip_backward(nc_train_backend *b, int64_t n, float lo, float hi, const float *in, const float *dout,
+                              float *din)
+{
+    (void)b;
+    nc_clip_backward(n, lo, hi, in, dout, din);
+}
+
+static void cpu_qcfs_backward(nc_train_backend *b, int64_t rows, int c, int64_t inner, const float *lambda,
+                              int n_lambda, int levels, float shift, const float *in, const float *dout, float *din,
+                              float *dlambda)
+{
+    (void)b;
+    nc_qcfs_backward(rows, c, inner, lambda, n_lambda, levels, shift, in, dout, din, dlambda);
+}
+
+static void cpu_if_backward(nc_train_backend *b, const nc_if_params *p, nc_surrogate surrogate, float alpha, int T,
+                            int64_t n, int c, int64_t inner, const float *m_saved, const float *dout, float *din,
+                            float *dthreshold)
+{
+    (void)b;
+    nc_if_backward(p, surrogate, alpha, T, n, c, inner, m_saved, dout, din, dthreshold);
+}
+
+/* ---- optimiser ---- */
+
+static void cpu_sgd_step(nc_train_backend *b, int64_t count, float *value, const float *grad, float *m, double lr,
+                         double momentum, double weight_decay, int clamp, float min_value)
+{
+    (void)b;
+    for (int64_t j = 0; j < count; j++) {
+        double g = (double)grad[j] + weight_decay * value[j];
+        m[j] = (float)(momentum * m[j] + g);
+        value[j] -= (float)(lr * m[j]);
+        if (clamp && value[j] < min_value)
+            value[j] = min_value;
+    }
+}
+
+static void cpu_adam_step(nc_train_backend *b, int64_t count, float *value, const float *grad, float *m, float *v,
+                          double lr, double beta1, double beta2, double epsilon, double c1, double c2,
+                          double weight_decay, int clamp, float min_value)
+{
+    (void)b;
+    for (int64_t j = 0; j < count; j++) {
+        double g = (double)grad[j] + weight_decay * value[j];
+        m[j] = (float)(beta1 * m[j] + (1 - beta1) * g);
+        v[j] = (float)(beta2 * v[j] + (1 - beta2) * g * g);
+        value[j] -= (float)(lr * (m[j] / c1) / (sqrt(v[j] / c2) + epsilon));
+        if (clamp && value[j] < min_value)
+            value[j] = min_value;
+    }
+}
+
+static nc_status cpu_sync(nc_train_backend *b, nc_error *err)
+{
+    cpu_backend *c = cpu_of(b);
+    return c->failed ? nc_fail(err, NC_ERR_MEMORY, "CPU trainer: %s; use a smaller --batch", c->why) : NC_OK;
+}
+
+static const nc_train_backend_ops cpu_ops = {
+    .name = "cpu",
+    .destroy = cpu_destroy,
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .zero = cpu_zero,
+    .copy = cpu_copy,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .copy_rows = cpu_copy_rows,
+    .add = cpu_add,
+    .sub = cpu_sub,
+    .mean_steps = cpu_mean_steps,
+    .broadcast_steps = cpu_broadcast_steps,
+    .conv2d = cpu_conv2d,
+    .dense = cpu_dense,
+    .avgpool = cpu_avgpool,
+    .maxpool = cpu_maxpool,
+    .global_avgpool = cpu_global_avgpool,
+    .affine = cpu_affine,
+    .relu = cpu_relu,
+    .clip = cpu_clip,
+    .qcfs = cpu_qcfs,
+    .if_forward_train = cpu_if_forward_train,
+    .conv2d_backward = cpu_conv2d_backward,
+    .dense_backward = cpu_dense_backward,
+    .avgpool_backward = cpu_avgpool_backward,
+    .maxpool_backward = cpu_maxpool_backward,
+    .global_avgpool_backward = cpu_global_avgpool_backward,
+    .affine_backward = cpu_affine_backward,
+    .relu_backward = cpu_relu_backward,
+    .clip_backward = cpu_clip_backward,
+    .qcfs_backward = cpu_qcfs_backward,
+    .if_backward = cpu_if_backward,
+    .sgd_step = cpu_sgd_step,
+    .adam_step = cpu_adam_step,
+    .sync = cpu_sync,
+};
+
+nc_status nc_train_backend_cpu_new(nc_train_backend **out, nc_error *err)
+{
+    nc_train_backend *b = calloc(1, sizeof *b);
+    cpu_backend *c = calloc(1, sizeof *c);
+    if (!b || !c) {
+        free(b);
+        free(c);
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory");
+    }
+    b->ops = &cpu_ops;
+    b->impl = c;
+    *out = b;
+    return NC_OK;
+}
+
+nc_status nc_train_backend_new(const char *name, nc_train_backend **out, nc_error *err)
+{
+    *out = NULL;
+    if (!name || strcmp(name, "cpu") == 0)
+        return nc_train_backend_cpu_new(out, err);
+    if (strcmp(name, "gpu") == 0) {
+#if NC_HAVE_CUDA
+        return nc_train_backend_gpu_new(out, err);
+#else
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "this build has no CUDA support: fine-tune with --train-engine cpu, or rebuild with CUDA 13");
+#endif
+    }
+    return nc_fail(err, NC_ERR_ARGUMENT, "unknown training engine '%s' (cpu or gpu)", name);
+}
+
+void nc_train_backend_free(nc_train_backend *b)
+{
+    if (b)
+        b->ops->destroy(b);
+}

@@ -1,0 +1,81 @@
+#!/bin/bash
+# test_cli_finetune.sh — `neurocuda convert` with fine-tuning, end to end on
+# the bundled model and Fashion-MNIST: both stages run, every stage's accuracy
+# is printed, in the JSON line and in the project file; a bad option is named;
+# Ctrl-C in the middle of an epoch keeps the previous project file intact.
+# TAP output; argument: the neurocuda binary.
+set -u
+BIN=${1:?usage: test_cli_finetune.sh NEUROCUDA}
+SRC=${NC_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+MODEL=$SRC/assets/models/fmnist_cnn.onnx
+PREP=(--mean 0.2860 --std 0.3530)
+SMALL=(--calib-images 300 --limit 300 --train-images 512 --val-images 256 --eval-T 4 --batch 32)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; sed 's/^/# /' "$WORK/out" | tail -n 15; }
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+json() { grep '^{' "$WORK/out" | tail -n 1 | python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
+
+if [ ! -d /usr/share/datasets/fashion-mnist ]; then
+  skip "fine-tuning end to end" "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
+  echo "1..$n"
+  exit 0
+fi
+
+# 1. both stages, JSON with three stages and accuracies by step
+"$BIN" convert "$MODEL" -o "$WORK/ft.ncsnn" "${PREP[@]}" "${SMALL[@]}" --finetune-qcfs 1 --finetune-bptt 1 \
+  --train-T 4 --lr 1e-4 --surrogate atan --train-threshold --json >"$WORK/out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(json 'len(d["stages"])')" = 3 ] && [ "$(json 'len(d["stages"][2]["snn_accuracy_by_step"])')" = 4 ] \
+   && [ "$(json 'd["stages"][2]["snn_accuracy_by_step"][3] > 0.6')" = True ]; then
+  ok "convert --finetune-qcfs 1 --finetune-bptt 1: three stages measured"
+else
+  not_ok "convert with both fine-tuning stages (exit $rc)"
+fi
+if grep -q "QCFS epoch 1/1" "$WORK/out" && grep -q "BPTT epoch 1/1" "$WORK/out" && grep -q "BPTT fine-tuned" "$WORK/out"; then
+  ok "each stage prints its epochs and its accuracy row"
+else
+  not_ok "stage output"
+fi
+
+# 2. the project file keeps the stage accuracies
+"$BIN" info "$WORK/ft.ncsnn" --json >"$WORK/out" 2>&1
+if grep -q "bptt_finetuned_snn_accuracy_t4" "$WORK/out" && grep -q "qcfs_finetuned_qcfs_accuracy" "$WORK/out"; then
+  ok "project file stores each stage's accuracy"
+else
+  not_ok "stage accuracies in the project file"
+fi
+
+# 3. bad options are named
+"$BIN" convert "$MODEL" -o "$WORK/x.ncsnn" --finetune-bptt 1 --surrogate cosine >"$WORK/out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--surrogate" "$WORK/out"; then ok "unknown surrogate named"; else not_ok "bad --surrogate (exit $rc)"; fi
+"$BIN" convert "$MODEL" -o "$WORK/x.ncsnn" --finetune-bptt 1 --train-engine tpu >"$WORK/out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--train-engine" "$WORK/out"; then ok "unknown training engine named"; else not_ok "bad --train-engine (exit $rc)"; fi
+
+# 4. Ctrl-C mid-epoch: exit non-zero, the old project file is unchanged
+cp "$WORK/ft.ncsnn" "$WORK/keep.ncsnn"
+sum_before=$(sha256sum "$WORK/keep.ncsnn" | cut -d' ' -f1)
+"$BIN" convert "$MODEL" -o "$WORK/keep.ncsnn" "${PREP[@]}" --calib-images 300 --limit 300 --finetune-bptt 3 \
+  --train-images 20000 --val-images 256 --batch 32 >"$WORK/out" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q "BPTT fine-tuning" "$WORK/out" && break; sleep 0.1; done
+sleep 2
+kill -INT $pid
+wait $pid
+rc=$?
+sum_after=$(sha256sum "$WORK/keep.ncsnn" | cut -d' ' -f1)
+# 130 = the conventional exit code after SIGINT, set by the CLI itself (not a crash)
+if { [ $rc -eq 130 ] || { [ $rc -ne 0 ] && [ $rc -lt 128 ]; }; } && [ "$sum_before" = "$sum_after" ] \
+   && grep -qi "cancel" "$WORK/out"; then
+  ok "Ctrl-C mid-epoch stops cleanly and keeps the previous project file"
+else
+  not_ok "Ctrl-C during fine-tuning (exit $rc, file $( [ "$sum_before" = "$sum_after" ] && echo kept || echo changed))"
+fi
+
+echo "1..$n"
+[ $failed -eq 0 ]
