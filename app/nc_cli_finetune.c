@@ -13,6 +13,8 @@ const char nc_cli_finetune_help[] =
     "  --finetune-bptt N   N epochs of BPTT on the SNN over --train-T steps\n"
     "  --train-T N         BPTT steps (default 8)\n"
     "  --train-engine E    cpu | gpu: where the trainer runs (default: the --engine)\n"
+    "  --train-horizons L  BPTT loss averaged over the outputs after each of these step\n"
+    "                      counts, e.g. 4,8 (default: T only)\n"
     "  --lr X              learning rate (default 1e-4 Adam, 1e-3 SGD), cosine-annealed\n"
     "  --optimizer O       adam (default) | sgd (momentum 0.9)\n"
     "  --weight-decay X    on conv/dense weights (default 0)\n"
@@ -104,6 +106,22 @@ int nc_cli_finetune_option(nc_pipeline_options *o, nc_cli_finetune *f, int opt, 
         }
         t->engine = arg;
         return 1;
+    case NC_OPT_HORIZONS: {
+        float values[8];
+        int n = nc_parse_float_list(arg, values, 8);
+        for (int k = 0; k < n; k++) {
+            if (values[k] < 1 || values[k] > 4096 || values[k] != (float)(int)values[k])
+                n = -1;
+            else
+                t->horizons[k] = (int)values[k];
+        }
+        if (n < 1) {
+            fprintf(stderr, "neurocuda: --train-horizons needs 1 to 8 step counts like 4,8, got '%s'\n", arg);
+            return -1;
+        }
+        t->n_horizons = n;
+        return 1;
+    }
     case NC_OPT_TRAIN_IMAGES:
         rc = parse_long_into("--train-images", arg, 1, 1L << 30, &v);
         t->train_count = v;

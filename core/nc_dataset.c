@@ -9,6 +9,9 @@
 #include "nc_dataset.h"
 
 #include <hdf5.h>
+
+#include "nc_file.h"
+#include "nc_h5util.h"
 #include <zlib.h>
 
 #include <ctype.h>
@@ -21,7 +24,6 @@
 #include <unistd.h>
 
 #define MAX_LABEL 1000                            /* labels must lie in [0, MAX_LABEL) */
-#define MAX_DATASET_BYTES ((size_t)16 << 30)      /* refuse datasets above 16 GiB of floats */
 #define NPY_MAX_HEADER (1 << 20)                  /* a real header is ~128 bytes */
 #define IO_CHUNK (256 * 1024)
 #define MISSING_HINT "install Debian's dataset-fashion-mnist or pass --data PATH"
@@ -79,9 +81,10 @@ static nc_status float_bytes(int64_t count, int64_t per_item, const char *path, 
     if (count < 0 || per_item < 0 || nc_mul_size((size_t)count, (size_t)per_item, &n) ||
         nc_mul_size(n, sizeof(float), out))
         return nc_fail(err, NC_ERR_FORMAT, "%s: declared size overflows", path);
-    if (*out > MAX_DATASET_BYTES)
-        return nc_fail(err, NC_ERR_MEMORY, "%s: %lld samples would need %zu bytes (limit %zu); use --limit",
-                       path, (long long)count, *out, MAX_DATASET_BYTES);
+    if (*out > nc_memory_budget())
+        return nc_fail(err, NC_ERR_MEMORY, "%s: %lld samples would need %zu bytes, more than the memory budget "
+                       "(%zu bytes); use --limit, or raise NC_MEMORY_BUDGET", path, (long long)count, *out,
+                       nc_memory_budget());
     return NC_OK;
 }
 
@@ -228,17 +231,23 @@ static nc_status gz_read_exact(gzFile gz, const char *path, void *buf, size_t si
     return NC_OK;
 }
 
-/* Counts the data bytes from the current position to the end of the stream,
- * so a lying header is caught before anything big is allocated. */
-static nc_status gz_count_rest(gzFile gz, const char *path, size_t *out, nc_error *err)
+/* Counts the data bytes from the current position to the end of the stream
+ * (stopping once past `max`: a gzip bomb is not inflated to the end), so a
+ * lying header is caught before anything big is allocated. */
+static nc_status gz_count_rest(gzFile gz, const char *path, size_t max, size_t *out, nc_error *err)
 {
     uint8_t *scratch = malloc(IO_CHUNK);
     if (!scratch)
         return nc_fail(err, NC_ERR_MEMORY, "%s: out of memory", path);
     size_t total = 0;
     int got;
-    while ((got = gzread(gz, scratch, IO_CHUNK)) > 0)
+    while (total <= max && (got = gzread(gz, scratch, IO_CHUNK)) > 0)
         total += (size_t)got;
+    if (total > max) {
+        free(scratch);
+        *out = total;
+        return NC_OK;
+    }
     free(scratch);
     int zerr = Z_OK;
     const char *msg = zlib_reason(gz, path, &zerr);
@@ -286,14 +295,19 @@ static nc_status idx_open(idx_file *f, const char *path, int want_ndim, nc_error
     f->gz = gzopen(path, "rb");
     if (!f->gz)
         return nc_fail(err, NC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t real = 0;
+    size_t real = 0, bytes;
     nc_status st = idx_parse_header(f, want_ndim, err);
+    if (!st) /* the floats the declared data becomes, against the budget */
+        st = float_bytes((int64_t)(f->payload > (size_t)INT64_MAX ? INT64_MAX : f->payload), 1, path, &bytes, err);
     if (!st)
-        st = gz_count_rest(f->gz, path, &real, err);
+        st = gz_count_rest(f->gz, path, f->payload, &real, err);
     if (st)
         return st;
     if (real != f->payload) {
         size_t per = f->dims[0] ? f->payload / (size_t)f->dims[0] : 0;
+        if (real > f->payload)
+            return nc_fail(err, NC_ERR_FORMAT, "%s: header declares %lld items (%zu bytes) but the file holds more "
+                           "data; the file is corrupt or the header wrong", path, (long long)f->dims[0], f->payload);
         return nc_fail(err, NC_ERR_FORMAT, "%s: header declares %lld items (%zu bytes) but the file holds "
                        "%zu bytes (%zu items); the file is truncated or corrupt", path,
                        (long long)f->dims[0], f->payload, real, per ? real / per : 0);
@@ -662,7 +676,9 @@ static nc_status npy_write_data(FILE *fp, const char *path, const nc_tensor *t, 
         }
     if (fflush(fp) != 0)
         ok = 0;
-    return ok ? NC_OK : nc_fail(err, NC_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    return ok ? NC_OK
+              : nc_fail(err, NC_ERR_IO, "%s: write failed: %s; the old file (if any) is left as it was", path,
+                        strerror(errno));
 }
 
 nc_status nc_npy_write(const char *path, const nc_tensor *t, nc_error *err)
@@ -683,9 +699,11 @@ nc_status nc_npy_write(const char *path, const nc_tensor *t, nc_error *err)
     }
     nc_status st = npy_write_data(fp, path, t, err);
     if (fclose(fp) != 0 && !st)
-        st = nc_fail(err, NC_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-    if (!st && rename(tmp, path) != 0)
-        st = nc_fail(err, NC_ERR_IO, "%s: cannot rename the temporary file: %s", path, strerror(errno));
+        st = nc_fail(err, NC_ERR_IO, "%s: write failed: %s; the old file (if any) is left as it was", path,
+                     strerror(errno));
+    if (!st && nc_file_commit(tmp, path) != 0) /* fsync, rename, fsync the folder */
+        st = nc_fail(err, NC_ERR_IO, "%s: cannot replace the file: %s; the old file (if any) is left as it was",
+                     path, strerror(errno));
     if (st)
         unlink(tmp);
     return st;
@@ -785,18 +803,10 @@ static nc_status load_npy(nc_dataset *ds, const char *path, int64_t limit, int *
 
 /* --------------------------------------------------------------- HDF5 -- */
 
-/* The innermost HDF5 error description, for messages. */
-static herr_t h5_first_error(unsigned n, const H5E_error2_t *e, void *user)
-{
-    if (n == 0 && e->desc)
-        snprintf(user, 256, "%s", e->desc);
-    return 0;
-}
-
+/* The innermost HDF5 error description, on one line, for messages. */
 static const char *h5_reason(char *buf)
 {
-    buf[0] = '\0';
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, h5_first_error, buf);
+    nc_h5_error_text(buf, 256);
     return buf[0] ? buf : "unknown HDF5 error";
 }
 
@@ -877,12 +887,26 @@ static nc_status h5_numeric(hid_t d, const char *path, const char *name, int *is
 {
     hid_t type = H5Dget_type(d);
     H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+    int ok = nc_h5_numeric_type_ok(type);
     *is_u8 = cls == H5T_INTEGER && H5Tget_size(type) == 1 && H5Tget_sign(type) == H5T_SGN_NONE;
     if (type >= 0)
         H5Tclose(type);
-    if (cls != H5T_INTEGER && cls != H5T_FLOAT)
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: '%s' is not a numeric dataset", path, name);
+    if (!ok)
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: '%s' is not a numeric dataset (integers or floats of 1 to 8 "
+                       "bytes)", path, name);
     return NC_OK;
+}
+
+/* The declared extent against the bytes the file stores (before allocating). */
+static nc_status h5_stored(hid_t d, const char *path, const char *name, int ndim, const int64_t *dims, nc_error *err)
+{
+    int64_t numel = nc_shape_numel(ndim, dims);
+    if (numel < 0)
+        return nc_fail(err, NC_ERR_FORMAT, "%s: '%s' declares a size that overflows", path, name);
+    nc_status st = nc_h5_check_stored(d, name, numel, err);
+    if (st)
+        nc_error_prefix(err, "%s", path);
+    return st;
 }
 
 static nc_status h5_labels(nc_dataset *ds, hid_t dy, const char *path, int64_t n_images, nc_error *err)
@@ -896,6 +920,8 @@ static nc_status h5_labels(nc_dataset *ds, hid_t dy, const char *path, int64_t n
         st = h5_numeric(dy, path, "y", &is_u8, err);
     if (!st)
         st = check_counts(path, n_images, "its 'y'", dims[0], err);
+    if (!st)
+        st = h5_stored(dy, path, "y", ndim, dims, err);
     double *values = st ? NULL : malloc((size_t)(ds->count ? ds->count : 1) * sizeof *values);
     if (!st && !values)
         st = nc_fail(err, NC_ERR_MEMORY, "%s: out of memory", path);
@@ -917,6 +943,8 @@ static nc_status h5_images(nc_dataset *ds, hid_t dx, const char *path, int64_t l
         st = image_shape(path, ndim, dims, &C, &H, &W, err);
     if (!st)
         st = h5_numeric(dx, path, "x", is_u8, err);
+    if (!st)
+        st = h5_stored(dx, path, "x", ndim, dims, err);
     if (!st)
         st = alloc_dataset(ds, apply_limit(dims[0], limit), C, H, W, err);
     if (!st)

@@ -1,9 +1,12 @@
 /* nc_h5util.c — small HDF5 helpers (see nc_h5util.h for the rules). */
 #include "nc_h5util.h"
 
+#include "nc_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +38,22 @@ const char *nc_h5_error_text(char *buf, size_t size)
         buf[0] = 0;
     /* Upward = from the most specific error towards the API call. */
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_first, &s);
+    /* libhdf5's I/O errors read "file write failed: time = ...\n, filename =
+     * ..., errno = 27, error message = 'File too large', buf = 0x...": keep
+     * "file write failed: File too large", on one line. */
+    const char *msg = strstr(buf, "error message = '");
+    const char *colon = strchr(buf, ':');
+    if (msg && colon && colon < msg) {
+        char reason[256];
+        const char *start = msg + strlen("error message = '");
+        const char *end = strchr(start, '\'');
+        snprintf(reason, sizeof reason, "%.*s: %.*s", (int)(colon - buf), buf,
+                 (int)(end ? end - start : (ptrdiff_t)strlen(start)), start);
+        snprintf(buf, size, "%s", reason);
+    }
+    for (char *p = buf; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
     return buf;
 }
 
@@ -153,36 +172,24 @@ void nc_h5_discard(nc_h5_writer *w)
     w->tmp[0] = 0;
 }
 
-static int fsync_path(const char *path, int flags)
-{
-    int fd = open(path, flags);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 nc_status nc_h5_commit(nc_h5_writer *w, nc_error *err)
 {
     char why[256];
     if (H5Fclose(w->file) < 0) {
         w->file = H5I_INVALID_HID;
-        nc_fail(err, NC_ERR_IO, "cannot finish writing '%s': %s", w->path, nc_h5_error_text(why, sizeof why));
+        nc_fail(err, NC_ERR_IO, "cannot finish writing '%s': %s; the old file (if any) is left as it was", w->path,
+                nc_h5_error_text(why, sizeof why));
         nc_h5_discard(w);
         return NC_ERR_IO;
     }
     w->file = H5I_INVALID_HID;
-    /* The data must be on disk before the rename makes it the real file. */
-    if (fsync_path(w->tmp, O_RDONLY) != 0 || rename(w->tmp, w->path) != 0) {
-        nc_fail(err, NC_ERR_IO, "cannot write '%s': %s", w->path, strerror(errno));
+    if (nc_file_commit(w->tmp, w->path) != 0) { /* fsync, rename, fsync the folder */
+        nc_fail(err, NC_ERR_IO, "cannot write '%s': %s; the old file (if any) is left as it was", w->path,
+                strerror(errno));
         nc_h5_discard(w);
         return NC_ERR_IO;
     }
     w->tmp[0] = 0;
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", w->path);
-    fsync_path(dirname(dir), O_RDONLY | O_DIRECTORY); /* best effort: makes the rename durable */
     return NC_OK;
 }
 
@@ -540,15 +547,13 @@ nc_status nc_h5_read_shape(hid_t loc, const char *name, int max_ndim, int *ndim,
     return st;
 }
 
-/* Refuses sizes the file cannot hold: a declared size far beyond the bytes
- * stored is a corrupt or hostile file, and must not make us allocate it. */
-static nc_status check_storage(hid_t dset, hid_t ftype, const char *name, int64_t numel, size_t mem_elem,
-                               nc_error *err)
+nc_status nc_h5_check_stored(hid_t dset, const char *name, int64_t numel, nc_error *err)
 {
-    size_t bytes, file_bytes;
-    size_t fsize = H5Tget_size(ftype);
-    if (fsize == 0 || nc_mul_size((size_t)numel, mem_elem, &bytes) != 0 ||
-        nc_mul_size((size_t)numel, fsize, &file_bytes) != 0)
+    size_t file_bytes;
+    hid_t ftype = H5Dget_type(dset);
+    size_t fsize = ftype >= 0 ? H5Tget_size(ftype) : 0;
+    nc_h5_close(&ftype);
+    if (fsize == 0 || numel < 0 || nc_mul_size((size_t)numel, fsize, &file_bytes) != 0)
         return nc_fail(err, NC_ERR_FORMAT, "dataset '%s' is too large (%lld values)", name, (long long)numel);
     hid_t dcpl = H5Dget_create_plist(dset);
     H5D_layout_t layout = dcpl < 0 ? H5D_LAYOUT_ERROR : H5Pget_layout(dcpl);
@@ -559,6 +564,26 @@ static nc_status check_storage(hid_t dset, hid_t ftype, const char *name, int64_
                       (!plain && file_bytes > (1u << 20) && (double)stored * 1100.0 < (double)file_bytes)))
         return nc_fail(err, NC_ERR_FORMAT, "dataset '%s' declares %zu bytes but the file stores %llu (truncated?)",
                        name, file_bytes, (unsigned long long)stored);
+    return NC_OK;
+}
+
+int nc_h5_numeric_type_ok(hid_t type)
+{
+    H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+    size_t size = type >= 0 ? H5Tget_size(type) : 0;
+    return (cls == H5T_INTEGER || cls == H5T_FLOAT) && (size == 1 || size == 2 || size == 4 || size == 8);
+}
+
+/* Refuses sizes the file cannot hold: a declared size far beyond the bytes
+ * stored is a corrupt or hostile file, and must not make us allocate it. */
+static nc_status check_storage(hid_t dset, const char *name, int64_t numel, size_t mem_elem, nc_error *err)
+{
+    size_t bytes;
+    if (nc_mul_size((size_t)numel, mem_elem, &bytes) != 0)
+        return nc_fail(err, NC_ERR_FORMAT, "dataset '%s' is too large (%lld values)", name, (long long)numel);
+    nc_status st = nc_h5_check_stored(dset, name, numel, err);
+    if (st != NC_OK)
+        return st;
     char what[300];
     snprintf(what, sizeof what, "dataset '%s'", name);
     return nc_budget_check(bytes, what, err);
@@ -574,9 +599,8 @@ static nc_status read_numeric(hid_t loc, const char *name, hid_t mem_type, size_
     nc_status st = open_dataset(loc, name, &dset, err);
     if (st == NC_OK) {
         ftype = H5Dget_type(dset);
-        H5T_class_t cls = ftype < 0 ? H5T_NO_CLASS : H5Tget_class(ftype);
-        if (cls != H5T_INTEGER && cls != H5T_FLOAT)
-            st = nc_fail(err, NC_ERR_FORMAT, "dataset '%s' is not numeric", name);
+        if (!nc_h5_numeric_type_ok(ftype))
+            st = nc_fail(err, NC_ERR_FORMAT, "dataset '%s' is not numeric (integers or floats of 1 to 8 bytes)", name);
     }
     if (st == NC_OK) {
         space = H5Dget_space(dset);
@@ -584,7 +608,7 @@ static nc_status read_numeric(hid_t loc, const char *name, hid_t mem_type, size_
                        : space_dims(space, name, max_ndim, &nd, dims, &numel, err);
     }
     if (st == NC_OK)
-        st = check_storage(dset, ftype, name, numel, elem, err);
+        st = check_storage(dset, name, numel, elem, err);
     if (st == NC_OK && !(*data = malloc(numel > 0 ? (size_t)numel * elem : 1)))
         st = nc_fail(err, NC_ERR_MEMORY, "out of memory for dataset '%s'", name);
     if (st == NC_OK && numel > 0 && H5Dread(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, *data) < 0)
@@ -727,7 +751,7 @@ static nc_status read_strings(hid_t loc, const char *name, int allow_vlen, int64
                                     : space_dims(space, name, 1, &nd, dims, &numel, err);
     }
     if (st == NC_OK && numel > 0) /* the declared count against the bytes stored and the budget */
-        st = check_storage(dset, ftype, name, numel, H5Tget_size(ftype) ? H5Tget_size(ftype) : 1, err);
+        st = check_storage(dset, name, numel, H5Tget_size(ftype) ? H5Tget_size(ftype) : 1, err);
     if (st == NC_OK && numel == 0 && !(*texts = calloc(1, sizeof(char *))))
         st = nc_fail(err, NC_ERR_MEMORY, "out of memory for '%s'", name);
     else if (st == NC_OK && numel > 0)
@@ -820,9 +844,8 @@ static nc_status attr_numeric(hid_t obj, const char *name, hid_t mem_type, int m
     nc_status st = open_attr(obj, name, max, &attr, &ftype, &space, &numel, err);
     if (st != NC_OK)
         return st;
-    H5T_class_t cls = H5Tget_class(ftype);
-    if (cls != H5T_INTEGER && cls != H5T_FLOAT)
-        st = nc_fail(err, NC_ERR_FORMAT, "attribute '%s' is not numeric", name);
+    if (!nc_h5_numeric_type_ok(ftype))
+        st = nc_fail(err, NC_ERR_FORMAT, "attribute '%s' is not numeric (integers or floats of 1 to 8 bytes)", name);
     else if (numel > 0 && H5Aread(attr, mem_type, values) < 0)
         st = read_fail(err, "attribute", name, "cannot be read");
     if (st == NC_OK && n)

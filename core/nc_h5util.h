@@ -125,6 +125,15 @@ nc_status nc_h5_group_open(hid_t loc, const char *name, hid_t *out, nc_error *er
 /* Number of links in a group (for iterating "000000", "000001", ...). */
 nc_status nc_h5_group_size(hid_t group, int64_t *count, nc_error *err);
 
+/* For readers that read a dataset themselves: NC_OK when an open dataset
+ * declaring numel elements really stores their bytes (contiguous or compact:
+ * all of them; chunked: within what compression can explain), else
+ * NC_ERR_FORMAT naming `name`.  Check the memory budget separately. */
+nc_status nc_h5_check_stored(hid_t dset, const char *name, int64_t numel, nc_error *err);
+/* 1 for an integer or float type of 1, 2, 4 or 8 bytes (what the numeric
+ * readers convert), else 0. */
+int nc_h5_numeric_type_ok(hid_t type);
+
 /* The shape of a dataset (at most max_ndim dims). */
 nc_status nc_h5_read_shape(hid_t loc, const char *name, int max_ndim, int *ndim, int64_t *shape,
                            nc_error *err);

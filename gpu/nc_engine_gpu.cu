@@ -24,6 +24,64 @@
 #include <string>
 #include <vector>
 
+// ---- fault injection (NC_GPU_FAULT, see nc_gpu.h) -------------------------------
+
+namespace {
+
+struct fault_plan {
+    long oom_at = 0, launch_at = 0; // 0 = never
+    bool oom_after = false;         // "oom:N+": the N-th allocation and every later one
+    long allocs = 0, launches = 0;
+    std::string text;               // the NC_GPU_FAULT the counts belong to
+};
+
+// The plan of NC_GPU_FAULT ("oom:N", "launch:N" or both, comma-separated);
+// counting starts again whenever the variable changes (tests set it per case).
+fault_plan &faults()
+{
+    static fault_plan f;
+    const char *env = getenv("NC_GPU_FAULT");
+    std::string text = env ? env : "";
+    if (text != f.text) {
+        f = fault_plan();
+        f.text = text;
+        for (size_t at = 0; at < text.size();) {
+            size_t end = text.find(',', at);
+            std::string item = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+            if (item.compare(0, 4, "oom:") == 0) {
+                char *end = nullptr;
+                f.oom_at = strtol(item.c_str() + 4, &end, 10);
+                f.oom_after = end && *end == '+';
+            }
+            else if (item.compare(0, 7, "launch:") == 0)
+                f.launch_at = strtol(item.c_str() + 7, nullptr, 10);
+            at = end == std::string::npos ? text.size() : end + 1;
+        }
+    }
+    return f;
+}
+
+} // namespace
+
+cudaError_t nc_gpu_fault_malloc(void **p, size_t bytes)
+{
+    fault_plan &f = faults();
+    ++f.allocs;
+    if (f.oom_at > 0 && (f.allocs == f.oom_at || (f.oom_after && f.allocs > f.oom_at))) {
+        *p = nullptr;
+        return cudaErrorMemoryAllocation;
+    }
+    return cudaMalloc(p, bytes);
+}
+
+cudaError_t nc_gpu_fault_launch(cudaError_t e)
+{
+    fault_plan &f = faults();
+    if (e == cudaSuccess && f.launch_at > 0 && ++f.launches == f.launch_at)
+        return cudaErrorLaunchFailure;
+    return e;
+}
+
 namespace {
 
 // ---- state ---------------------------------------------------------------------
@@ -132,7 +190,7 @@ cudaError_t pool_get(gpu_state *st, size_t bytes, void **out)
     }
     if (best < 0) {
         void *p = nullptr;
-        cudaError_t e = cudaMalloc(&p, bytes);
+        cudaError_t e = nc_gpu_fault_malloc(&p, bytes);
         if (e == cudaErrorMemoryAllocation) {
             (void)cudaGetLastError();
             size_t kept = 0; // free what this pass does not hold, then retry
@@ -143,7 +201,7 @@ cudaError_t pool_get(gpu_state *st, size_t bytes, void **out)
                     st->pool[kept++] = st->pool[k];
             }
             st->pool.resize(kept);
-            e = cudaMalloc(&p, bytes);
+            e = nc_gpu_fault_malloc(&p, bytes);
         }
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
@@ -203,6 +261,7 @@ int64_t numel_of(const grun *r, int i) { return r->st->nodes[i].numel; }
 
 nc_status launch_check(grun *r, const char *what, cudaError_t e)
 {
+    e = nc_gpu_fault_launch(e);
     return e == cudaSuccess ? NC_OK : nc_gpu_fail_cuda(r->err, r->where, what, e);
 }
 
@@ -348,7 +407,7 @@ int spike_operand(const grun *r, int i, const gval *in)
 
 nc_status cuda_alloc(grun *r, size_t bytes, void **p, const char *what)
 {
-    cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
+    cudaError_t e = nc_gpu_fault_malloc(p, bytes ? bytes : 1);
     if (e != cudaSuccess)
         return oom(r, bytes, 1, (int64_t)bytes, what, e);
     return NC_OK;
@@ -1361,7 +1420,9 @@ nc_status upload(std::vector<void *> &params, const float *host, size_t n, float
     void *p = nullptr;
     char where[NC_NAME_MAX + 64];
     snprintf(where, sizeof where, "gpu engine, loading node '%s'", node->name);
-    NC_CUDA_TRY(err, where, cudaMalloc(&p, (n ? n : 1) * sizeof(float)));
+    cudaError_t e = nc_gpu_fault_malloc(&p, (n ? n : 1) * sizeof(float));
+    if (e != cudaSuccess)
+        return nc_gpu_fail_cuda(err, where, "cudaMalloc (parameters)", e);
     params.push_back(p);
     NC_CUDA_TRY(err, where, cudaMemcpy(p, host, n * sizeof(float), cudaMemcpyHostToDevice));
     *out = (float *)p;

@@ -46,7 +46,18 @@
  * edges, which the CPU engine runs step by step.
  *
  * Like the CPU engine, the GPU engine copies what it needs of the net at
- * load (weights, thresholds): load again after changing the net. */
+ * load (weights, thresholds): load again after changing the net.
+ *
+ * Faults: an out-of-memory or a failed launch ends the load or the pass with
+ * NC_ERR_MEMORY / NC_ERR_DEVICE and a message naming the node; the pass's
+ * device buffers are freed, so the engine (or, after a sticky CUDA error, at
+ * least the host: free the engine and use the CPU one) stays usable.  For
+ * tests, the environment variable NC_GPU_FAULT injects them: "oom:N" makes
+ * the N-th device allocation fail with cudaErrorMemoryAllocation ("oom:N+":
+ * that one and every later one, a full device),
+ * "launch:N" the N-th checked kernel launch with cudaErrorLaunchFailure
+ * (both may be given, comma-separated; N counts from 1, and the counts start
+ * again whenever the variable's value changes). */
 #ifndef NC_GPU_H
 #define NC_GPU_H
 

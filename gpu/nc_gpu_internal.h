@@ -25,6 +25,13 @@ typedef __nv_bfloat16 nc_bf16;
 nc_status nc_gpu_fail_cuda(nc_error *err, const char *where, const char *call, cudaError_t e);
 nc_status nc_gpu_fail_cublas(nc_error *err, const char *where, const char *call, cublasStatus_t s);
 
+// Fault injection, for tests only (nc_engine_gpu.cu; see nc_gpu.h): every
+// device allocation of the engine goes through nc_gpu_fault_malloc and every
+// checked kernel launch through nc_gpu_fault_launch.  Without NC_GPU_FAULT
+// they are cudaMalloc and the identity.
+cudaError_t nc_gpu_fault_malloc(void **p, size_t bytes);
+cudaError_t nc_gpu_fault_launch(cudaError_t e);
+
 #define NC_CUDA_TRY(err, where, call)                                                         \
     do {                                                                                      \
         cudaError_t nc_e_ = (call);                                                           \

@@ -78,6 +78,8 @@ static int64_t decay(int64_t x, int d)
 static int64_t wrap24(int64_t u)
 {
     const int64_t span = (int64_t)1 << 24, half = (int64_t)1 << 23;
+    if (u > -half && u <= half)
+        return u;
     int64_t r = (u + half - 1) % span;
     if (r < 0)
         r += span;
@@ -404,6 +406,25 @@ static nc_status run_pool(run_ctx *c, int i, lvalue *out)
 
 /* ---- synapses --------------------------------------------------------------------- */
 
+/* acc[0..n) += p·w[0..n), eight lanes at a time (GCC/Clang vector
+ * extensions: AVX2 with -march=native, SSE2 pairs otherwise). */
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+static inline void madd_row(int32_t *restrict acc, const int32_t *restrict w, int32_t p, int64_t n)
+{
+    int64_t k = 0;
+    v8i pv = {p, p, p, p, p, p, p, p};
+    for (; k + 8 <= n; k += 8) {
+        v8i a, b;
+        memcpy(&a, acc + k, sizeof a);
+        memcpy(&b, w + k, sizeof b);
+        a += p == 1 ? b : b * pv;
+        memcpy(acc + k, &a, sizeof a);
+    }
+    for (; k < n; k++)
+        acc[k] += p * w[k];
+}
+
 typedef struct syn_job {
     const nc_node *node;
     const nc_window *g;
@@ -413,6 +434,8 @@ typedef struct syn_job {
     int64_t in_row, out_row;
     int32_t *work;        /* per slot: OH·OW·Cout ints (conv) */
     int64_t work_ints;
+    const int *oy_of;     /* conv: [H][KH] output row of input row y, tap ky, or −1 */
+    const int *ox_of;     /* conv: [W][KW]                                          */
 } syn_job;
 
 /* Event-driven conv of rows [r0, r1): each non-zero input adds its value
@@ -437,27 +460,15 @@ static void conv_rows(void *ctx, int64_t r0, int64_t r1, int slot)
                     if (!p)
                         continue;
                     for (int ky = 0; ky < kh; ky++) {
-                        int ty = y + g->pad[0] - ky * g->dilation[0];
-                        if (ty < 0 || ty % g->stride[0])
-                            continue;
-                        int oy = ty / g->stride[0];
-                        if (oy >= g->oh)
+                        int oy = j->oy_of[y * kh + ky];
+                        if (oy < 0)
                             continue;
                         for (int kx = 0; kx < kw; kx++) {
-                            int tx = x + g->pad[1] - kx * g->dilation[1];
-                            if (tx < 0 || tx % g->stride[1])
+                            int ox = j->ox_of[x * kw + kx];
+                            if (ox < 0)
                                 continue;
-                            int ox = tx / g->stride[1];
-                            if (ox >= g->ow)
-                                continue;
-                            const int32_t *w = j->wt + (((int64_t)ci * kh + ky) * kw + kx) * cout_g;
-                            int32_t *acc = work + ((int64_t)oy * g->ow + ox) * cout + co0;
-                            if (p == 1)
-                                for (int co = 0; co < cout_g; co++)
-                                    acc[co] += w[co];
-                            else
-                                for (int co = 0; co < cout_g; co++)
-                                    acc[co] += p * w[co];
+                            madd_row(work + ((int64_t)oy * g->ow + ox) * cout + co0,
+                                     j->wt + (((int64_t)ci * kh + ky) * kw + kx) * cout_g, p, cout_g);
                         }
                     }
                 }
@@ -482,13 +493,7 @@ static void dense_rows(void *ctx, int64_t r0, int64_t r1, int slot)
             int32_t p = in[k];
             if (!p)
                 continue;
-            const int32_t *w = j->wt + k * fout;
-            if (p == 1)
-                for (int64_t o = 0; o < fout; o++)
-                    out[o] += w[o];
-            else
-                for (int64_t o = 0; o < fout; o++)
-                    out[o] += p * w[o];
+            madd_row(out, j->wt + k * fout, p, fout);
         }
     }
 }
@@ -527,12 +532,27 @@ static nc_status run_weighted(run_ctx *c, int i, lvalue *out)
     int64_t cost = rows * (int64_t)nc_node_macs(c->net, i) / 16;
     int threads = par_threads(c->threads, rows, cost);
     if (n->kind == NC_NODE_CONV2D) {
-        j.work_ints = (int64_t)c->st->win[i].oh * c->st->win[i].ow * n->shape[0];
+        const nc_window *g = &c->st->win[i];
+        j.work_ints = (int64_t)g->oh * g->ow * n->shape[0];
         j.work = malloc((size_t)(j.work_ints * threads) * sizeof *j.work);
-        if (!j.work)
+        int *oy_of = malloc((size_t)(g->h * g->kernel[0] + g->w * g->kernel[1]) * sizeof *oy_of);
+        if (!j.work || !oy_of) {
+            free(j.work), free(oy_of);
             return node_fail(c, i, NC_ERR_MEMORY, "out of memory for the workspace");
+        }
+        int *ox_of = oy_of + g->h * g->kernel[0];
+        for (int a = 0; a < 2; a++) { /* output row/column each input one reaches through tap k, or −1 */
+            int size = a ? g->w : g->h, k = g->kernel[a], out_size = a ? g->ow : g->oh;
+            for (int y = 0; y < size; y++)
+                for (int ky = 0; ky < k; ky++) {
+                    int ty = y + g->pad[a] - ky * g->dilation[a];
+                    int o = ty >= 0 && ty % g->stride[a] == 0 ? ty / g->stride[a] : -1;
+                    (a ? ox_of : oy_of)[y * k + ky] = o < out_size ? o : -1;
+                }
+        }
+        j.oy_of = oy_of, j.ox_of = ox_of;
         parallel_rows(threads, rows, conv_rows, &j);
-        free(j.work);
+        free(j.work), free(oy_of);
     } else {
         parallel_rows(threads, rows, dense_rows, &j);
     }
@@ -574,8 +594,14 @@ static void if_samples(void *ctx, int64_t r0, int64_t r1, int slot)
         for (int t = 0; t < j->T; t++) {
             const int32_t *in = j->in + t * j->in_step + n * j->numel;
             int64_t at = ((int64_t)t * j->N + n) * j->numel;
+            int64_t b_inner = j->n_bias > 1 ? j->numel / j->n_bias : j->numel, b_left = b_inner;
+            int64_t t_inner = j->n_theta > 1 ? j->numel / j->n_theta : j->numel, t_left = t_inner;
+            int cb = 0, ct = 0;
             for (int64_t k = 0; k < j->numel; k++) {
-                int cb = j->n_bias ? nc_loihi_channel(k, j->numel, j->n_bias) : 0;
+                if (b_left-- == 0)
+                    cb++, b_left = b_inner - 1;
+                if (t_left-- == 0)
+                    ct++, t_left = t_inner - 1;
                 int64_t b = j->bias ? j->bias[cb] : 0;
                 int64_t uu = decay(u[k], NC_LOIHI_IF_DU + 1) + shift_acc(in[k], j->shift) * (1 << NC_LOIHI_ACT_SHIFT);
                 int64_t uw = wrap24(uu);
@@ -598,12 +624,11 @@ static void if_samples(void *ctx, int64_t r0, int64_t r1, int slot)
                 v[k] = (int32_t)vv;
                 j->out[at + k] = (int32_t)kk;
                 if (j->cur_f || j->spk_f) {
-                    int ct = j->n_theta > 1 ? nc_loihi_channel(k, j->numel, j->n_theta) : 0;
                     double th = j->theta ? j->theta[ct] : 1.0;
                     if (j->cur_f)
                         j->cur_f[at + k] = (float)((double)(uw + b) / vunit * th);
                     if (j->spk_f)
-                        j->spk_f[at + k] = (float)((double)kk * th);
+                        j->spk_f[at + k] = kk ? (float)((double)kk * th) : 0.0f;
                 }
             }
         }
@@ -708,17 +733,26 @@ static nc_status observe_value(run_ctx *c, int i, const lvalue *v)
     if (!f)
         return node_fail(c, i, NC_ERR_MEMORY, "out of memory for the observed values");
     const node_dq *d = &c->st->dq[i];
+    int nm = d->n_theta > d->n_add ? d->n_theta : d->n_add;
+    nm = nm > 1 ? nm : 1;
+    double *mul = malloc((size_t)nm * sizeof *mul), *add = calloc((size_t)nm, sizeof *add);
+    if (!mul || !add) {
+        free(f), free(mul), free(add);
+        return node_fail(c, i, NC_ERR_MEMORY, "out of memory for the observed values");
+    }
+    for (int ch = 0; ch < nm; ch++) { /* per channel: int·mul + add */
+        mul[ch] = d->scale * (d->theta ? d->theta[d->n_theta > 1 ? ch : 0] : 1.0);
+        add[ch] = d->add ? d->add[d->n_add > 1 ? ch : 0] : 0.0;
+    }
+    int64_t inner = numel / nm;
     for (int64_t r = 0; r < rows; r++) {
         const int32_t *src = v->data + (v->constant ? r % c->N : r) * numel;
-        for (int64_t k = 0; k < numel; k++) {
-            double x = (double)src[k] * d->scale;
-            if (d->theta)
-                x *= d->theta[d->n_theta > 1 ? nc_loihi_channel(k, numel, d->n_theta) : 0];
-            if (d->add)
-                x += d->add[d->n_add > 1 ? nc_loihi_channel(k, numel, d->n_add) : 0];
-            f[r * numel + k] = (float)x;
-        }
+        float *dst = f + r * numel;
+        for (int ch = 0; ch < nm; ch++)
+            for (int64_t k = ch * inner; k < (ch + 1) * inner; k++)
+                dst[k] = (float)((double)src[k] * mul[ch] + add[ch]);
     }
+    free(mul), free(add);
     ob->observe(ob->user, i, f, rows, numel);
     free(f);
     return NC_OK;

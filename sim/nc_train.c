@@ -856,6 +856,55 @@ static void zero_param_grads(nc_trainer *tr)
         tr->be->ops->zero(tr->be, tr->params[k].grad, (size_t)tr->params[k].count);
 }
 
+/* The loss and dL/d(output) into grad[output].  One horizon (k = T): the
+ * logits are the mean over T steps and each step gets dlogits / T.  Several
+ * horizons k: loss = mean over k of CE(mean of the first k steps), so step t
+ * gets Σ_{k > t} dlogits_k / (k·H). */
+static nc_status output_gradient(nc_trainer *tr, const int32_t *labels, double *loss, int64_t *correct, nc_error *err)
+{
+    const nc_train_backend_ops *ops = tr->be->ops;
+    int out = tr->net->output, n = tr->N;
+    int64_t per = (int64_t)n * tr->classes, steps = rows_of(tr, out) / n;
+    int64_t right = 0;
+    if (tr->o.n_horizons <= 0 || steps == 1) {
+        double l = nc_softmax_xent(n, tr->classes, tr->logits, labels, tr->dlogits, &right);
+        ops->upload(tr->be, tr->dlogits_dev, tr->dlogits, (size_t)per);
+        ops->broadcast_steps(tr->be, (int)steps, per, tr->dlogits_dev, 1.0f / (float)steps, tr->grad[out]);
+        tr->grad_live[out] = 1;
+        if (loss)
+            *loss = l;
+        if (correct)
+            *correct = right;
+        return NC_OK;
+    }
+    int H = tr->o.n_horizons;
+    double total = 0;
+    /* accuracy as the run will be judged: after all T steps (tr->logits is
+     * then reused for each horizon's logits) */
+    nc_softmax_xent(n, tr->classes, tr->logits, labels, NULL, &right);
+    ops->zero(tr->be, tr->grad[out], (size_t)(steps * per));
+    tr->grad_live[out] = 1;
+    for (int h = 0; h < H; h++) {
+        int k = tr->o.horizons[h];
+        if (k < 1 || k > steps)
+            return nc_fail(err, NC_ERR_ARGUMENT, "loss horizon %d is outside 1..T = %lld", k, (long long)steps);
+        ops->mean_steps(tr->be, k, per, tr->val[out].data, tr->logits_dev);
+        ops->download(tr->be, tr->logits, tr->logits_dev, (size_t)per);
+        nc_status s = ops->sync(tr->be, err);
+        if (s != NC_OK)
+            return s;
+        total += nc_softmax_xent(n, tr->classes, tr->logits, labels, tr->dlogits, NULL) / H;
+        ops->upload(tr->be, tr->dlogits_dev, tr->dlogits, (size_t)per);
+        ops->broadcast_steps(tr->be, k, per, tr->dlogits_dev, 1.0f / (float)(k * H), tr->temp);
+        ops->add(tr->be, k * per, tr->grad[out], tr->temp, tr->grad[out]);
+    }
+    if (loss)
+        *loss = total;
+    if (correct)
+        *correct = right;
+    return NC_OK;
+}
+
 nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_t *labels, int n,
                                double *loss, int64_t *correct, nc_error *err)
 {
@@ -866,20 +915,11 @@ nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_
     nc_status s = forward_batch(tr, images, n, err);
     if (s != NC_OK)
         return s;
-    int64_t right = 0;
-    double l = nc_softmax_xent(n, tr->classes, tr->logits, labels, tr->dlogits, &right);
-    if (loss)
-        *loss = l;
-    if (correct)
-        *correct = right;
     zero_param_grads(tr);
     memset(tr->grad_live, 0, (size_t)tr->net->n_nodes * sizeof(int));
-    /* the logits are the mean over T steps: each step gets dlogits / T */
-    int out = tr->net->output;
-    int64_t per = (int64_t)n * tr->classes, steps = rows_of(tr, out) / n;
-    tr->be->ops->upload(tr->be, tr->dlogits_dev, tr->dlogits, (size_t)per);
-    tr->be->ops->broadcast_steps(tr->be, (int)steps, per, tr->dlogits_dev, 1.0f / (float)steps, tr->grad[out]);
-    tr->grad_live[out] = 1;
+    s = output_gradient(tr, labels, loss, correct, err);
+    if (s != NC_OK)
+        return s;
     for (int i = tr->net->n_nodes - 1; i >= 0; i--)
         backward_node(tr, i);
     return tr->be->ops->sync(tr->be, err);

@@ -10,7 +10,7 @@
  *                   optionally trained; v0 = f·θ and the reset kept.
  * The loss is softmax cross-entropy of the output (in BPTT: of the output
  * averaged over the T steps, the same argmax as the sum the SNN predicts
- * with).  Parameters: conv/dense weights and biases, affine scale/shift, and
+ * with; optionally averaged over several horizons, see n_horizons).  Parameters: conv/dense weights and biases, affine scale/shift, and
  * with train_threshold the thresholds.  Weight decay applies to conv/dense
  * weights only.
  *
@@ -65,6 +65,12 @@ typedef struct nc_train_options {
     nc_surrogate surrogate;       /* BPTT, default triangle                      */
     float surrogate_alpha;        /* 0 = the surrogate's default                 */
     int train_threshold;          /* also train λ (QCFS) or θ (BPTT)             */
+    /* BPTT: the loss is the mean of the cross-entropies of the output averaged
+     * over the first k steps, for each k listed (each 1..T): e.g. {4, 8} with
+     * T = 8 trains the SNN to be right after 4 steps AND after 8.  None
+     * (n_horizons = 0): k = T only. */
+    int n_horizons;
+    int horizons[8];
     int crop_padding;             /* random crop after zero padding; 0 = off     */
     float crop_fill;              /* the value of padded pixels (a black pixel after preprocessing) */
     int flip;                     /* random horizontal flips                     */

@@ -418,6 +418,67 @@ static void test_untrainable_nodes_named(void)
     nc_net_free(net);
 }
 
+/* Horizons {2} with T = 4: the loss only sees the first 2 steps, so every
+ * gradient equals that of a T = 2 run with the plain loss; horizons {T} equal
+ * the plain loss exactly. */
+static void gradients_of(nc_net *net, int T, int n_h, const int *h, float **out, int *count)
+{
+    nc_train_options o = nc_train_options_default(NC_TRAIN_BPTT);
+    o.T = T;
+    o.train_threshold = 1;
+    o.n_horizons = n_h;
+    for (int k = 0; k < n_h; k++)
+        o.horizons[k] = h[k];
+    nc_trainer *tr = NULL;
+    nc_error err = {0};
+    *count = 0;
+    if (nc_trainer_new(net, &o, 8, &tr, &err) != NC_OK) {
+        NC_CHECK(0, "trainer: %s", err.message);
+        return;
+    }
+    nc_dataset *ds = quadrant_dataset(8, 5);
+    NC_CHECK(nc_trainer_gradients(tr, ds->images, ds->labels, 8, NULL, NULL, &err) == NC_OK, "%s", err.message);
+    int64_t total = 0;
+    for (int k = 0; k < nc_trainer_param_count(tr); k++) {
+        nc_train_param p;
+        nc_trainer_param(tr, k, &p);
+        memcpy(out[0] + total, p.grad, (size_t)p.count * sizeof(float));
+        total += p.count;
+    }
+    *count = (int)total;
+    free_dataset(ds);
+    nc_trainer_free(tr);
+}
+
+static void test_loss_horizons(void)
+{
+    nc_net *net = learning_net(NC_NEURON_IF);
+    NC_CHECK(net != NULL, "net");
+    if (!net)
+        return;
+    float *a = calloc(4096, sizeof(float)), *b = calloc(4096, sizeof(float));
+    int na, nb;
+    int h2[1] = {2}, h4[1] = {4}, h24[2] = {2, 4};
+    gradients_of(net, 2, 0, NULL, &a, &na);
+    gradients_of(net, 4, 1, h2, &b, &nb);
+    double worst = 0, scale = 0;
+    for (int k = 0; k < na; k++)
+        worst = fmax(worst, fabs(a[k] - b[k])), scale = fmax(scale, fabs(a[k]));
+    NC_CHECK(na == nb && na > 0 && scale > 0 && worst <= 1e-5 * scale,
+             "horizon {2} at T = 4 equals T = 2: max diff %.3g of %.3g", worst, scale);
+    gradients_of(net, 4, 0, NULL, &a, &na);
+    gradients_of(net, 4, 1, h4, &b, &nb);
+    NC_CHECK(na == nb && memcmp(a, b, (size_t)na * sizeof(float)) == 0, "horizon {T} is the plain loss, bit for bit");
+    gradients_of(net, 4, 2, h24, &b, &nb);
+    worst = 0;
+    for (int k = 0; k < na; k++)
+        worst = fmax(worst, fabs(a[k] - b[k]));
+    NC_CHECK(worst > 1e-6, "horizons {2, 4} change the gradients");
+    free(a);
+    free(b);
+    nc_net_free(net);
+}
+
 int main(void)
 {
     NC_RUN(test_qcfs_step_matches_pytorch);
@@ -427,5 +488,6 @@ int main(void)
     NC_RUN(test_cancel_keeps_the_net);
     NC_RUN(test_memory_budget_refuses);
     NC_RUN(test_untrainable_nodes_named);
+    NC_RUN(test_loss_horizons);
     return nc_test_done();
 }

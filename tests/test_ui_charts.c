@@ -1,7 +1,8 @@
 /* test_ui_charts.c — the chart geometry the workbench's widgets rely on,
  * without a display: axis ranges, data ↔ pixel mapping, hit-testing of the
- * lines, bars and raster, zoom/pan windows, subsampling, and a raster with a
- * million spikes drawn in well under a frame budget's worth of seconds. */
+ * lines, bars (also several stacks side by side, as before/after fine-tuning)
+ * and raster, zoom/pan windows, subsampling, and a raster with a million
+ * spikes drawn in well under a frame budget's worth of seconds. */
 #include "nc_test.h"
 
 #include <time.h>
@@ -180,6 +181,99 @@ static void test_bars_hit(void)
     done(cr, s);
 }
 
+/* Two stacks per layer (before and after fine-tuning): [3 layers][2 stacks][3 parts]. */
+static const char *stack_names[2] = {"before", "after"};
+static const double stack_values[18] = {0.1, 0.2, 0.05, 0.05, 0.1, 0.02, /* relu1: 0.35 | 0.17 */
+                                        0.02, 0.3, 0.1, 0.02, 0.1, 0.1,  /* relu2: 0.42 | 0.22 */
+                                        0, 0.1, 0.5, 0.05, 0.05, 0.2};  /* relu3: 0.60 | 0.30 */
+
+static nc_plot_bars_spec stacks_spec(void)
+{
+    return (nc_plot_bars_spec){.title = "Error", .y_label = "mean |e|", .n_categories = 3, .categories = cats,
+                               .n_groups = 3, .group_labels = groups, .values = stack_values, .stacked = 1,
+                               .n_stacks = 2, .stack_labels = stack_names};
+}
+
+static void test_bars_stacks_geometry(void)
+{
+    cairo_surface_t *s;
+    cairo_t *cr = scratch(&s, 900, 500);
+    nc_plot_style st;
+    nc_plot_style_light(&st);
+    nc_plot_bars_spec spec = stacks_spec();
+    nc_plot_bars_geometry g, single;
+    nc_plot_bars_layout(cr, 900, 500, &st, &spec, &g);
+    NC_CHECK(g.stacks == 2, "two stacks per category (%d)", g.stacks);
+    NC_CHECK(g.lo == 0 && g.hi >= 0.6 && g.hi < 0.65, "range up to the tallest stack of any column (0.6): %g", g.hi);
+    /* the stack keys make the legend wider than the groups alone */
+    nc_plot_bars_spec plain = spec;
+    plain.n_stacks = 1;
+    plain.values = values;
+    nc_plot_bars_layout(cr, 900, 500, &st, &plain, &single);
+    NC_CHECK(single.stacks == 1 && g.frame.right <= single.frame.right, "legend room: %g vs %g", g.frame.right,
+             single.frame.right);
+    /* the two columns of a slot sit side by side, inside it, the same width */
+    double x0, y0, w0, h0, x1, y1, w1, h1;
+    int ok0 = nc_plot_bars_rect(&g, &spec, 1, 0, 0, &x0, &y0, &w0, &h0);
+    int ok1 = nc_plot_bars_rect(&g, &spec, 1, 1, 0, &x1, &y1, &w1, &h1);
+    NC_CHECK(ok0 && ok1 && x0 + w0 <= x1 && fabs(w0 - w1) < 1e-9, "before left of after: %g+%g ≤ %g", x0, w0, x1);
+    NC_CHECK(x0 >= g.frame.left + g.slot && x1 + w1 <= g.frame.left + 2 * g.slot, "both inside slot 1");
+    /* stacked within a column: part 1 starts where part 0 ended */
+    double xa, ya, wa, ha;
+    nc_plot_bars_rect(&g, &spec, 1, 1, 1, &xa, &ya, &wa, &ha);
+    NC_CHECK_CLOSE(ya + ha, y1, 1e-9, 0, "part 1 sits on part 0");
+    NC_CHECK_CLOSE(ha, 0.1 / g.hi * (g.frame.bottom - g.frame.top), 1e-9, 1e-12, "height ∝ value");
+    /* a single stack keeps the old geometry (70 % of the slot) */
+    nc_plot_bars_rect(&single, &plain, 0, 0, 0, &xa, &ya, &wa, &ha);
+    NC_CHECK_CLOSE(wa, single.slot * 0.7, 1e-9, 0, "one stack: 70 %% of the slot");
+    done(cr, s);
+}
+
+static void test_bars_stacks_hit_and_draw(void)
+{
+    cairo_surface_t *s;
+    cairo_t *cr = scratch(&s, 900, 500);
+    nc_plot_style st;
+    nc_plot_style_light(&st);
+    nc_plot_bars_spec spec = stacks_spec();
+    nc_plot_bars_geometry g;
+    nc_plot_bars_layout(cr, 900, 500, &st, &spec, &g);
+    int ok = 1, c, b, k;
+    for (int cat = 0; cat < 3; cat++)
+        for (int stack = 0; stack < 2; stack++)
+            for (int part = 0; part < 3; part++) {
+                double x, y, w, h;
+                if (!nc_plot_bars_rect(&g, &spec, cat, stack, part, &x, &y, &w, &h) || h < 2)
+                    continue; /* a zero part cannot be hovered */
+                ok &= nc_plot_bars_hit_stack(&g, &spec, x + w / 2, y + h / 2, &c, &b, &k) && c == cat &&
+                      b == stack && k == part;
+            }
+    NC_CHECK(ok, "the middle of every segment hits (layer, stack, part)");
+    double x0, y0, w0, h0, x1, y1, w1, h1;
+    nc_plot_bars_rect(&g, &spec, 2, 0, 2, &x0, &y0, &w0, &h0);
+    nc_plot_bars_rect(&g, &spec, 2, 1, 2, &x1, &y1, &w1, &h1);
+    NC_CHECK(nc_plot_bars_hit_stack(&g, &spec, (x0 + w0 + x1) / 2, g.frame.bottom - 1, &c, &b, &k) && c == 2 &&
+                 b == -1 && k == -1,
+             "between the stacks: layer 2, no stack (%d, %d, %d)", c, b, k);
+    NC_CHECK(nc_plot_bars_hit_stack(&g, &spec, x1 + w1 / 2, g.frame.top + 2, &c, &b, &k) && b == 1 && k == -1,
+             "above the after stack: its column, no part (%d, %d)", b, k);
+    NC_CHECK(nc_plot_bars_hit(&g, &spec, x1 + w1 / 2, y1 + h1 / 2, &c, &k) && c == 2 && k == 2,
+             "the stack-less hit still names the part");
+    /* drawn: the before column faded (paler over the white background) */
+    nc_plot_bars(cr, 900, 500, &st, &spec);
+    cairo_surface_flush(s);
+    const unsigned char *px = cairo_image_surface_get_data(s);
+    int stride = cairo_image_surface_get_stride(s);
+    const uint32_t *before = (const uint32_t *)(px + (int)(y0 + h0 / 2) * stride) + (int)(x0 + w0 / 2);
+    const uint32_t *after = (const uint32_t *)(px + (int)(y1 + h1 / 2) * stride) + (int)(x1 + w1 / 2);
+    int before_green = (*before >> 8) & 0xff, after_green = (*after >> 8) & 0xff;
+    NC_CHECK(cairo_status(cr) == CAIRO_STATUS_SUCCESS, "drawn");
+    NC_CHECK(after_green < 200 && before_green > after_green + 40,
+             "after in the part's colour (green %d), before faded towards the background (%d)", after_green,
+             before_green);
+    done(cr, s);
+}
+
 /* ---- raster ------------------------------------------------------------------------------- */
 
 static uint8_t *make_bits(int neurons, int T, double density, int64_t *count)
@@ -335,6 +429,8 @@ int main(void)
     NC_RUN(test_lines_hit);
     NC_RUN(test_bars_geometry);
     NC_RUN(test_bars_hit);
+    NC_RUN(test_bars_stacks_geometry);
+    NC_RUN(test_bars_stacks_hit_and_draw);
     NC_RUN(test_raster_hit);
     NC_RUN(test_raster_binning);
     NC_RUN(test_zoom_and_pan);

@@ -8,7 +8,9 @@
 # as PNG/SVG/PDF, the recording, the project and NIR, opens that project and
 # simulates it, screenshots the window (each view, light and dark, during a
 # run), opens the shortcuts and about windows, checks that a bad setting gives
-# a dialog, and finally closes the window during a run (it must exit cleanly).
+# a dialog, fine-tunes (a BPTT epoch cancelled in its middle, then a short one
+# whose calibration error and accuracy are compared before and after), and
+# finally closes the window during a run (it must exit cleanly).
 # G_DEBUG=fatal-criticals turns any GTK/GLib critical into a failure.
 #
 # Usage: test_workbench_xvfb.sh PATH/TO/neurocuda-workbench
@@ -57,11 +59,12 @@ check "the project is an HDF5 file" '[ "$(head -c 4 "$out/model.ncsnn" | tail -c
 check "the network is exported to NIR (HDF5)" '[ "$(head -c 4 "$out/network.nir" | tail -c 3)" = "HDF" ]'
 
 bad=""
-for c in $charts dark settings running; do
+for c in $charts dark settings running finetune-calibration-error finetune-accuracy finetune-settings finetune-running; do
   f="$out/window-$c.png"
   is_png "$f" && [ "$(stat -c %s "$f")" -gt 20000 ] || bad="$bad $c"
 done
 check "window screenshots of every view and in dark mode${bad:+ (missing:$bad)}" '[ -z "$bad" ]'
+check "fine-tuning compared before and after, and cancelled mid-epoch" 'grep -q "self-test: fine-tuning: .* layers. errors changed" "$log" && grep -q "fine-tuning stopped .* after Cancel" "$log"'
 check "no temporary files left by the atomic writes" '[ -z "$(ls "$out" | grep -E "\.tmp")" ]'
 
 echo "# screenshots and exports are in $out"

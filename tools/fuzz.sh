@@ -34,7 +34,7 @@ for t in "${targets[@]}"; do
   [ -f "tests/fuzz/fuzz_$t.c" ] || { echo "fuzz.sh: unknown target '$t' (${all[*]})" >&2; exit 2; }
 done
 
-builddir=${NC_FUZZ_BUILDDIR:-build-fuzz}
+builddir=$(realpath -m "${NC_FUZZ_BUILDDIR:-build-fuzz}")
 if ! command -v clang >/dev/null; then
   echo "fuzz.sh: clang not found; apt-get install clang-14 libclang-rt-14-dev" >&2
   exit 1
@@ -44,45 +44,60 @@ if [ ! -f "$builddir/build.ninja" ]; then
     -Dc_args=-fsanitize=fuzzer-no-link -Dgui=disabled -Dcuda=disabled -Dbuildtype=debugoptimized >/dev/null ||
     exit 1
 fi
-ninja -C "$builddir" -j2 $(printf "tests/fuzz/fuzz_%s " "${targets[@]}") >/dev/null || {
-  echo "fuzz.sh: build failed; run: ninja -C $builddir" >&2; exit 1; }
+built=()
+for t in "${targets[@]}"; do
+  if ninja -C "$builddir" -j2 "tests/fuzz/fuzz_$t" >"$builddir/fuzz-build-$t.log" 2>&1; then
+    built+=("$t")
+  else
+    echo "fuzz.sh: fuzz_$t does not build (see $builddir/fuzz-build-$t.log); skipped" >&2
+  fi
+done
+[ ${#built[@]} -eq 0 ] && exit 1
+targets=("${built[@]}")
 
 dict_of() {
   case $1 in
-    onnx) echo tests/fuzz/dict/onnx.dict ;;
-    nir|project|record|h5data) echo tests/fuzz/dict/hdf5.dict ;;
-    npy) echo tests/fuzz/dict/npy.dict ;;
-    cli) echo tests/fuzz/dict/cli.dict ;;
+    onnx) echo $PWD/tests/fuzz/dict/onnx.dict ;;
+    nir|project|record|h5data) echo $PWD/tests/fuzz/dict/hdf5.dict ;;
+    npy) echo $PWD/tests/fuzz/dict/npy.dict ;;
+    cli) echo $PWD/tests/fuzz/dict/cli.dict ;;
   esac
 }
 
-# Runs one target; prints its summary line.
+# Runs one target; prints its summary line.  libFuzzer stops at the first
+# finding, so it is started again (on the grown corpus) until the time is
+# spent; each finding is an artifact file.
 fuzz_one() {
   local t=$1 work="$builddir/fuzz-work/$1"
   mkdir -p "$work/corpus" "$work/artifacts" "tests/fuzz/regressions/$t"
+  rm -f "$work/artifacts"/* "$work/log.txt"   # kept ones are in tests/fuzz/regressions already
   local dict; dict=$(dict_of "$t")
-  local args=(-max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -malloc_limit_mb=512
-              -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1
-              -artifact_prefix="$PWD/$work/artifacts/" -print_final_stats=1)
+  local args=(-timeout=25 -rss_limit_mb=2048 -malloc_limit_mb=512 -artifact_prefix="$work/artifacts/"
+              -print_final_stats=1)
   [ -n "$dict" ] && args+=(-dict="$dict")
-  # each input is a file name of a temporary folder: keep it off the disk
-  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:abort_on_error=0 \
-  LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
-  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    "$builddir/tests/fuzz/fuzz_$t" "${args[@]}" "$work/corpus" "tests/fuzz/corpus/$t" >"$work/log.txt" 2>&1
-  # the last status line of the fork-mode parent: "#N: cov: ... oom/timeout/crash: a/b/c time: ..."
-  local line execs found
-  line=$(grep -E '^#[0-9]+: cov:' "$work/log.txt" | tail -n 1)
-  execs=$(sed -E 's/^#([0-9]+):.*/\1/' <<<"$line")
-  found=$(sed -nE 's/.*oom\/timeout\/crash: ([0-9]+\/[0-9]+\/[0-9]+).*/\1/p' <<<"$line")
-  local kept=0
+  local start end left execs=0 runs=0 n
+  start=$(date +%s)
+  end=$((start + seconds))
+  while left=$((end - $(date +%s))); [ "$left" -gt 2 ] && [ "$runs" -lt 50 ]; do
+    runs=$((runs + 1))
+    echo "=== run $runs, $left s left" >>"$work/log.txt"
+    ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+    LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+      "$builddir/tests/fuzz/fuzz_$t" "${args[@]}" -max_total_time="$left" \
+        "$work/corpus" "$PWD/tests/fuzz/corpus/$t" >"$work/run.txt" 2>&1
+    cat "$work/run.txt" >>"$work/log.txt"
+    n=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$work/run.txt" | tail -n 1)
+    execs=$((execs + ${n:-0}))
+  done
+  local kept=0 found=0
   for f in "$work/artifacts"/*; do
     [ -f "$f" ] || continue
-    local name; name=$(basename "$f")
-    cp -n "$f" "tests/fuzz/regressions/$t/$name" && kept=$((kept + 1))
+    found=$((found + 1))
+    cp -n "$f" "tests/fuzz/regressions/$t/$(basename "$f")" && kept=$((kept + 1))
   done
   local corpus; corpus=$(find "$work/corpus" -type f | wc -l)
-  local summary="$t: ${execs:-0} executions in ${seconds}s, corpus $corpus, oom/timeout/crash ${found:-?}, $kept new file(s) in tests/fuzz/regressions/$t"
+  local summary="$t: $execs executions in ${seconds}s ($runs run(s)), corpus $corpus, $found finding(s), $kept new file(s) in tests/fuzz/regressions/$t"
   echo "$summary" | tee -a "$builddir/fuzz-work/summary.txt"
 }
 

@@ -154,7 +154,10 @@ void nc_accuracy_chart_update(NcAccuracyChart *self, const NcRunData *data)
             r->x[t] = t + 1;
     }
     memcpy(r->y, data->accuracy, (size_t)r->T * sizeof(double));
-    r->ann = data->ann_accuracy, r->qcfs = data->qcfs_accuracy;
+    /* after fine-tuning the ANN line stays the source ANN's (the converted
+     * net's ANN reading); the QCFS-ANN line is the fine-tuned net's */
+    r->ann = data->finetuned && data->baseline ? data->baseline->ann_accuracy : data->ann_accuracy;
+    r->qcfs = data->qcfs_accuracy;
     r->samples = data->samples;
     nc_chart_changed(NC_CHART(self));
 }
@@ -178,6 +181,19 @@ void nc_accuracy_chart_clear_history(NcAccuracyChart *self)
 }
 
 guint nc_accuracy_chart_get_n_runs(NcAccuracyChart *self) { return self->runs->len; }
+
+double nc_accuracy_chart_get_accuracy(NcAccuracyChart *self, guint run, int t)
+{
+    if (run >= self->runs->len)
+        return NAN;
+    Run *r = g_ptr_array_index(self->runs, run);
+    return r->samples && t >= 1 && t <= r->T ? r->y[t - 1] : NAN;
+}
+
+const char *nc_accuracy_chart_get_label(NcAccuracyChart *self, guint run)
+{
+    return run < self->runs->len ? ((Run *)g_ptr_array_index(self->runs, run))->label : NULL;
+}
 
 int nc_accuracy_chart_get_n_points(NcAccuracyChart *self, guint run)
 {

@@ -24,6 +24,10 @@ void nc_accuracy_chart_end_run(NcAccuracyChart *self, const char *note);
 /* Keeps only the newest curve. */
 void nc_accuracy_chart_clear_history(NcAccuracyChart *self);
 guint nc_accuracy_chart_get_n_runs(NcAccuracyChart *self);
+/* Curve `run`'s accuracy after step t (1-based); NAN outside or before data. */
+double nc_accuracy_chart_get_accuracy(NcAccuracyChart *self, guint run, int t);
+/* The legend text of curve `run` (oldest first), NULL outside. */
+const char *nc_accuracy_chart_get_label(NcAccuracyChart *self, guint run);
 /* Points of curve `run` that hold a value (0 before its first batch). */
 int nc_accuracy_chart_get_n_points(NcAccuracyChart *self, guint run);
 

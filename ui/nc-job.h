@@ -3,7 +3,16 @@
  * A job clones the source network, then in a GTask worker:
  *   opens the datasets → nc_pipeline_convert (calibration, thresholds, QCFS,
  *   IF) → nc_record_new → nc_simulate_into,
- * the same calls the CLI makes.  The worker never touches a widget: its
+ * the same calls the CLI makes.  With fine-tuning on (epochs > 0, converted
+ * networks only) the training split is opened whole and the run becomes
+ *   convert → simulate the converted net (a clone, kept: the "before") →
+ *   nc_pipeline_finetune QCFS, then BPTT (progress per batch; a QCFS stage
+ *   followed by BPTT is measured on its own) → simulate the fine-tuned net,
+ * as `neurocuda convert --finetune-*` does; every snapshot of the last
+ * simulation carries the first one's complete snapshot (NcRunData.baseline)
+ * and each stage's accuracy (NcRunData.stages).  A cancelled stage leaves the
+ * net as it was before the stage; the job then keeps the converted net and
+ * its run (nc_job_get_net/record).  The worker never touches a widget: its
  * progress callback copies a snapshot (NcRunData) into a mutex-protected slot
  * and, if none is queued yet, queues an idle on the main context that emits
  * ::progress with the newest snapshot (older unseen ones are dropped: the
@@ -39,6 +48,9 @@ void nc_job_settings_clear(NcJobSettings *s);
 void nc_job_settings_copy(NcJobSettings *dst, const NcJobSettings *src);
 /* "p99.9 · layer · L 8" — names a run in the accuracy chart's legend. */
 char *nc_job_settings_describe(const NcJobSettings *s, gboolean converts);
+/* "QCFS 1 ep + BPTT 2 ep", or NULL when no fine-tuning stage is on. */
+char *nc_job_settings_describe_finetune(const NcJobSettings *s);
+gboolean nc_job_settings_finetunes(const NcJobSettings *s);
 
 #define NC_JOB_ERROR (nc_job_error_quark())
 GQuark nc_job_error_quark(void); /* codes are nc_status values */
@@ -55,9 +67,24 @@ void nc_job_run_async(NcJob *self, GCancellable *cancellable, GAsyncReadyCallbac
 gboolean nc_job_run_finish(NcJob *self, GAsyncResult *result, GError **error);
 
 /* After the run (also a cancelled or failed one): what it produced, owned by
- * the job; NULL when it did not get that far. */
+ * the job; NULL when it did not get that far.  A fine-tuning run stopped
+ * before the fine-tuned net's first simulated batch gives the converted net
+ * and its record. */
 const nc_net *nc_job_get_net(NcJob *self);
 const nc_record *nc_job_get_record(NcJob *self);
+/* A new snapshot of that record, with the stage table and, after
+ * fine-tuning, the baseline; NULL without a record. */
+NcRunData *nc_job_get_final(NcJob *self);
+/* The stages the net of nc_job_get_net went through, with their test
+ * accuracy (owned by the job), and the epochs of each fine-tuning stage it
+ * holds (0: none, or cancelled). */
+const NcStageAccuracy *nc_job_get_stages(NcJob *self, int *n);
+int nc_job_get_finetuned_epochs(NcJob *self, nc_train_mode stage);
+/* The trainer's result of a stage that ran to its end; FALSE otherwise.
+ * best_epoch 0: no epoch beat the held-out accuracy before training, and
+ * the net kept the parameters it had. */
+gboolean nc_job_get_train_result(NcJob *self, nc_train_mode stage, nc_train_result *out);
+gboolean nc_job_finetunes(NcJob *self); /* converts, with a fine-tuning stage on */
 const nc_pipeline_result *nc_job_get_pipeline_result(NcJob *self);
 const NcJobSettings *nc_job_get_settings(NcJob *self);
 const char *nc_job_get_source_path(NcJob *self);

@@ -2,11 +2,15 @@
 #include "nc-layer-chart.h"
 
 #include <math.h>
+#include <string.h>
 
 struct _NcLayerChart {
     NcChart parent_instance;
     NcLayerChartKind kind;
     NcRunData *data;
+    NcRunData *baseline;     /* ERROR: the run to compare with, or NULL       */
+    char *stack_labels[2];   /* its legend keys: before, after                */
+    int n_stacks;            /* 2 while the bars compare with the baseline    */
     int drill;               /* RATES: layer shown per channel, or −1        */
     /* the bars, rebuilt from the data off the draw path */
     int n_categories, n_groups;
@@ -38,6 +42,18 @@ static void clear_bars(NcLayerChart *self)
     g_clear_pointer(&self->categories, g_strfreev);
     g_clear_pointer(&self->values, g_free);
     self->n_categories = 0;
+    self->n_stacks = 1;
+}
+
+/* The baseline can be compared layer by layer: the same layers, recorded. */
+static gboolean comparable(const NcRunData *d, const NcRunData *base)
+{
+    if (!base || !base->has_record || base->samples == 0 || base->n_layers != d->n_layers)
+        return FALSE;
+    for (int i = 0; i < d->n_layers; i++)
+        if (base->layers[i].node != d->layers[i].node || strcmp(base->layers[i].name, d->layers[i].name) != 0)
+            return FALSE;
+    return TRUE;
 }
 
 static void fill_layer_values(NcLayerChart *self, const NcRunLayer *L, double *v)
@@ -61,12 +77,16 @@ static void build_layer_bars(NcLayerChart *self)
 {
     const NcRunData *d = self->data;
     self->n_groups = self->kind == NC_LAYER_CHART_SOPS ? 2 : 3;
+    self->n_stacks = self->kind == NC_LAYER_CHART_ERROR && comparable(d, self->baseline) ? 2 : 1;
     self->n_categories = d->n_layers;
     self->categories = g_new0(char *, d->n_layers + 1);
-    self->values = g_new0(double, (size_t)d->n_layers * self->n_groups);
+    self->values = g_new0(double, (size_t)d->n_layers * self->n_stacks * self->n_groups);
     for (int i = 0; i < d->n_layers; i++) {
         self->categories[i] = g_strdup(d->layers[i].name);
-        fill_layer_values(self, &d->layers[i], self->values + (size_t)i * self->n_groups);
+        double *v = self->values + (size_t)i * self->n_stacks * self->n_groups;
+        if (self->n_stacks == 2) /* before, then after: [layer][stack][part] */
+            fill_layer_values(self, &self->baseline->layers[i], v), v += self->n_groups;
+        fill_layer_values(self, &d->layers[i], v);
     }
     static const char *titles[] = {"Firing rate per layer (click a layer for its channels)",
                                    "Conversion error per layer, mean |e| (clip + quant + uneven = φ − ReLU(z))",
@@ -74,6 +94,9 @@ static void build_layer_bars(NcLayerChart *self)
     if (self->kind == NC_LAYER_CHART_SOPS && isfinite(d->totals.sops_per_mac))
         g_snprintf(self->title, sizeof self->title, "Synaptic operations per image: %.3g SOPs per ANN MAC",
                    d->totals.sops_per_mac);
+    else if (self->n_stacks == 2)
+        g_strlcpy(self->title, "Conversion error per layer, mean |e|: before (faded) and after fine-tuning",
+                  sizeof self->title);
     else
         g_strlcpy(self->title, titles[self->kind], sizeof self->title);
 }
@@ -120,6 +143,8 @@ static nc_plot_bars_spec make_spec(NcLayerChart *self)
         .group_labels = group_labels(self),
         .values = self->values,
         .stacked = self->kind == NC_LAYER_CHART_ERROR,
+        .n_stacks = self->n_stacks,
+        .stack_labels = (const char *const *)self->stack_labels,
     };
 }
 
@@ -132,7 +157,8 @@ static void layer_draw(NcChart *chart, cairo_t *cr, double w, double h, const nc
 
 static gboolean layer_has_data(NcChart *chart) { return NC_LAYER_CHART(chart)->n_categories > 0; }
 
-static gboolean hit(NcLayerChart *self, double x, double y, double w, double h, int *category, int *group)
+static gboolean hit(NcLayerChart *self, double x, double y, double w, double h, int *category, int *stack,
+                    int *group)
 {
     nc_plot_bars_spec spec = make_spec(self);
     cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
@@ -143,7 +169,7 @@ static gboolean hit(NcLayerChart *self, double x, double y, double w, double h, 
     nc_plot_bars_layout(cr, w, h, &st, &spec, &g);
     cairo_destroy(cr);
     cairo_surface_destroy(surface);
-    return nc_plot_bars_hit(&g, &spec, x, y, category, group);
+    return nc_plot_bars_hit_stack(&g, &spec, x, y, category, stack, group);
 }
 
 static char *rates_tooltip(const NcRunLayer *L)
@@ -157,6 +183,11 @@ static char *rates_tooltip(const NcRunLayer *L)
                            "dead %.1f%% (no spike in T steps), saturated %.1f%% (a spike every step)",
                            L->name, s->neurons, s->channels, theta, s->firing_rate, 100 * s->dead_fraction,
                            100 * s->saturated_fraction);
+}
+
+static double total_error(const NcRunLayer *L)
+{
+    return L->stats.clip.mean_abs + L->stats.quant.mean_abs + L->stats.uneven.mean_abs;
 }
 
 static char *error_tooltip(const NcRunLayer *L)
@@ -180,12 +211,25 @@ static char *sops_tooltip(const NcRunLayer *L, int64_t samples)
                            L->name, s->sops / n, s->fanout, s->ann_macs / n, s->ann_macs > 0 ? s->sops / s->ann_macs : 0);
 }
 
+/* Before and after: the stack under the pointer in full, and the change. */
+static char *compare_tooltip(NcLayerChart *self, int c, int stack)
+{
+    const NcRunLayer *before = &self->baseline->layers[c], *after = &self->data->layers[c];
+    g_autofree char *which = g_markup_escape_text(self->stack_labels[stack == 0 ? 0 : 1], -1);
+    g_autofree char *detail = error_tooltip(stack == 0 ? before : after);
+    double b = total_error(before), a = total_error(after);
+    return g_strdup_printf("%s\n%s\nclip + quant + uneven: %.4g before → %.4g after fine-tuning (%+.1f%%)", which,
+                           detail, b, a, b > 0 ? 100 * (a - b) / b : 0.0);
+}
+
 static char *layer_query(NcChart *chart, double x, double y, double w, double h)
 {
     NcLayerChart *self = NC_LAYER_CHART(chart);
-    int c, g;
-    if (!hit(self, x, y, w, h, &c, &g))
+    int c, g, stack;
+    if (!hit(self, x, y, w, h, &c, &stack, &g))
         return NULL;
+    if (self->n_stacks == 2)
+        return compare_tooltip(self, c, stack);
     if (self->drill >= 0) {
         const NcRunLayer *L = &self->data->layers[self->drill];
         return g_strdup_printf("<b>%s</b>, channel %d\nrate %.4f = spikes in channel / (neurons × samples × steps)",
@@ -202,12 +246,12 @@ static char *layer_query(NcChart *chart, double x, double y, double w, double h)
 static void layer_pressed(NcChart *chart, double x, double y, double w, double h, int n_press)
 {
     NcLayerChart *self = NC_LAYER_CHART(chart);
-    int c, g;
+    int c, g, stack;
     if (self->kind != NC_LAYER_CHART_RATES)
         return;
     if (self->drill >= 0)
         nc_layer_chart_set_drill_layer(self, -1);
-    else if (hit(self, x, y, w, h, &c, &g))
+    else if (hit(self, x, y, w, h, &c, &stack, &g))
         nc_layer_chart_set_drill_layer(self, c);
 }
 
@@ -225,6 +269,8 @@ static void nc_layer_chart_finalize(GObject *object)
     NcLayerChart *self = NC_LAYER_CHART(object);
     clear_bars(self);
     g_clear_pointer(&self->data, nc_run_data_unref);
+    g_clear_pointer(&self->baseline, nc_run_data_unref);
+    g_free(self->stack_labels[0]), g_free(self->stack_labels[1]);
     G_OBJECT_CLASS(nc_layer_chart_parent_class)->finalize(object);
 }
 
@@ -245,6 +291,7 @@ static void nc_layer_chart_class_init(NcLayerChartClass *klass)
 static void nc_layer_chart_init(NcLayerChart *self)
 {
     self->drill = -1;
+    self->n_stacks = 1;
     gtk_widget_set_focusable(GTK_WIDGET(self), TRUE);
 }
 
@@ -271,6 +318,32 @@ void nc_layer_chart_set_data(NcLayerChart *self, NcRunData *data)
     g_clear_pointer(&self->data, nc_run_data_unref);
     self->data = data;
     rebuild(self);
+}
+
+void nc_layer_chart_set_baseline(NcLayerChart *self, NcRunData *baseline, const char *before, const char *after)
+{
+    g_return_if_fail(NC_IS_LAYER_CHART(self));
+    if (baseline == self->baseline && (!baseline || (g_strcmp0(before, self->stack_labels[0]) == 0 &&
+                                                     g_strcmp0(after, self->stack_labels[1]) == 0)))
+        return;
+    if (baseline)
+        nc_run_data_ref(baseline);
+    g_clear_pointer(&self->baseline, nc_run_data_unref);
+    self->baseline = baseline;
+    g_free(self->stack_labels[0]), g_free(self->stack_labels[1]);
+    self->stack_labels[0] = g_strdup(before ? before : "before");
+    self->stack_labels[1] = g_strdup(after ? after : "after");
+    rebuild(self);
+}
+
+gboolean nc_layer_chart_get_compared(NcLayerChart *self) { return self->n_categories > 0 && self->n_stacks == 2; }
+
+double nc_layer_chart_get_value(NcLayerChart *self, int layer, int stack, int group)
+{
+    if (layer < 0 || layer >= self->n_categories || stack < 0 || stack >= self->n_stacks || group < 0 ||
+        group >= self->n_groups || self->drill >= 0)
+        return NAN;
+    return self->values[((size_t)layer * self->n_stacks + stack) * self->n_groups + group];
 }
 
 int nc_layer_chart_get_drill_layer(NcLayerChart *self) { return self->drill; }

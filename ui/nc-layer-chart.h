@@ -3,7 +3,9 @@
  *   RATES  firing rate, dead and saturated fractions; a click on a layer
  *          shows its per-channel rates (click again, or Esc, to go back);
  *   ERROR  conversion error decomposed into clipping, quantisation and
- *          unevenness (mean |e|, stacked: they add up to φ − ReLU(z));
+ *          unevenness (mean |e|, stacked: they add up to φ − ReLU(z)); with
+ *          a baseline (the converted net's run, after fine-tuning) each layer
+ *          has two stacks side by side: before (faded) and after;
  *   SOPS   synaptic operations of the SNN against the ANN's MACs, per image.
  * Every metric is defined once, in core/nc_record.h; the tooltips repeat the
  * formulas. */
@@ -25,5 +27,14 @@ void nc_layer_chart_set_data(NcLayerChart *self, NcRunData *data); /* NULL clear
 int nc_layer_chart_get_drill_layer(NcLayerChart *self);
 void nc_layer_chart_set_drill_layer(NcLayerChart *self, int layer);
 int nc_layer_chart_get_n_layers(NcLayerChart *self);
+/* ERROR: a run to compare with, layer by layer (kept; NULL: none), and the
+ * legend keys of its stack and the current data's.  Layers that do not match
+ * (another network) show no comparison. */
+void nc_layer_chart_set_baseline(NcLayerChart *self, NcRunData *baseline, const char *before, const char *after);
+/* TRUE while the bars show the baseline beside the data. */
+gboolean nc_layer_chart_get_compared(NcLayerChart *self);
+/* The bar of (layer, stack, group) as drawn (stack 0 = baseline when
+ * compared); NAN outside the chart. */
+double nc_layer_chart_get_value(NcLayerChart *self, int layer, int stack, int group);
 
 G_END_DECLS

@@ -1,11 +1,16 @@
 /* nc-model-pane.c — layers of the network in a GtkColumnView (see header). */
 #include "nc-model-pane.h"
 
+#include <math.h>
+
 #include "nc-layer-item.h"
 
 struct _NcModelPane {
     GtkWidget parent_instance;
     GtkWidget *box, *summary, *scroller, *view;
+    GtkWidget *stages_grid;  /* each stage's test accuracy, hidden when none  */
+    int n_stages;
+    NcStageAccuracy stages[NC_MAX_STAGES];
     GListStore *store;
     GtkSingleSelection *selection;
     gboolean quiet;          /* selecting from code: no ::node-selected       */
@@ -151,6 +156,62 @@ void nc_model_pane_update(NcModelPane *self, const NcRunData *data)
         g_autofree char *rate = g_strdup_printf("%.3f", data->layers[layer].stats.firing_rate);
         nc_layer_item_set_rate(item, rate);
     }
+}
+
+/* ---- the stage table ---------------------------------------------------------------- */
+
+static GtkWidget *grid_label(const char *text, float xalign, gboolean header)
+{
+    GtkWidget *label = gtk_label_new(text);
+    gtk_label_set_xalign(GTK_LABEL(label), xalign);
+    gtk_widget_add_css_class(label, "caption");
+    gtk_widget_add_css_class(label, header ? "dim-label" : "numeric");
+    if (header)
+        gtk_widget_add_css_class(label, "heading");
+    return label;
+}
+
+static char *percent(double v) { return isfinite(v) ? g_strdup_printf("%.1f%%", 100 * v) : g_strdup("–"); }
+
+void nc_model_pane_set_stages(NcModelPane *self, const NcStageAccuracy *stages, int n)
+{
+    g_return_if_fail(NC_IS_MODEL_PANE(self));
+    n = CLAMP(n, 0, NC_MAX_STAGES);
+    if (n == self->n_stages && (n == 0 || memcmp(stages, self->stages, (size_t)n * sizeof *stages) == 0))
+        return;
+    self->n_stages = n;
+    if (n)
+        memcpy(self->stages, stages, (size_t)n * sizeof *stages);
+    GtkWidget *child;
+    while ((child = gtk_widget_get_first_child(self->stages_grid)))
+        gtk_grid_remove(GTK_GRID(self->stages_grid), child);
+    gtk_widget_set_visible(self->stages_grid, n > 0);
+    if (n == 0)
+        return;
+    g_autofree char *snn = g_strdup_printf("SNN T=%d", stages[n - 1].T);
+    const char *headers[] = {"Test accuracy", "ANN", "QCFS-ANN", snn};
+    for (int c = 0; c < 4; c++)
+        gtk_grid_attach(GTK_GRID(self->stages_grid), grid_label(headers[c], c ? 1 : 0, TRUE), c, 0, 1, 1);
+    for (int r = 0; r < n; r++) {
+        const NcStageAccuracy *s = &stages[r];
+        g_autofree char *ann = percent(s->ann), *qcfs = percent(s->qcfs), *spk = percent(s->snn);
+        const char *cells[] = {s->name, ann, qcfs, spk};
+        for (int c = 0; c < 4; c++)
+            gtk_grid_attach(GTK_GRID(self->stages_grid), grid_label(cells[c], c ? 1 : 0, FALSE), c, r + 1, 1, 1);
+    }
+    g_autofree char *tip = g_strdup_printf(
+        "Each stage's accuracy on the %" G_GINT64_FORMAT " test images simulated: the ANN (ReLU), the QCFS-ANN "
+        "(clip-floor-shift activations, what the SNN approximates) and the SNN after T = %d steps. “–”: not "
+        "measured (after BPTT the ANN reading of the weights is not what was trained).",
+        stages[n - 1].images, stages[n - 1].T);
+    gtk_widget_set_tooltip_text(self->stages_grid, tip);
+}
+
+int nc_model_pane_get_n_stages(NcModelPane *self) { return self->n_stages; }
+
+const NcStageAccuracy *nc_model_pane_get_stage(NcModelPane *self, int i)
+{
+    return i >= 0 && i < self->n_stages ? &self->stages[i] : NULL;
 }
 
 void nc_model_pane_select_node(NcModelPane *self, int node)
@@ -308,6 +369,14 @@ static void nc_model_pane_init(NcModelPane *self)
     gtk_widget_set_margin_top(self->summary, 8);
     gtk_widget_set_margin_bottom(self->summary, 8);
     gtk_box_append(GTK_BOX(self->box), self->summary);
+    self->stages_grid = gtk_grid_new();
+    gtk_grid_set_column_spacing(GTK_GRID(self->stages_grid), 12);
+    gtk_grid_set_row_spacing(GTK_GRID(self->stages_grid), 2);
+    gtk_widget_set_margin_start(self->stages_grid, 12);
+    gtk_widget_set_margin_end(self->stages_grid, 12);
+    gtk_widget_set_margin_bottom(self->stages_grid, 8);
+    gtk_widget_set_visible(self->stages_grid, FALSE);
+    gtk_box_append(GTK_BOX(self->box), self->stages_grid);
     self->store = g_list_store_new(NC_TYPE_LAYER_ITEM);
     self->selection = gtk_single_selection_new(G_LIST_MODEL(g_object_ref(self->store)));
     gtk_single_selection_set_autoselect(self->selection, FALSE);

@@ -16,6 +16,7 @@ static void free_run_data(NcRunData *d)
     g_free(d->accuracy);
     g_clear_pointer(&d->views, nc_run_views_unref);
     g_clear_pointer(&d->teach, nc_teach_data_unref);
+    g_clear_pointer(&d->baseline, nc_run_data_unref);
     nc_net_free(d->converted);
 }
 

@@ -13,6 +13,7 @@
 
 #include "../core/nc_net.h"
 #include "../core/nc_record.h"
+#include "../sim/nc_train.h"
 
 G_BEGIN_DECLS
 
@@ -70,9 +71,23 @@ typedef struct {
     float theta_min, theta_max;
 } NcRunLayer;
 
+/* One stage of a conversion measured on the test images: the converted
+ * network, then the network after each fine-tuning stage (the rows of
+ * `neurocuda convert`'s table).  NAN = not measured. */
 typedef struct {
+    char name[32];           /* "converted", "QCFS fine-tuned", "BPTT fine-tuned", "simulated" */
+    double ann, qcfs;        /* ANN and QCFS-ANN accuracy                      */
+    double snn;              /* SNN accuracy after T steps                     */
+    int T;
+    int64_t images;          /* test images measured so far                    */
+} NcStageAccuracy;
+
+#define NC_MAX_STAGES 3
+
+typedef struct NcRunData {
     /* progress */
-    char stage[32];          /* "load", "calibrate", "simulate", "done"        */
+    char stage[32];          /* "load", "calibrate", "simulate", "finetune",
+                                "evaluate", "converted", "done"               */
     int64_t done, total;
     double stage_elapsed;    /* seconds since the stage began                  */
     /* the record (valid when has_record) */
@@ -89,6 +104,19 @@ typedef struct {
      * first snapshot after conversion; NULL otherwise */
     nc_net *converted;
     NcTeachData *teach;      /* set with `converted`, NULL otherwise           */
+    /* fine-tuning (stage "finetune"): the trainer's newest progress */
+    gboolean has_train;
+    nc_train_progress train;
+    /* in a run that fine-tunes: FALSE while the converted network is
+     * simulated, TRUE once the fine-tuned one is */
+    gboolean finetuned;
+    /* the accuracy of each stage so far (the newest row grows with the run) */
+    int n_stages;
+    NcStageAccuracy stages[NC_MAX_STAGES];
+    /* in a run that fine-tunes, once the converted network's simulation
+     * ended: its complete run (a record snapshot, shared), to compare before
+     * and after; NULL otherwise */
+    struct NcRunData *baseline;
 } NcRunData;
 
 #define NC_TYPE_RUN_DATA (nc_run_data_get_type())

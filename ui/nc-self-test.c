@@ -5,11 +5,14 @@
 
 #include <adwaita.h>
 #include <glib/gstdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nc-accuracy-chart.h"
 #include "nc-layer-chart.h"
+#include "nc-model-pane.h"
+#include "nc-settings-pane.h"
 #include "nc-raster-chart.h"
 #include "nc-teach-view.h"
 #include "nc-trace-chart.h"
@@ -29,6 +32,9 @@ struct SelfTest {
     gboolean step_begun;
     guint runs_before;
     int view;                    /* screenshot loop */
+    guint curves_before;         /* accuracy curves before a fine-tuning run */
+    gboolean scrolled;           /* the settings pane shows fine-tuning      */
+    gint64 cancelled_at;
 };
 
 static int status;               /* the process exit status */
@@ -44,6 +50,8 @@ static int env_int(const char *name, int fallback)
 
 static int test_images(void) { return env_int("NC_SELF_TEST_IMAGES", 64); }
 static int test_steps(void) { return env_int("NC_SELF_TEST_STEPS", 16); }
+/* training images per epoch of the fine-tuning run */
+static int test_train_images(void) { return env_int("NC_SELF_TEST_TRAIN_IMAGES", 320); }
 
 int nc_self_test_status(void) { return status; }
 
@@ -289,6 +297,186 @@ static StepResult dark_mode(SelfTest *t)
     return NEXT;
 }
 
+/* ---- fine-tuning ---- */
+
+/* One BPTT epoch on `images` training images, small batches; `held_out`
+ * images pick the best epoch (0: the epoch is kept, so the net changes). */
+static StepResult start_finetune(SelfTest *t, const char *method, int images, int held_out)
+{
+    NcAccuracyChart *acc = NC_ACCURACY_CHART(nc_window_get_chart(t->window, "accuracy"));
+    g_settings_set_string(t->settings, "threshold-method", method);
+    g_settings_set_int(t->settings, "finetune-qcfs-epochs", 0);
+    g_settings_set_int(t->settings, "finetune-bptt-epochs", 1);
+    g_settings_set_int(t->settings, "train-timesteps", MIN(test_steps(), 8));
+    g_settings_set_int(t->settings, "train-batch-size", 16);
+    g_settings_set_int(t->settings, "train-images", images);
+    g_settings_set_int(t->settings, "val-images", held_out);
+    t->curves_before = nc_accuracy_chart_get_n_runs(acc);
+    return start_run(t, test_images());
+}
+
+/* Long enough (250 batches) to be cancelled in the middle of the epoch. */
+static StepResult run_finetune_to_cancel(SelfTest *t) { return start_finetune(t, "p99.9", 4000, 100); }
+
+static StepResult cancel_mid_epoch(SelfTest *t)
+{
+    int epoch;
+    gint64 batch, batches;
+    /* a dozen batches in: the status bar has an ETA by then */
+    if (!nc_window_get_train_progress(t->window, &epoch, &batch, &batches) || epoch < 1 || batch < 12)
+        return nc_window_is_running(t->window) ? WAIT
+                                               : fail("the run ended before fine-tuning reached batch 12: %s",
+                                                      nc_window_get_last_error(t->window));
+    if (batch >= batches)
+        return fail("the epoch ended (batch %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT ") before the cancel", batch,
+                    batches);
+    g_autofree char *path = g_strdup_printf("%s/window-finetune-running.png", t->dir);
+    g_autoptr(GError) error = NULL;
+    if (!nc_window_save_screenshot(t->window, path, &error)) /* not drawn yet: on a later tick */
+        return WAIT;
+    say("fine-tuning in epoch %d, batch %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " (“%s”); cancelling", epoch,
+        batch, batches, nc_window_get_status(t->window));
+    t->cancelled_at = g_get_monotonic_time();
+    activate(t, "cancel", NULL);
+    return NEXT;
+}
+
+/* Cancelled mid-epoch: the converted net and its complete run are kept. */
+static StepResult check_finetune_cancelled(SelfTest *t)
+{
+    double seconds = (g_get_monotonic_time() - t->cancelled_at) / 1e6;
+    NcAccuracyChart *acc = NC_ACCURACY_CHART(nc_window_get_chart(t->window, "accuracy"));
+    NcModelPane *pane = NC_MODEL_PANE(nc_window_get_model_pane(t->window));
+    guint runs = nc_accuracy_chart_get_n_runs(acc);
+    const char *label = nc_accuracy_chart_get_label(acc, runs - 1);
+    if (seconds > 30)
+        return fail("the fine-tuning took %.0f s to stop after Cancel", seconds);
+    if (!strstr(nc_window_get_status(t->window), "Fine-tuning cancelled"))
+        return fail("the status bar says “%s” after a cancel during fine-tuning", nc_window_get_status(t->window));
+    double end = nc_accuracy_chart_get_accuracy(acc, runs - 1, test_steps());
+    const NcStageAccuracy *s0 = nc_model_pane_get_stage(pane, 0);
+    if (s0 && end != s0->snn)
+        return fail("the converted net's curve ends at %g, its stage row says %g", end, s0->snn);
+    if (runs != t->curves_before + 1 || nc_accuracy_chart_get_n_points(acc, runs - 1) != test_steps() ||
+        strstr(label, "cancelled"))
+        return fail("after a cancel in fine-tuning the accuracy chart should end with the converted net's complete "
+                    "curve: %u curves (before %u), “%s” with %d points", runs, t->curves_before, label,
+                    nc_accuracy_chart_get_n_points(acc, runs - 1));
+    if (nc_model_pane_get_n_stages(pane) != 1 || strcmp(nc_model_pane_get_stage(pane, 0)->name, "converted") != 0)
+        return fail("the stage table should hold only the converted net after the cancel (%d rows)",
+                    nc_model_pane_get_n_stages(pane));
+    g_autofree char *project = g_build_filename(t->dir, "cancelled-finetune.ncsnn", NULL);
+    g_autoptr(GError) error = NULL;
+    if (!nc_window_save_project(t->window, project, &error))
+        return fail("saving the converted net after the cancel: %s", error->message);
+    say("fine-tuning stopped %.1f s after Cancel; the converted net (SNN %.1f%%) and its run are kept", seconds,
+        100 * nc_model_pane_get_stage(pane, 0)->snn);
+    return NEXT;
+}
+
+/* mmse this time, after clearing the earlier curves: the chart compares the
+ * converted p99.9 net (kept from the cancelled run), mmse, and mmse + BPTT. */
+static StepResult run_finetune(SelfTest *t)
+{
+    activate(t, "clear-runs", NULL);
+    return start_finetune(t, "mmse", test_train_images(), 0);
+}
+
+/* The fine-tuned run: two curves, the error before and after side by side,
+ * a stage table with both stages. */
+static StepResult check_finetune(SelfTest *t)
+{
+    NcAccuracyChart *acc = NC_ACCURACY_CHART(nc_window_get_chart(t->window, "accuracy"));
+    NcLayerChart *error = NC_LAYER_CHART(nc_window_get_chart(t->window, "calibration-error"));
+    NcModelPane *pane = NC_MODEL_PANE(nc_window_get_model_pane(t->window));
+    guint runs = nc_accuracy_chart_get_n_runs(acc);
+    if (runs != t->curves_before + 2)
+        return fail("a fine-tuning run drew %u curves, expected 2 (before and after)", runs - t->curves_before);
+    const char *before = nc_accuracy_chart_get_label(acc, runs - 2), *after = nc_accuracy_chart_get_label(acc, runs - 1);
+    if (strstr(before, "BPTT") || !strstr(after, "BPTT 1 ep"))
+        return fail("curve labels “%s” and “%s”: expected the converted net's, then one with “BPTT 1 ep”", before,
+                    after);
+    for (guint r = runs - 2; r < runs; r++)
+        if (nc_accuracy_chart_get_n_points(acc, r) != test_steps())
+            return fail("curve “%s” has %d points, expected %d", nc_accuracy_chart_get_label(acc, r),
+                        nc_accuracy_chart_get_n_points(acc, r), test_steps());
+    if (!nc_layer_chart_get_compared(error))
+        return fail("the calibration-error chart does not compare before and after fine-tuning");
+    int layers = nc_layer_chart_get_n_layers(error), changed = 0;
+    for (int l = 0; l < layers; l++) {
+        double b = 0, a = 0;
+        for (int k = 0; k < 3; k++) {
+            b += nc_layer_chart_get_value(error, l, 0, k);
+            a += nc_layer_chart_get_value(error, l, 1, k);
+        }
+        if (!isfinite(a) || !isfinite(b))
+            return fail("layer %d: error before %g, after %g", l, b, a);
+        changed += fabs(a - b) > 1e-9;
+    }
+    if (changed == 0)
+        return fail("fine-tuning changed no layer's error");
+    if (nc_model_pane_get_n_stages(pane) != 2)
+        return fail("the stage table has %d rows, expected 2", nc_model_pane_get_n_stages(pane));
+    const NcStageAccuracy *s0 = nc_model_pane_get_stage(pane, 0), *s1 = nc_model_pane_get_stage(pane, 1);
+    /* the curves end where the table says: both runs shown complete */
+    double end0 = nc_accuracy_chart_get_accuracy(acc, runs - 2, test_steps());
+    double end1 = nc_accuracy_chart_get_accuracy(acc, runs - 1, test_steps());
+    if (end0 != s0->snn || end1 != s1->snn)
+        return fail("curves end at %g and %g, the stage table says %g and %g", end0, end1, s0->snn, s1->snn);
+    if (strcmp(s0->name, "converted") != 0 || strcmp(s1->name, "BPTT fine-tuned") != 0 || !isfinite(s0->ann) ||
+        !isfinite(s0->snn) || !isfinite(s1->snn) || !isfinite(s1->qcfs) || s1->T != test_steps())
+        return fail("stage table: %s (ANN %g, SNN %g), %s (QCFS %g, SNN %g at T %d)", s0->name, s0->ann, s0->snn,
+                    s1->name, s1->qcfs, s1->snn, s1->T);
+    say("fine-tuning: %d of %d layers' errors changed; SNN %.1f%% → %.1f%% at T = %d (ANN %.1f%%)", changed, layers,
+        100 * s0->snn, 100 * s1->snn, s1->T, 100 * s0->ann);
+    return NEXT;
+}
+
+/* Fine-tuning off again for the steps that follow. */
+static StepResult finetune_off(SelfTest *t)
+{
+    g_settings_set_int(t->settings, "finetune-bptt-epochs", 0);
+    return NEXT;
+}
+
+static const char *const finetune_views[] = {"calibration-error", "accuracy", "settings", NULL};
+
+/* The compared views and the fine-tuning settings, one screenshot each
+ * (window-finetune-<view>.png). */
+static StepResult finetune_screenshots(SelfTest *t)
+{
+    if (!t->step_begun) {
+        t->step_begun = TRUE;
+        t->view = -1;
+        nc_window_dismiss_toast(t->window);
+    }
+    if (!waited(t, 0.4))
+        return WAIT;
+    gboolean settings = t->view >= 0 && strcmp(finetune_views[t->view], "settings") == 0;
+    if (settings && !t->scrolled) { /* allocated by now: scroll, then draw */
+        nc_settings_pane_show_finetuning(NC_SETTINGS_PANE(nc_window_get_settings_pane(t->window)));
+        t->scrolled = TRUE;
+        t->step_start = g_get_monotonic_time();
+        return WAIT;
+    }
+    if (t->view >= 0) {
+        g_autofree char *path = g_strdup_printf("%s/window-finetune-%s.png", t->dir, finetune_views[t->view]);
+        g_autoptr(GError) error = NULL;
+        if (!nc_window_save_screenshot(t->window, path, &error))
+            return fail("screenshot %s: %s", path, error->message);
+    }
+    if (settings)
+        activate(t, "show-side", g_variant_new_string("model"));
+    if (!finetune_views[++t->view])
+        return NEXT;
+    if (strcmp(finetune_views[t->view], "settings") == 0)
+        activate(t, "show-side", g_variant_new_string("settings"));
+    else
+        nc_window_show_chart(t->window, finetune_views[t->view]);
+    t->step_start = g_get_monotonic_time();
+    return WAIT;
+}
+
 /* A mean that is not a number: no run, a dialog that says what to fix. */
 static StepResult bad_settings(SelfTest *t)
 {
@@ -383,8 +571,9 @@ static StepResult close_during_run(SelfTest *t)
 
 static const StepFn steps[] = {
     wait_for_model, bad_settings, help_and_about, run_to_cancel, cancel_after_first_update, wait_cancelled, run_p999, wait_finished, check_live,
-    run_mmse, wait_finished, check_views, screenshots, settings_shot, dark_mode, export_all, open_project, run_project,
-    wait_finished, close_during_run,
+    run_mmse, wait_finished, check_views, screenshots, settings_shot, dark_mode, run_finetune_to_cancel,
+    cancel_mid_epoch, wait_cancelled, check_finetune_cancelled, run_finetune, wait_finished, check_finetune,
+    finetune_screenshots, finetune_off, export_all, open_project, run_project, wait_finished, close_during_run,
 };
 
 /* ---- driver --------------------------------------------------------------------------------- */

@@ -12,10 +12,16 @@
  *      simulate it;
  *   6. save screenshots of the window (each view, light and dark, one while
  *      a run goes on) into DIR;
+ *   6b. fine-tuning: a BPTT run cancelled in the middle of its epoch (the
+ *      converted net and its run are kept), then one BPTT epoch on a few
+ *      training images: two curves (before, after), the calibration error
+ *      before and after side by side, the stage table; screenshots
+ *      window-finetune-{calibration-error,accuracy}.png;
  *   7. start a long run and close the window during it: the run is
  *      cancelled, the worker stops and the application exits by itself.
  * The exit status is 0 only if every check passed.  NC_SELF_TEST_IMAGES and
- * NC_SELF_TEST_STEPS (default 64 and 16) size the compared runs.
+ * NC_SELF_TEST_STEPS (default 64 and 16) size the compared runs,
+ * NC_SELF_TEST_TRAIN_IMAGES (default 320) the fine-tuning epoch.
  * Every step prints a "# self-test: ..." line; small sizes keep it short. */
 #pragma once
 

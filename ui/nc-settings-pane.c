@@ -14,6 +14,13 @@ struct _NcSettingsPane {
     GtkWidget *batch_spin, *raster_spin;
     AdwComboRow *method_row, *maxpool_row, *encoding_row;
     AdwPreferencesGroup *conversion_group, *engine_group;
+    /* fine-tuning */
+    AdwPreferencesGroup *finetune_group;
+    GtkWidget *qcfs_epochs_spin, *bptt_epochs_spin, *train_steps_spin, *lr_spin, *train_threshold_switch;
+    GtkWidget *train_batch_spin, *augment_switch, *train_images_spin, *val_images_spin;
+    AdwComboRow *optimizer_row, *surrogate_row;
+    GtkWidget *train_steps_row, *lr_row, *train_threshold_row, *train_batch_row, *augment_row;
+    GtkWidget *train_images_row, *val_images_row;
     GSettings *settings;
     GPtrArray *engine_rows;      /* AdwActionRow*, in engine_names order   */
     GPtrArray *engine_checks;    /* GtkCheckButton*                           */
@@ -42,6 +49,12 @@ static const Choice maxpool_choices[] = {{"avg", "AvgPool (approximate)"},
                                          {"gated", "gated by rate"},
                                          {NULL, NULL}};
 static const Choice encoding_choices[] = {{"direct", "direct (analog input)"}, {"poisson", "Poisson spikes"}, {NULL, NULL}};
+static const Choice optimizer_choices[] = {{"adam", "Adam"}, {"sgd", "SGD (momentum 0.9)"}, {NULL, NULL}};
+static const Choice surrogate_choices[] = {{"triangle", "triangle"},
+                                           {"sigmoid", "sigmoid"},
+                                           {"atan", "arctangent"},
+                                           {"rect", "rectangle"},
+                                           {NULL, NULL}};
 
 static void fill_combo(AdwComboRow *row, const Choice *choices)
 {
@@ -162,6 +175,20 @@ void nc_settings_pane_set_net(NcSettingsPane *self, const nc_net *net)
                                           converts ? NULL
                                                    : "This network is already a spiking network (a project file): "
                                                      "it is simulated as it is, without calibration.");
+    /* fine-tuning follows a conversion */
+    gtk_widget_set_sensitive(GTK_WIDGET(self->finetune_group), converts);
+}
+
+void nc_settings_pane_show_finetuning(NcSettingsPane *self)
+{
+    GtkWidget *group = GTK_WIDGET(self->finetune_group);
+    GtkWidget *scroller = gtk_widget_get_ancestor(group, GTK_TYPE_SCROLLED_WINDOW);
+    GtkWidget *content = scroller ? gtk_scrolled_window_get_child(GTK_SCROLLED_WINDOW(scroller)) : NULL;
+    graphene_point_t top;
+    if (!content || !gtk_widget_compute_point(group, content, &GRAPHENE_POINT_INIT(0, 0), &top))
+        return;
+    GtkAdjustment *adj = gtk_scrolled_window_get_vadjustment(GTK_SCROLLED_WINDOW(scroller));
+    gtk_adjustment_set_value(adj, MAX(top.y - 12, 0));
 }
 
 gboolean nc_settings_pane_engine_available(NcSettingsPane *self, const char *name)
@@ -225,6 +252,26 @@ static int parse_choice(GSettings *settings, const char *key, const Choice *choi
     return 0;
 }
 
+/* The trainer's options (sim/nc_train.h); the job sizes the held-out set
+ * and the crop padding's fill from the dataset and preprocessing. */
+static void read_finetune(GSettings *s, nc_pipeline_options *p)
+{
+    nc_train_options *t = &p->train;
+    p->finetune_qcfs_epochs = g_settings_get_int(s, "finetune-qcfs-epochs");
+    p->finetune_bptt_epochs = g_settings_get_int(s, "finetune-bptt-epochs");
+    t->T = g_settings_get_int(s, "train-timesteps");
+    t->learning_rate = g_settings_get_double(s, "learning-rate");
+    t->optimizer = parse_choice(s, "optimizer", optimizer_choices) == 1 ? NC_OPTIMIZER_SGD : NC_OPTIMIZER_ADAM;
+    nc_surrogate_parse(surrogate_choices[parse_choice(s, "surrogate", surrogate_choices)].value, &t->surrogate);
+    t->train_threshold = g_settings_get_boolean(s, "train-threshold");
+    t->batch_size = g_settings_get_int(s, "train-batch-size");
+    gboolean augment = g_settings_get_boolean(s, "augment");
+    t->crop_padding = augment ? 2 : 0;
+    t->flip = augment;
+    t->train_count = g_settings_get_int(s, "train-images");
+    t->val_count = g_settings_get_int(s, "val-images");
+}
+
 gboolean nc_settings_pane_read(NcSettingsPane *self, NcJobSettings *out, GError **error)
 {
     GSettings *s = self->settings;
@@ -253,6 +300,7 @@ gboolean nc_settings_pane_read(NcSettingsPane *self, NcJobSettings *out, GError 
     out->pipeline.per_channel = g_settings_get_boolean(s, "per-channel");
     out->pipeline.levels = g_settings_get_int(s, "levels");
     out->pipeline.calib_images = g_settings_get_int(s, "calib-images");
+    read_finetune(s, &out->pipeline);
     return TRUE;
 }
 
@@ -261,6 +309,54 @@ gboolean nc_settings_pane_read(NcSettingsPane *self, NcJobSettings *out, GError 
 static void on_engine_setting(GSettings *settings, const char *key, NcSettingsPane *self)
 {
     sync_engine_selection(self);
+}
+
+/* The training options matter only when a stage is on; T and the surrogate
+ * only for BPTT. */
+static void on_epochs_setting(GSettings *settings, const char *key, NcSettingsPane *self)
+{
+    int qcfs = g_settings_get_int(settings, "finetune-qcfs-epochs");
+    int bptt = g_settings_get_int(settings, "finetune-bptt-epochs");
+    GtkWidget *rows[] = {self->lr_row, GTK_WIDGET(self->optimizer_row), self->train_threshold_row,
+                         self->train_batch_row, self->augment_row, self->train_images_row, self->val_images_row};
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
+        gtk_widget_set_sensitive(rows[i], qcfs > 0 || bptt > 0);
+    gtk_widget_set_sensitive(self->train_steps_row, bptt > 0);
+    gtk_widget_set_sensitive(GTK_WIDGET(self->surrogate_row), bptt > 0);
+}
+
+/* The learning rate reads "default" at 0 and in %g otherwise (1e-4, not
+ * 0.000100). */
+static gboolean on_lr_output(GtkSpinButton *spin, gpointer user_data)
+{
+    double v = gtk_adjustment_get_value(gtk_spin_button_get_adjustment(spin));
+    char text[32];
+    if (v <= 0)
+        g_strlcpy(text, "default", sizeof text);
+    else
+        g_snprintf(text, sizeof text, "%g", v);
+    if (g_strcmp0(gtk_editable_get_text(GTK_EDITABLE(spin)), text) != 0)
+        gtk_editable_set_text(GTK_EDITABLE(spin), text);
+    return TRUE;
+}
+
+static int on_lr_input(GtkSpinButton *spin, double *value, gpointer user_data)
+{
+    const char *text = gtk_editable_get_text(GTK_EDITABLE(spin));
+    while (g_ascii_isspace(*text))
+        text++;
+    if (!*text || g_ascii_strncasecmp(text, "default", 7) == 0) {
+        *value = 0;
+        return TRUE;
+    }
+    char *end = NULL;
+    double v = g_ascii_strtod(text, &end);
+    while (end && g_ascii_isspace(*end))
+        end++;
+    if (!end || end == text || *end || !(v >= 0 && v <= 1))
+        return GTK_INPUT_ERROR;
+    *value = v;
+    return TRUE;
 }
 
 void nc_settings_pane_bind(NcSettingsPane *self, GSettings *settings)
@@ -281,6 +377,20 @@ void nc_settings_pane_bind(NcSettingsPane *self, GSettings *settings)
     bind_combo(self, "threshold-method", self->method_row, method_choices);
     bind_combo(self, "maxpool", self->maxpool_row, maxpool_choices);
     bind_combo(self, "encoding", self->encoding_row, encoding_choices);
+    g_settings_bind(settings, "finetune-qcfs-epochs", self->qcfs_epochs_spin, "value", flags);
+    g_settings_bind(settings, "finetune-bptt-epochs", self->bptt_epochs_spin, "value", flags);
+    g_settings_bind(settings, "train-timesteps", self->train_steps_spin, "value", flags);
+    g_settings_bind(settings, "learning-rate", self->lr_spin, "value", flags);
+    g_settings_bind(settings, "train-threshold", self->train_threshold_switch, "active", flags);
+    g_settings_bind(settings, "train-batch-size", self->train_batch_spin, "value", flags);
+    g_settings_bind(settings, "augment", self->augment_switch, "active", flags);
+    g_settings_bind(settings, "train-images", self->train_images_spin, "value", flags);
+    g_settings_bind(settings, "val-images", self->val_images_spin, "value", flags);
+    bind_combo(self, "optimizer", self->optimizer_row, optimizer_choices);
+    bind_combo(self, "surrogate", self->surrogate_row, surrogate_choices);
+    g_signal_connect_object(settings, "changed::finetune-qcfs-epochs", G_CALLBACK(on_epochs_setting), self, 0);
+    g_signal_connect_object(settings, "changed::finetune-bptt-epochs", G_CALLBACK(on_epochs_setting), self, 0);
+    on_epochs_setting(settings, NULL, self);
     g_signal_connect_object(settings, "changed::engine", G_CALLBACK(on_engine_setting), self, 0);
     sync_engine_selection(self);
 }
@@ -311,6 +421,11 @@ static void nc_settings_pane_class_init(NcSettingsPaneClass *klass)
     CHILD(per_channel_switch), CHILD(levels_spin), CHILD(calib_spin), CHILD(timesteps_spin), CHILD(batch_spin);
     CHILD(raster_spin), CHILD(method_row), CHILD(maxpool_row), CHILD(encoding_row), CHILD(conversion_group);
     CHILD(engine_group);
+    CHILD(finetune_group), CHILD(qcfs_epochs_spin), CHILD(bptt_epochs_spin), CHILD(train_steps_spin), CHILD(lr_spin);
+    CHILD(train_threshold_switch), CHILD(train_batch_spin), CHILD(augment_switch), CHILD(train_images_spin);
+    CHILD(val_images_spin), CHILD(optimizer_row), CHILD(surrogate_row), CHILD(train_steps_row), CHILD(lr_row);
+    CHILD(train_threshold_row), CHILD(train_batch_row), CHILD(augment_row), CHILD(train_images_row);
+    CHILD(val_images_row);
 #undef CHILD
 }
 
@@ -321,4 +436,6 @@ static void nc_settings_pane_init(NcSettingsPane *self)
     self->engine_checks = g_ptr_array_new();
     add_engine_rows(self);
     g_signal_connect(self->dataset_button, "clicked", G_CALLBACK(on_dataset_button), self);
+    g_signal_connect(self->lr_spin, "output", G_CALLBACK(on_lr_output), NULL);
+    g_signal_connect(self->lr_spin, "input", G_CALLBACK(on_lr_input), NULL);
 }

@@ -1,5 +1,7 @@
 /* nc-settings-pane.h — the run's settings: dataset and preprocessing,
- * threshold method, per-channel, L, calibration images, MaxPool strategy, T,
+ * threshold method, per-channel, L, calibration images, MaxPool strategy,
+ * fine-tuning (epochs of the QCFS and BPTT stages, training T, learning rate,
+ * optimizer, surrogate, thresholds, batch, augmentation, images), T,
  * encoding, batch size, raster size, engine.  Every value lives in GSettings
  * (bound here), so the next start remembers the last settings; the worker
  * reads them once per run through nc_settings_pane_read(). */
@@ -23,6 +25,8 @@ void nc_settings_pane_set_net(NcSettingsPane *self, const nc_net *net);
 /* The settings of a run; FALSE with a message saying what to fix (e.g. a
  * mean that is not a number). */
 gboolean nc_settings_pane_read(NcSettingsPane *self, NcJobSettings *out, GError **error);
+/* Scrolls the pane to the fine-tuning group (it must be allocated). */
+void nc_settings_pane_show_finetuning(NcSettingsPane *self);
 /* Whether the engine `name` can run the current net (after set_net). */
 gboolean nc_settings_pane_engine_available(NcSettingsPane *self, const char *name);
 

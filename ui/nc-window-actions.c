@@ -3,6 +3,8 @@
  * through a function that writes a temporary file and renames it. */
 #include "nc-window-private.h"
 
+#include <math.h>
+
 #include "../core/nc_nir.h"
 #include "../core/nc_project.h"
 #include "../sim/nc_pipeline.h"
@@ -150,6 +152,42 @@ static void add_metrics(nc_project *p, const nc_record *rec)
     nc_project_set_metric(p, "snn_T", nc_record_T(rec), NULL);
 }
 
+/* A fine-tuned run stores each stage's accuracy under the names `neurocuda
+ * convert` uses: "" (converted), "qcfs_finetuned_", "bptt_finetuned_" and
+ * "final_" prefixes, and the epochs the saved net went through. */
+static void add_stage_metrics(nc_project *p, NcJob *job)
+{
+    static const char *const names[] = {"converted", "QCFS fine-tuned", "BPTT fine-tuned"};
+    static const char *const prefixes[] = {"", "qcfs_finetuned_", "bptt_finetuned_"};
+    int n;
+    const NcStageAccuracy *stages = nc_job_get_stages(job, &n);
+    if (!nc_job_finetunes(job))
+        return;
+    for (int k = 0; k < n; k++)
+        for (guint j = 0; j < G_N_ELEMENTS(names); j++) {
+            if (strcmp(stages[k].name, names[j]) != 0)
+                continue;
+            for (int final = 0; final <= (k == n - 1 && n > 1); final++) {
+                const char *prefix = final ? "final_" : prefixes[j];
+                char key[96];
+                g_snprintf(key, sizeof key, "%sann_accuracy", prefix);
+                if (isfinite(stages[k].ann))
+                    nc_project_set_metric(p, key, stages[k].ann, NULL);
+                g_snprintf(key, sizeof key, "%sqcfs_accuracy", prefix);
+                if (isfinite(stages[k].qcfs))
+                    nc_project_set_metric(p, key, stages[k].qcfs, NULL);
+                g_snprintf(key, sizeof key, "%ssnn_accuracy_t%d", prefix, stages[k].T);
+                if (isfinite(stages[k].snn))
+                    nc_project_set_metric(p, key, stages[k].snn, NULL);
+            }
+        }
+    int qcfs = nc_job_get_finetuned_epochs(job, NC_TRAIN_QCFS), bptt = nc_job_get_finetuned_epochs(job, NC_TRAIN_BPTT);
+    nc_project_set_metric(p, "finetune_qcfs_epochs", qcfs, NULL);
+    nc_project_set_metric(p, "finetune_bptt_epochs", bptt, NULL);
+    if (bptt > 0)
+        nc_project_set_metric(p, "finetune_train_T", nc_job_get_settings(job)->pipeline.train.T, NULL);
+}
+
 gboolean nc_window_save_project(NcWindow *self, const char *path, GError **error)
 {
     NcJob *job = self->last_job;
@@ -167,6 +205,7 @@ gboolean nc_window_save_project(NcWindow *self, const char *path, GError **error
                        : nc_fail(&err, NC_ERR_MEMORY, "out of memory");
     if (st == NC_OK) {
         add_metrics(p, nc_job_get_record(job));
+        add_stage_metrics(p, job);
         st = nc_project_save(p, path, &err);
     }
     nc_project_free(p);

@@ -71,6 +71,15 @@ struct _NcWindow {
     NcRunOutcome outcome;
     guint runs_finished, live_updates;
     char *last_error;
+    /* the running job's fine-tuning (nc-window-run.c) */
+    char *before_label;          /* legend of the converted net's curve      */
+    char *after_label;           /* of the fine-tuned net's, NULL without    */
+    gboolean after_curve;        /* the fine-tuned curve was started          */
+    gboolean baseline_shown;     /* the converted net's complete run was shown */
+    gboolean curve_ended;        /* the newest curve's simulation has ended   */
+    char run_stage[32];          /* the newest snapshot's stage               */
+    gboolean has_train;          /* it was a fine-tuning one: its progress    */
+    nc_train_progress train_progress;
 };
 
 /* nc-window-views.c */

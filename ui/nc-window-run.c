@@ -14,28 +14,50 @@ static char *format_duration(double seconds)
                      : g_strdup_printf("%d:%02d", s / 60, s % 60);
 }
 
-static char *stage_text(const NcRunData *d)
+static char *train_text(const NcRunData *d)
 {
+    const nc_train_progress *p = &d->train;
+    const char *stage = p->mode == NC_TRAIN_QCFS ? "QCFS" : "BPTT";
+    if (p->epoch < 1)
+        return g_strdup_printf("%s fine-tuning: starting (%d epoch%s)…", stage, p->epochs, p->epochs == 1 ? "" : "s");
+    g_autofree char *held = p->val_accuracy >= 0 ? g_strdup_printf(" · held-out %.1f%%", 100 * p->val_accuracy)
+                                                 : g_strdup("");
+    return g_strdup_printf("%s fine-tuning: epoch %d/%d · batch %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+                           " · loss %.4f · train accuracy %.1f%%%s",
+                           stage, p->epoch, p->epochs, p->batch, p->batches, p->loss, 100 * p->train_accuracy, held);
+}
+
+static char *stage_text(NcWindow *self, const NcRunData *d)
+{
+    /* in a run that fine-tunes, which network is simulated */
+    const char *which = !self->after_label ? "" : d->finetuned ? " the fine-tuned network" : " the converted network";
     if (strcmp(d->stage, "load") == 0)
-        return g_strdup("Loading the dataset…");
+        return g_strdup(d->finetuned ? "Preparing the fine-tuned network…" : "Loading the dataset…");
     if (strcmp(d->stage, "converted") == 0)
-        return g_strdup("Converted; starting the simulation…");
+        return g_strdup_printf("%s; starting the simulation…", d->finetuned ? "Fine-tuned" : "Converted");
+    if (strcmp(d->stage, "finetune") == 0 && d->has_train)
+        return train_text(d);
+    if (strcmp(d->stage, "evaluate") == 0)
+        return g_strdup_printf("Measuring the QCFS fine-tuned network: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT,
+                               d->done, d->total);
     if (strcmp(d->stage, "calibrate") == 0)
         /* two passes over the images: maxima, then histograms */
         return g_strdup_printf("Calibrating: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " image passes", d->done,
                                d->total);
     if (strcmp(d->stage, "simulate") == 0 && d->has_record && d->samples > 0)
-        return g_strdup_printf("Simulating: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
+        return g_strdup_printf("Simulating%s: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
                                " images · SNN %.1f%% at T = %d · ANN %.1f%%",
-                               d->done, d->total, 100 * d->accuracy[d->T - 1], d->T, 100 * d->ann_accuracy);
+                               which, d->done, d->total, 100 * d->accuracy[d->T - 1], d->T,
+                               100 * (d->finetuned && d->baseline ? d->baseline->ann_accuracy : d->ann_accuracy));
     if (strcmp(d->stage, "simulate") == 0)
-        return g_strdup_printf("Simulating: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " images", d->done, d->total);
+        return g_strdup_printf("Simulating%s: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " images", which, d->done,
+                               d->total);
     return g_strdup(d->stage);
 }
 
 static void update_status(NcWindow *self, const NcRunData *d)
 {
-    g_autofree char *text = stage_text(d);
+    g_autofree char *text = stage_text(self, d);
     gtk_label_set_text(self->status_label, text);
     if (d->total > 0) {
         gtk_progress_bar_set_fraction(self->progress_bar, CLAMP((double)d->done / d->total, 0, 1));
@@ -67,6 +89,26 @@ static void set_running_ui(NcWindow *self, gboolean running)
 static void on_progress(NcJob *job, NcRunData *data, NcWindow *self)
 {
     update_status(self, data);
+    g_strlcpy(self->run_stage, data->stage, sizeof self->run_stage);
+    self->has_train = data->has_train;
+    if (data->has_train)
+        self->train_progress = data->train;
+    /* the converted net's curve is complete once fine-tuning begins; the
+     * fine-tuned net's starts with its first batch */
+    if (strcmp(data->stage, "finetune") == 0 || strcmp(data->stage, "evaluate") == 0)
+        self->curve_ended = TRUE;
+    /* the converted net's run, complete (its last batch may have ended after
+     * the last live snapshot) */
+    if (data->baseline && !self->baseline_shown && !self->after_curve) {
+        self->baseline_shown = TRUE;
+        nc_window_views_update(self, data->baseline);
+    }
+    if (data->finetuned && data->has_record && data->samples > 0 && self->after_label && !self->after_curve) {
+        nc_accuracy_chart_begin_run(self->accuracy, self->after_label);
+        self->after_curve = TRUE;
+        self->curve_ended = FALSE;
+    }
+    nc_model_pane_set_stages(self->model_pane, data->stages, data->n_stages);
     if (data->converted) {
         /* the model list now shows IF neurons with their thresholds */
         nc_model_pane_set_net(self->model_pane, data->converted);
@@ -81,28 +123,64 @@ static void on_progress(NcJob *job, NcRunData *data, NcWindow *self)
 
 /* ---- finishing --------------------------------------------------------------------------------- */
 
+/* Which epoch each fine-tuning stage kept (the best on the held-out
+ * images), when that is not simply the last one. */
+static char *train_note(NcJob *job)
+{
+    GString *note = g_string_new(NULL);
+    for (int k = NC_TRAIN_QCFS; k <= NC_TRAIN_BPTT; k++) {
+        nc_train_result r;
+        const char *name = k == NC_TRAIN_QCFS ? "QCFS" : "BPTT";
+        if (!nc_job_get_train_result(job, (nc_train_mode)k, &r) || r.best_epoch == r.epochs_run)
+            continue;
+        if (r.best_epoch == 0)
+            g_string_append_printf(note, " · %s: no epoch beat the held-out accuracy before it (%.1f%%), the "
+                                         "parameters from before were kept", name, 100 * r.val_accuracy_before);
+        else
+            g_string_append_printf(note, " · %s: kept epoch %d of %d (held-out %.1f%%)", name, r.best_epoch,
+                                   r.epochs_run, 100 * r.best_val_accuracy);
+    }
+    return g_string_free(note, note->len == 0);
+}
+
 static void report_finished(NcWindow *self, NcJob *job, const NcRunData *d)
 {
     g_autofree char *time = format_duration(nc_job_get_seconds(job));
     g_autofree char *text = NULL;
-    if (d && d->samples > 0)
+    const NcRunData *b = d ? d->baseline : NULL;
+    g_autofree char *ft = nc_job_settings_describe_finetune(nc_job_get_settings(job));
+    if (d && d->samples > 0 && d->finetuned && b && b->samples > 0 && b->T == d->T)
+        text = g_strdup_printf("Done in %s: SNN %.1f%% at T = %d after %s (%.1f%% before), %" G_GINT64_FORMAT
+                               " images",
+                               time, 100 * d->accuracy[d->T - 1], d->T, ft, 100 * b->accuracy[b->T - 1], d->samples);
+    else if (d && d->samples > 0)
         text = g_strdup_printf("Done in %s: SNN %.1f%% at T = %d, ANN %.1f%%, %" G_GINT64_FORMAT " images", time,
                                100 * d->accuracy[d->T - 1], d->T, 100 * d->ann_accuracy, d->samples);
     else
         text = g_strdup_printf("Done in %s", time);
+    g_autofree char *note = train_note(job);
+    if (note) {
+        char *longer = g_strconcat(text, note, NULL);
+        g_free(text);
+        text = longer;
+    }
     gtk_label_set_text(self->status_label, text);
     nc_window_toast(self, text);
 }
 
 static void report_cancelled(NcWindow *self, const NcRunData *d)
 {
+    gboolean training = strcmp(self->run_stage, "finetune") == 0 || strcmp(self->run_stage, "evaluate") == 0;
     g_autofree char *text =
-        d && d->samples > 0
+        training ? g_strdup("Fine-tuning cancelled (the stage's changes are discarded); the converted network "
+                            "and its run are kept")
+        : d && d->samples > 0
             ? g_strdup_printf("Cancelled after %" G_GINT64_FORMAT " images; their results are kept", d->samples)
             : g_strdup("Cancelled");
     gtk_label_set_text(self->status_label, text);
     nc_window_toast(self, text);
-    nc_accuracy_chart_end_run(self->accuracy, "cancelled");
+    if (!self->curve_ended) /* a finished curve (the converted net's) stays as it is */
+        nc_accuracy_chart_end_run(self->accuracy, "cancelled");
 }
 
 static void report_failed(NcWindow *self, const GError *error)
@@ -125,11 +203,11 @@ static void on_job_done(GObject *source, GAsyncResult *result, gpointer user_dat
         return;
     g_signal_handler_disconnect(job, self->progress_handler);
     self->progress_handler = 0;
-    NcRunData *final = NULL;
-    if (nc_job_get_record(job))
-        final = nc_run_data_new_from_record("done", 0, 0, 0, nc_job_get_record(job), NULL);
+    NcRunData *final = nc_job_get_final(job);
     if (final && final->samples > 0)
         nc_window_views_update(self, final);
+    if (final)
+        nc_model_pane_set_stages(self->model_pane, final->stages, final->n_stages);
     self->outcome = ok ? NC_RUN_FINISHED
                        : g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ? NC_RUN_CANCELLED : NC_RUN_FAILED;
     if (ok)
@@ -175,6 +253,20 @@ void nc_window_run_start(NcWindow *self)
         return;
     }
     g_autofree char *label = run_label(self, &s);
+    /* a run that fine-tunes draws two curves: the converted net's, then the
+     * fine-tuned net's */
+    g_autofree char *ft = nc_job_settings_describe_finetune(&s);
+    g_free(self->before_label);
+    g_free(self->after_label);
+    self->before_label = g_strdup(label);
+    self->after_label = NULL;
+    if (ft && !nc_net_is_snn(self->model->net)) {
+        g_autofree char *what = nc_job_settings_describe(&s, TRUE);
+        self->after_label = g_strdup_printf("%s + %s · T %d", what, ft, s.T);
+    }
+    self->after_curve = self->curve_ended = self->baseline_shown = FALSE;
+    self->run_stage[0] = '\0';
+    self->has_train = FALSE;
     self->job = nc_job_new(self->model->net, self->model->path, &s);
     nc_job_settings_clear(&s);
     self->job_cancellable = g_cancellable_new();

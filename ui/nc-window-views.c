@@ -417,6 +417,16 @@ static void update_quant(NcWindow *self, const NcRunData *d)
     gtk_widget_set_visible(GTK_WIDGET(self->quant), loihi);
 }
 
+/* After fine-tuning, the error chart sets each layer's error before it
+ * (the converted net's complete run) beside the error after it. */
+static void update_error_baseline(NcWindow *self, const NcRunData *d)
+{
+    const NcJobSettings *s = self->job ? nc_job_get_settings(self->job) : NULL;
+    g_autofree char *ft = s ? nc_job_settings_describe_finetune(s) : NULL;
+    g_autofree char *after = g_strdup_printf("after: %s", ft ? ft : "fine-tuned");
+    nc_layer_chart_set_baseline(self->error, d->finetuned ? d->baseline : NULL, "before: converted", after);
+}
+
 void nc_window_views_update(NcWindow *self, NcRunData *d)
 {
     if (self->last_data != d) {
@@ -428,6 +438,7 @@ void nc_window_views_update(NcWindow *self, NcRunData *d)
     sync_samples(self, d);
     nc_accuracy_chart_update(self->accuracy, d);
     nc_layer_chart_set_data(self->rates, d);
+    update_error_baseline(self, d);
     nc_layer_chart_set_data(self->error, d);
     update_quant(self, d);
     nc_layer_chart_set_data(self->sops, d);
@@ -440,7 +451,9 @@ void nc_window_views_clear(NcWindow *self)
 {
     g_clear_pointer(&self->last_data, nc_run_data_unref);
     nc_layer_chart_set_data(self->rates, NULL);
+    nc_layer_chart_set_baseline(self->error, NULL, NULL, NULL);
     nc_layer_chart_set_data(self->error, NULL);
+    nc_model_pane_set_stages(self->model_pane, NULL, 0);
     nc_quant_chart_set_net(self->quant, NULL);
     gtk_widget_set_visible(GTK_WIDGET(self->quant), FALSE);
     nc_layer_chart_set_data(self->sops, NULL);

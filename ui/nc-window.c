@@ -225,6 +225,19 @@ NcRunOutcome nc_window_get_outcome(NcWindow *self) { return self->outcome; }
 guint nc_window_get_runs_finished(NcWindow *self) { return self->runs_finished; }
 guint nc_window_get_live_updates(NcWindow *self) { return self->live_updates; }
 const char *nc_window_get_last_error(NcWindow *self) { return self->last_error; }
+const char *nc_window_get_run_stage(NcWindow *self) { return self->run_stage; }
+GtkWidget *nc_window_get_model_pane(NcWindow *self) { return GTK_WIDGET(self->model_pane); }
+GtkWidget *nc_window_get_settings_pane(NcWindow *self) { return GTK_WIDGET(self->settings_pane); }
+const char *nc_window_get_status(NcWindow *self) { return gtk_label_get_text(self->status_label); }
+
+gboolean nc_window_get_train_progress(NcWindow *self, int *epoch, gint64 *batch, gint64 *batches)
+{
+    if (!self->has_train)
+        return FALSE;
+    *epoch = self->train_progress.epoch, *batch = self->train_progress.batch;
+    *batches = self->train_progress.batches;
+    return TRUE;
+}
 
 /* ---- object ----------------------------------------------------------------------------------------------- */
 
@@ -252,6 +265,8 @@ static void nc_window_finalize(GObject *object)
     g_clear_object(&self->recent_menu);
     g_clear_object(&self->layer_names);
     g_free(self->last_error);
+    g_free(self->before_label);
+    g_free(self->after_label);
     G_OBJECT_CLASS(nc_window_parent_class)->finalize(object);
 }
 

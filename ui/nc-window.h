@@ -29,6 +29,14 @@ guint nc_window_get_runs_finished(NcWindow *self);  /* runs that ended, any outc
 /* Snapshots with a record that reached the views during the last run. */
 guint nc_window_get_live_updates(NcWindow *self);
 const char *nc_window_get_last_error(NcWindow *self); /* NULL when none */
+/* The newest snapshot's stage ("calibrate", "simulate", "finetune" ...). */
+const char *nc_window_get_run_stage(NcWindow *self);
+/* While the newest snapshot is one of fine-tuning: its epoch and batch
+ * (epoch 0 before the first batch); FALSE otherwise. */
+gboolean nc_window_get_train_progress(NcWindow *self, int *epoch, gint64 *batch, gint64 *batches);
+GtkWidget *nc_window_get_model_pane(NcWindow *self); /* the NcModelPane */
+GtkWidget *nc_window_get_settings_pane(NcWindow *self); /* the NcSettingsPane */
+const char *nc_window_get_status(NcWindow *self);   /* the status bar's text */
 
 /* The charts by name ("accuracy", "firing-rates", "calibration-error",
  * "raster", "membrane", "sops"), NULL-terminated array owned by the window. */

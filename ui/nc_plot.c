@@ -3,6 +3,8 @@
 
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,68 +366,109 @@ void nc_plot_lines(cairo_t *cr, double width, double height, const nc_plot_style
 
 /* ---- bars ---------------------------------------------------------------- */
 
-static void bars_range(const nc_plot_bars_spec *s, int groups, double *lo_out, double *hi_out)
+/* Stacks per category: several only when stacked. */
+static int bars_stacks(const nc_plot_bars_spec *s)
+{
+    if (!s->stacked || s->n_stacks <= 1)
+        return 1;
+    return s->n_stacks < NC_PLOT_MAX_STACKS ? s->n_stacks : NC_PLOT_MAX_STACKS;
+}
+
+static double bar_value(const nc_plot_bars_spec *s, int stacks, int c, int stack, int k)
+{
+    return s->values[((size_t)c * stacks + stack) * s->n_groups + k];
+}
+
+static void bars_range(const nc_plot_bars_spec *s, int groups, int stacks, double *lo_out, double *hi_out)
 {
     double lo = 0, hi = 0;
-    for (int c = 0; c < s->n_categories; c++) {
-        double pos = 0, neg = 0;
-        for (int g = 0; g < groups; g++) {
-            double v = s->values[c * s->n_groups + g];
-            if (!isfinite(v))
-                continue;
-            if (s->stacked && v >= 0)
-                pos += v;
-            else if (s->stacked)
-                neg += v;
-            else
-                pos = fmax(pos, v), neg = fmin(neg, v);
+    for (int c = 0; c < s->n_categories; c++)
+        for (int b = 0; b < stacks; b++) {
+            double pos = 0, neg = 0;
+            for (int g = 0; g < groups; g++) {
+                double v = bar_value(s, stacks, c, b, g);
+                if (!isfinite(v))
+                    continue;
+                if (s->stacked && v >= 0)
+                    pos += v;
+                else if (s->stacked)
+                    neg += v;
+                else
+                    pos = fmax(pos, v), neg = fmin(neg, v);
+            }
+            hi = fmax(hi, pos), lo = fmin(lo, neg);
         }
-        hi = fmax(hi, pos), lo = fmin(lo, neg);
-    }
     if (hi - lo < 1e-12)
         hi = lo + 1;
     hi += (hi - lo) * 0.05;
     *lo_out = lo, *hi_out = hi;
 }
 
+/* The legend's entries: the groups (when more than one), then the stacks. */
+static int bars_legend_labels(const nc_plot_bars_spec *s, int groups, int stacks, const char **labels)
+{
+    int n = 0;
+    for (int k = 0; groups > 1 && k < groups; k++)
+        labels[n++] = s->group_labels ? s->group_labels[k] : NULL;
+    for (int b = 0; stacks > 1 && b < stacks; b++)
+        labels[n++] = s->stack_labels ? s->stack_labels[b] : NULL;
+    return n;
+}
+
 void nc_plot_bars_layout(cairo_t *cr, double width, double height, const nc_plot_style *st,
                          const nc_plot_bars_spec *s, nc_plot_bars_geometry *g)
 {
     int groups = s->n_groups < NC_PLOT_MAX_SERIES ? s->n_groups : NC_PLOT_MAX_SERIES;
+    int stacks = bars_stacks(s);
+    const char *labels[NC_PLOT_MAX_SERIES + NC_PLOT_MAX_STACKS];
+    int n_labels = bars_legend_labels(s, groups, stacks, labels);
     cairo_save(cr);
     cairo_select_font_face(cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-    double lw = legend_width(cr, st, groups > 1 ? groups : 0, s->group_labels);
+    double lw = legend_width(cr, st, n_labels, labels);
     cairo_restore(cr);
     frame f = chart_frame(width, height, st, lw);
     f.bottom -= st->font_size * 2; /* room for slanted category names */
     g->frame = (nc_plot_rect){f.left, f.top, f.right, f.bottom};
     g->groups = groups;
-    bars_range(s, groups, &g->lo, &g->hi);
+    g->stacks = stacks;
+    bars_range(s, groups, stacks, &g->lo, &g->hi);
     g->slot = (f.right - f.left) / (s->n_categories > 0 ? s->n_categories : 1);
 }
 
-/* Bar (c, g) as a rectangle; its value range is [from, to].  Stacked bars
- * start where the previous group of the same sign ended. */
-static void bar_rect(const nc_plot_bars_geometry *g, const nc_plot_bars_spec *s, int c, int k, double *x,
-                     double *y, double *w, double *h)
+/* Bar (c, b, k) as a rectangle; its value range is [from, to].  Stacked bars
+ * start where the previous group of the same sign ended; stacks share 70 %
+ * of the slot (one) or 80 % (several, side by side). */
+int nc_plot_bars_rect(const nc_plot_bars_geometry *g, const nc_plot_bars_spec *s, int c, int b, int k, double *x,
+                      double *y, double *w, double *h)
 {
-    double from = 0, v = s->values[c * s->n_groups + k];
+    double from = 0, v = bar_value(s, g->stacks, c, b, k);
+    if (!isfinite(v))
+        return 0;
     if (s->stacked)
         for (int j = 0; j < k; j++) {
-            double u = s->values[c * s->n_groups + j];
+            double u = bar_value(s, g->stacks, c, b, j);
             if (isfinite(u) && (u >= 0) == (v >= 0))
                 from += u;
         }
     double to = from + v, span = g->frame.bottom - g->frame.top;
-    double bar_w = s->stacked ? g->slot * 0.7 : g->slot * 0.8 / g->groups;
-    *x = g->frame.left + c * g->slot + (s->stacked ? g->slot * 0.15 : g->slot * 0.1 + k * bar_w);
+    double slot_x = g->frame.left + c * g->slot;
+    if (!s->stacked) {
+        double bar_w = g->slot * 0.8 / g->groups;
+        *x = slot_x + g->slot * 0.1 + k * bar_w, *w = bar_w;
+    } else if (g->stacks == 1) {
+        *x = slot_x + g->slot * 0.15, *w = g->slot * 0.7;
+    } else {
+        double column = g->slot * 0.8 / g->stacks;
+        *x = slot_x + g->slot * 0.1 + b * column + column * 0.05, *w = column * 0.9;
+    }
     double ya = g->frame.bottom - (from - g->lo) / (g->hi - g->lo) * span;
     double yb = g->frame.bottom - (to - g->lo) / (g->hi - g->lo) * span;
-    *y = fmin(ya, yb), *w = bar_w, *h = fabs(ya - yb);
+    *y = fmin(ya, yb), *h = fabs(ya - yb);
+    return 1;
 }
 
-int nc_plot_bars_hit(const nc_plot_bars_geometry *g, const nc_plot_bars_spec *s, double px, double py,
-                     int *category, int *group)
+int nc_plot_bars_hit_stack(const nc_plot_bars_geometry *g, const nc_plot_bars_spec *s, double px, double py,
+                           int *category, int *stack, int *group)
 {
     if (s->n_categories < 1 || px < g->frame.left || px >= g->frame.right || py < g->frame.top ||
         py > g->frame.bottom + 40)
@@ -433,22 +476,52 @@ int nc_plot_bars_hit(const nc_plot_bars_geometry *g, const nc_plot_bars_spec *s,
     int c = (int)((px - g->frame.left) / g->slot);
     if (c >= s->n_categories)
         c = s->n_categories - 1;
-    *category = c, *group = -1;
-    for (int k = 0; k < g->groups; k++) {
-        double x, y, w, h;
-        if (!isfinite(s->values[c * s->n_groups + k]))
-            continue;
-        bar_rect(g, s, c, k, &x, &y, &w, &h);
-        int inside_x = px >= x && px < x + w;
-        int inside_y = py >= y - 1 && py <= y + h + 1;
-        /* grouped bars are told apart by x (a short bar is still easy to
-         * hover); stacked ones by y */
-        if (inside_x && (!s->stacked || inside_y)) {
-            *group = k;
-            break;
+    *category = c, *group = -1, *stack = -1;
+    for (int b = 0; b < g->stacks; b++)
+        for (int k = 0; k < g->groups; k++) {
+            double x, y, w, h;
+            if (!nc_plot_bars_rect(g, s, c, b, k, &x, &y, &w, &h) || px < x || px >= x + w)
+                continue;
+            *stack = b;
+            /* grouped bars are told apart by x (a short bar is still easy to
+             * hover); stacked ones by y */
+            if (!s->stacked || (py >= y - 1 && py <= y + h + 1)) {
+                *group = k;
+                return 1;
+            }
         }
-    }
     return 1;
+}
+
+int nc_plot_bars_hit(const nc_plot_bars_geometry *g, const nc_plot_bars_spec *s, double px, double py,
+                     int *category, int *group)
+{
+    int stack;
+    return nc_plot_bars_hit_stack(g, s, px, py, category, &stack, group);
+}
+
+/* The stacks' keys: a box in the foreground colour, faded and outlined for
+ * every stack but the last, as the bars are drawn. */
+static void stack_legend(cairo_t *cr, const frame *f, const nc_plot_style *st, int first_row, int stacks,
+                         const char *const *labels)
+{
+    double y = f->top + 4 + first_row * st->font_size * 1.5;
+    for (int b = 0; b < stacks; b++, y += st->font_size * 1.5) {
+        nc_rgba c = st->foreground;
+        int faded = b < stacks - 1;
+        c.a *= faded ? NC_PLOT_FADED_ALPHA : 1;
+        set_color(cr, c);
+        cairo_rectangle(cr, f->right + 14, y + st->font_size / 2 - 6, 12, 12);
+        cairo_fill(cr);
+        if (faded) {
+            set_color(cr, st->foreground);
+            cairo_set_line_width(cr, 1);
+            cairo_rectangle(cr, f->right + 14.5, y + st->font_size / 2 - 5.5, 11, 11);
+            cairo_stroke(cr);
+        }
+        set_color(cr, st->foreground);
+        text_at(cr, f->right + 36, y + st->font_size / 2, labels && labels[b] ? labels[b] : "", 0, 0.5);
+    }
 }
 
 void nc_plot_bars(cairo_t *cr, double width, double height, const nc_plot_style *st, const nc_plot_bars_spec *s)
@@ -459,14 +532,26 @@ void nc_plot_bars(cairo_t *cr, double width, double height, const nc_plot_style 
     frame f = {g.frame.left, g.frame.top, g.frame.right, g.frame.bottom};
     y_axis(cr, &f, st, g.lo, g.hi);
     for (int c = 0; c < s->n_categories; c++) {
-        for (int k = 0; k < g.groups; k++) {
-            double x, y, w, h;
-            if (!isfinite(s->values[c * s->n_groups + k]))
-                continue;
-            bar_rect(&g, s, c, k, &x, &y, &w, &h);
-            set_color(cr, st->series[k % NC_PLOT_MAX_SERIES]);
-            cairo_rectangle(cr, x, y, w, h);
-            cairo_fill(cr);
+        for (int b = 0; b < g.stacks; b++) {
+            int faded = b < g.stacks - 1;
+            double top = f.bottom, bottom = f.top, left = 0, right = 0;
+            for (int k = 0; k < g.groups; k++) {
+                double x, y, w, h;
+                if (!nc_plot_bars_rect(&g, s, c, b, k, &x, &y, &w, &h))
+                    continue;
+                nc_rgba col = st->series[k % NC_PLOT_MAX_SERIES];
+                col.a *= faded ? NC_PLOT_FADED_ALPHA : 1;
+                set_color(cr, col);
+                cairo_rectangle(cr, x, y, w, h);
+                cairo_fill(cr);
+                top = fmin(top, y), bottom = fmax(bottom, y + h), left = x, right = x + w;
+            }
+            if (faded && right > left && bottom > top) { /* outlined: told apart in grey print too */
+                set_color(cr, st->foreground);
+                cairo_set_line_width(cr, 1);
+                cairo_rectangle(cr, floor(left) + 0.5, floor(top) + 0.5, floor(right - left), floor(bottom - top));
+                cairo_stroke(cr);
+            }
         }
         set_color(cr, st->foreground);
         cairo_save(cr);
@@ -478,6 +563,8 @@ void nc_plot_bars(cairo_t *cr, double width, double height, const nc_plot_style 
     stroke_frame(cr, st, &f);
     if (g.groups > 1)
         legend(cr, &f, st, g.groups, s->group_labels, g.groups, 1);
+    if (g.stacks > 1)
+        stack_legend(cr, &f, st, g.groups > 1 ? g.groups : 0, g.stacks, s->stack_labels);
 }
 
 /* ---- raster -------------------------------------------------------------- */
@@ -938,6 +1025,17 @@ static int has_suffix(const char *s, const char *suffix)
     return n >= m && strcasecmp(s + n - m, suffix) == 0;
 }
 
+/* fsync: the new file must be on disk before the rename replaces the old one
+ * (a full disk or a crash then leaves the old plot as it was). */
+static int sync_file(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int rc = fd >= 0 ? fsync(fd) : -1;
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 int nc_plot_save(const char *path, int width, int height, nc_plot_draw_fn draw, void *user, char *errbuf,
                  size_t errsize)
 {
@@ -963,10 +1061,10 @@ int nc_plot_save(const char *path, int width, int height, nc_plot_draw_fn draw, 
     if (status == CAIRO_STATUS_SUCCESS)
         status = cairo_surface_status(surface);
     cairo_surface_destroy(surface);
-    if (status != CAIRO_STATUS_SUCCESS || rename(tmp, path) != 0) {
+    if (status != CAIRO_STATUS_SUCCESS || sync_file(tmp) != 0 || rename(tmp, path) != 0) {
         unlink(tmp);
         snprintf(errbuf, errsize, "%s: cannot write the plot (%s); check that the folder exists and is writable",
-                 path, status != CAIRO_STATUS_SUCCESS ? cairo_status_to_string(status) : "rename failed");
+                 path, status != CAIRO_STATUS_SUCCESS ? cairo_status_to_string(status) : strerror(errno));
         return -1;
     }
     return 0;

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# gpu-env.sh — on the GPU machine, from the repository root: unpacks the
+# bundle that tools/gpu-bundle.sh made (.gpu/nc.tar.xz, carried) into /tmp/nc
+# and exports what the programs need, so that a device command can be
+#
+#   source tools/gpu-env.sh && "$B/test_gpu_train" > "$OUT/train.log" 2>&1; ...
+#
+# Exports: B (the programs), NC_SOURCE_DIR (fixtures), FMNIST (the carried
+# Fashion-MNIST folder .fmnist, when present), LD_LIBRARY_PATH.
+OUT=${OUT:-/tmp/nc-out}
+mkdir -p "$OUT"
+if [ ! -f .gpu/nc.tar.xz ]; then
+  echo "gpu-env.sh: no .gpu/nc.tar.xz (run tools/gpu-bundle.sh, and carry .gpu)" >&2
+  return 1 2>/dev/null || exit 1
+fi
+rm -rf /tmp/nc && mkdir -p /tmp/nc && tar xJf .gpu/nc.tar.xz -C /tmp/nc
+export B=/tmp/nc/bin
+export LD_LIBRARY_PATH=/tmp/nc/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export NC_SOURCE_DIR=$(pwd)
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-16}
+[ -d .fmnist ] && export FMNIST=$(pwd)/.fmnist
+ldd "$B/neurocuda" | grep 'not found' && echo "gpu-env.sh: WARNING: missing libraries" >&2
+true
