@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +130,58 @@ static hid_t strong_fapl(void)
     return fapl;
 }
 
+/* The core driver keeps the file in a buffer that these callbacks manage;
+ * when the file is closed the buffer, now the complete file, is kept for
+ * nc_h5_commit instead of being freed.  (H5Fget_file_image cannot be used:
+ * in libhdf5 1.10.8 it returns a version-3 superblock whose checksum does
+ * not match, which no reader opens.) */
+static void *image_malloc(size_t size, H5FD_file_image_op_t op, void *user)
+{
+    (void)op;
+    ((nc_h5_writer *)user)->image_size = size;
+    return malloc(size ? size : 1);
+}
+
+static void *image_memcpy(void *dst, const void *src, size_t size, H5FD_file_image_op_t op, void *user)
+{
+    (void)op, (void)user;
+    return memcpy(dst, src, size);
+}
+
+static void *image_realloc(void *ptr, size_t size, H5FD_file_image_op_t op, void *user)
+{
+    (void)op;
+    void *bigger = realloc(ptr, size ? size : 1);
+    if (bigger)
+        ((nc_h5_writer *)user)->image_size = size;
+    return bigger;
+}
+
+static herr_t image_free(void *ptr, H5FD_file_image_op_t op, void *user)
+{
+    nc_h5_writer *w = user;
+    if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && ptr && !w->image)
+        w->image = ptr; /* the finished file: nc_h5_commit writes and frees it */
+    else
+        free(ptr);
+    return 0;
+}
+
+static void *image_udata_copy(void *user) { return user; }
+static herr_t image_udata_free(void *user) { (void)user; return 0; }
+
+/* The bytes of the file in the image: the end-of-file address of a version
+ * 2/3 superblock at offset 0 (the buffer grows in steps and may be longer). */
+static size_t image_length(const unsigned char *image, size_t size)
+{
+    if (size < 48 || memcmp(image, "\211HDF\r\n\032\n", 8) != 0 || (image[8] != 2 && image[8] != 3) || image[9] != 8)
+        return size;
+    uint64_t eof = 0;
+    for (int k = 7; k >= 0; k--)
+        eof = (eof << 8) | image[12 + 2 * 8 + k];
+    return eof > 0 && eof <= size ? (size_t)eof : size;
+}
+
 nc_status nc_h5_create(nc_h5_writer *w, const char *path, nc_error *err)
 {
     nc_h5_quiet();
@@ -152,6 +203,14 @@ nc_status nc_h5_create(nc_h5_writer *w, const char *path, nc_error *err)
      * format a fuzz test loaded wrong weights through a damaged B-tree).
      * Readers need HDF5 ≥ 1.10 (Debian 12 has 1.10.8; h5py uses it). */
     H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST);
+    /* The file is built in memory (the core driver, no backing store) and
+     * written out by nc_h5_commit: libhdf5 1.10 never sees a failing write.
+     * (When H5Fclose fails on a full disk it leaves a half-closed file in
+     * its tables, and the library crashes when it shuts down at exit.) */
+    H5FD_file_image_callbacks_t callbacks = {image_malloc, image_memcpy, image_realloc, image_free,
+                                             image_udata_copy, image_udata_free, w};
+    H5Pset_fapl_core(fapl, (size_t)1 << 20, 0);
+    H5Pset_file_image_callbacks(fapl, &callbacks);
     w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     char why[256];
     nc_h5_error_text(why, sizeof why); /* before any other call clears the stack */
@@ -167,23 +226,50 @@ nc_status nc_h5_create(nc_h5_writer *w, const char *path, nc_error *err)
 void nc_h5_discard(nc_h5_writer *w)
 {
     nc_h5_close(&w->file);
+    free(w->image);
+    w->image = NULL;
     if (w->tmp[0])
         unlink(w->tmp);
     w->tmp[0] = 0;
 }
 
+/* Writes all of buf to the file at path (created by nc_h5_create). */
+static int write_image(const char *path, const unsigned char *buf, size_t size)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    for (size_t done = 0; done < size;) {
+        ssize_t n = write(fd, buf + done, size - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int saved = n < 0 ? errno : ENOSPC;
+            close(fd);
+            errno = saved;
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return close(fd);
+}
+
 nc_status nc_h5_commit(nc_h5_writer *w, nc_error *err)
 {
     char why[256];
-    if (H5Fclose(w->file) < 0) {
-        w->file = H5I_INVALID_HID;
+    /* closing a file in memory cannot meet a full disk (see nc_h5_create) */
+    herr_t closed = H5Fclose(w->file);
+    w->file = H5I_INVALID_HID;
+    if (closed < 0 || !w->image) {
         nc_fail(err, NC_ERR_IO, "cannot finish writing '%s': %s; the old file (if any) is left as it was", w->path,
-                nc_h5_error_text(why, sizeof why));
+                closed < 0 ? nc_h5_error_text(why, sizeof why) : "no file image");
         nc_h5_discard(w);
         return NC_ERR_IO;
     }
-    w->file = H5I_INVALID_HID;
-    if (nc_file_commit(w->tmp, w->path) != 0) { /* fsync, rename, fsync the folder */
+    int rc = write_image(w->tmp, w->image, image_length(w->image, w->image_size));
+    free(w->image);
+    w->image = NULL;
+    if (rc != 0 || nc_file_commit(w->tmp, w->path) != 0) { /* fsync, rename, fsync the folder */
         nc_fail(err, NC_ERR_IO, "cannot write '%s': %s; the old file (if any) is left as it was", w->path,
                 strerror(errno));
         nc_h5_discard(w);

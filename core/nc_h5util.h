@@ -5,9 +5,11 @@
  *   - HDF5 never prints: nc_h5_quiet() switches its automatic error report
  *     off, and failures become an nc_status with HDF5's own innermost reason
  *     appended to our message.
- *   - Files are written to "<path>.tmp-XXXXXX" in the same folder, fsync'ed
- *     and renamed over <path>, so a failed or interrupted save never damages
- *     an existing file (nc_h5_create / nc_h5_commit / nc_h5_discard).
+ *   - A file is built in memory (HDF5's core driver), then written to
+ *     "<path>.tmp-XXXXXX" in the same folder, fsync'ed and renamed over
+ *     <path> (core/nc_file.h), so a failed or interrupted save — a full disk
+ *     included — never damages an existing file, and libhdf5 never sees a
+ *     failing write (nc_h5_create / nc_h5_commit / nc_h5_discard).
  *   - Files are written in the HDF5 1.10 format (metadata checksums) and
  *     every array is chunked with the Fletcher-32 filter, so damage anywhere
  *     in a file is reported on reading rather than loaded as wrong numbers.
@@ -59,9 +61,11 @@ const char *nc_h5_unescape_name(const char *name, char *out, size_t size);
 /* ---- writing a file --------------------------------------------------- */
 
 typedef struct nc_h5_writer {
-    hid_t file;         /* the open temporary file, for writing into */
+    hid_t file;         /* the open file (in memory), for writing into */
     char path[4096];    /* the final path                              */
     char tmp[4096];     /* "<path>.tmp-XXXXXX"                         */
+    void *image;        /* the finished file, once closed (internal)   */
+    size_t image_size;  /* bytes held by libhdf5's buffer (internal)   */
 } nc_h5_writer;
 
 /* Creates the temporary file next to `path`.  On failure nothing is left. */
