@@ -7,6 +7,7 @@
 #include "nc_cli.h"
 #include "nc_nir.h"
 #include "nc_onnx.h"
+#include "nc_record.h"
 #include "nc_project.h"
 
 static void usage(FILE *out)
@@ -16,6 +17,8 @@ static void usage(FILE *out)
           "Shows the network of MODEL (.onnx): every node with its output shape, parameters and\n"
           "multiply-accumulates per image, and the conversion report: what became of every node of the\n"
           "file (converted, folded into another node, removed, approximated, unsupported: why).\n"
+          "MODEL may also be a project (.ncsnn) or a NIR graph (.nir); a recording written by\n"
+          "`neurocuda run --record` is summarised (accuracy by step, spikes per layer).\n"
           "\n"
           "  --json     print one JSON object as the last line\n"
           "  --dt S     NIR: seconds per step for continuous-time neurons (default 0.001)\n"
@@ -180,6 +183,47 @@ static void print_net_json(const char *path, const nc_net *net, const nc_report 
     nc_json_end(&j);
 }
 
+/* A recording (nc_recording_load): its summary, checked on reading. */
+static int print_recording(const char *path, int json)
+{
+    nc_recording *r = NULL;
+    nc_error err = {0};
+    if (nc_recording_load(path, &r, &err) != NC_OK)
+        return nc_cli_error(&err);
+    if (json) {
+        nc_json j;
+        nc_json_begin(&j, stdout);
+        nc_json_string(&j, "recording", path);
+        nc_json_int(&j, "T", r->T);
+        nc_json_int(&j, "samples", r->samples);
+        nc_json_number(&j, "accuracy", r->accuracy_by_step[r->T - 1]);
+        nc_json_number(&j, "ann_accuracy", r->ann_accuracy);
+        nc_json_int(&j, "spikes", r->total_spikes);
+        nc_json_open(&j, "layers", '[');
+        for (int i = 0; i < r->n_layers; i++) {
+            nc_json_open(&j, NULL, '{');
+            nc_json_string(&j, "name", r->layers[i].name);
+            nc_json_int(&j, "neurons", r->layers[i].neurons);
+            nc_json_int(&j, "spikes", r->layers[i].spikes);
+            nc_json_number(&j, "firing_rate", r->layers[i].firing_rate);
+            nc_json_int(&j, "raster_events", r->layers[i].n_events);
+            nc_json_close(&j, '}');
+        }
+        nc_json_close(&j, ']');
+        nc_json_end(&j);
+    } else {
+        printf("Recording: %s\n  T = %d steps, %lld samples, accuracy after T %.4f (ANN %.4f), %lld spikes\n",
+               path, r->T, (long long)r->samples, r->accuracy_by_step[r->T - 1], r->ann_accuracy,
+               (long long)r->total_spikes);
+        printf("  %-28s %12s %14s %12s %14s\n", "layer", "neurons", "spikes", "rate", "raster events");
+        for (int i = 0; i < r->n_layers; i++)
+            printf("  %-28.28s %12lld %14lld %12.4f %14lld\n", r->layers[i].name, (long long)r->layers[i].neurons,
+                   (long long)r->layers[i].spikes, r->layers[i].firing_rate, (long long)r->layers[i].n_events);
+    }
+    nc_recording_free(r);
+    return 0;
+}
+
 int nc_cmd_info(int argc, char **argv)
 {
     static const struct option options[] = {
@@ -215,6 +259,8 @@ int nc_cmd_info(int argc, char **argv)
     size_t len = strlen(path);
     int onnx = len >= 5 && strcmp(path + len - 5, ".onnx") == 0;
     nc_status st = NC_OK;
+    if (!onnx && nc_recording_probe(path))
+        return print_recording(path, json);
     if (onnx) { /* the report of an unsupported model is shown too */
         st = nc_onnx_load_with_report(path, NULL, &net, &report, &err);
     } else if (!(net = nc_cli_load_model(path))) {

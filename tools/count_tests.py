@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Counts the TAP results of a `meson test` run and prints one closing line,
-`N passed, N failed, N skipped`.  Every sub-test line of every test program is
-counted; a test program that crashed, timed out or printed no TAP plan counts
-as one failure (its TAP lines before the crash still count)."""
+"""Counts the TAP results of one or more `meson test` runs and prints one
+closing line, `N passed, N failed, N skipped`, summed over all of them (the
+normal and the sanitizer build).  Every sub-test line of every test program
+is counted; a test program that crashed, timed out or printed no TAP plan
+counts as one failure (its TAP lines before the crash still count)."""
 import json
+import os
 import re
 import sys
 
@@ -44,8 +46,22 @@ def count(logfile):
 
 
 def main():
-    logfile = sys.argv[1] if len(sys.argv) > 1 else 'build/meson-logs/testlog.json'
-    passed, failed, skipped, failures = count(logfile)
+    """Usage: count_tests.py [TESTLOG.json ...] — one or more meson test logs
+    (e.g. the normal and the sanitizer build); the closing line sums them.
+    A log named on the command line that does not exist counts as one failure
+    (its build or test run never finished)."""
+    logfiles = sys.argv[1:] or ['build/meson-logs/testlog.json']
+    passed = failed = skipped = 0
+    failures = []
+    for logfile in logfiles:
+        try:
+            p, f, s, fl = count(logfile)
+        except OSError as e:
+            p, f, s, fl = 0, 1, 0, [f'{logfile}: cannot be read ({e.strerror})']
+        passed, failed, skipped = passed + p, failed + f, skipped + s
+        build = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(logfile))))
+        prefix = f'[{build}] ' if len(logfiles) > 1 else ''
+        failures += [prefix + x for x in fl]
     for f in failures[:50]:
         print('FAILED', f)
     print(f'{passed} passed, {failed} failed, {skipped} skipped')
