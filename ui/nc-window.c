@@ -194,6 +194,12 @@ gboolean nc_window_save_screenshot(NcWindow *self, const char *path, GError **er
 {
     GtkWidget *widget = GTK_WIDGET(self);
     int w = gtk_widget_get_width(widget), h = gtk_widget_get_height(widget);
+    GskRenderer *renderer = gtk_native_get_renderer(GTK_NATIVE(self));
+    /* not realized or not laid out yet: there is nothing to render with */
+    if (!renderer || w <= 0 || h <= 0 || !gtk_widget_get_mapped(widget)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "the window has not been drawn yet");
+        return FALSE;
+    }
     GdkPaintable *paintable = gtk_widget_paintable_new(widget);
     GtkSnapshot *snapshot = gtk_snapshot_new();
     gdk_paintable_snapshot(paintable, snapshot, w, h);
@@ -203,9 +209,12 @@ gboolean nc_window_save_screenshot(NcWindow *self, const char *path, GError **er
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "the window has not been drawn yet");
         return FALSE;
     }
-    GskRenderer *renderer = gtk_native_get_renderer(GTK_NATIVE(self));
     GdkTexture *texture = gsk_renderer_render_texture(renderer, node, &GRAPHENE_RECT_INIT(0, 0, w, h));
     gsk_render_node_unref(node);
+    if (!texture) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "the renderer gave no image");
+        return FALSE;
+    }
     g_autofree char *tmp = g_strdup_printf("%s.tmp", path);
     gboolean ok = gdk_texture_save_to_png(texture, tmp) && g_rename(tmp, path) == 0;
     g_object_unref(texture);
