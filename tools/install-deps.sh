@@ -15,6 +15,8 @@ packages=(
   dataset-fashion-mnist libonnx-testdata
   # tests: h5py reads our recordings; python3-onnx builds bad-input fixtures; Xvfb runs GUI tests
   python3-h5py python3-numpy python3-onnx xvfb xauth desktop-file-utils
+  # tests: memcheck on the CLI end to end (tests/test_valgrind.sh)
+  valgrind
 )
 if [ "${NC_WITH_TORCH:-0}" = 1 ]; then
   packages+=(python3-torch)  # only for re-training the bundled models (tools/train_models.py)
