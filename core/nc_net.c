@@ -669,3 +669,89 @@ int nc_report_count(const nc_report *report, nc_support support)
         n += report->entries[i].support == support;
     return n;
 }
+
+int nc_neuron_model_is_nir(nc_neuron_model m)
+{
+    return m == NC_NEURON_LIF || m == NC_NEURON_CUBA_LIF || m == NC_NEURON_LI || m == NC_NEURON_CUBA_LI ||
+           m == NC_NEURON_INTEGRATOR || m == NC_NEURON_NIR_IF || m == NC_NEURON_THRESHOLD ||
+           m == NC_NEURON_DELAY;
+}
+
+static const char *check_merge(const nc_net *net, const nc_node *n)
+{
+    int64_t numel = nc_node_numel(n), sum = 0;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int64_t in = nc_node_numel(&net->nodes[n->inputs[k]]);
+        if (n->kind == NC_NODE_ADD && in != numel)
+            return "adds inputs of different sizes";
+        sum += in;
+    }
+    return n->kind == NC_NODE_CONCAT && sum != numel ? "the inputs do not add up to the output" : NULL;
+}
+
+static const char *check_neuron(const nc_node *n, int64_t in_numel)
+{
+    const nc_neuron *nr = &n->neuron;
+    int64_t numel = nc_node_numel(n);
+    int ch = nc_node_channels(n);
+    int thresholded = nr->model == NC_NEURON_QCFS || nr->model == NC_NEURON_IF;
+    if (in_numel != numel)
+        return "changes the number of values";
+    if (nc_neuron_model_is_nir(nr->model) && (!n->weight || n->weight->ndim != 2 ||
+                                              n->weight->shape[0] != NC_NPARAM_COUNT || n->weight->shape[1] != numel))
+        return "needs its parameters as a [NC_NPARAM_COUNT, values] weight";
+    if (thresholded && (!nr->threshold || (nr->n_threshold != 1 && nr->n_threshold != ch)))
+        return "needs 1 threshold or one per channel";
+    if (thresholded && nr->levels < 1)
+        return "needs QCFS levels L >= 1";
+    return NULL;
+}
+
+const char *nc_node_check(const nc_net *net, int i)
+{
+    const nc_node *n = &net->nodes[i];
+    if ((unsigned)n->kind >= NC_NODE_KIND_COUNT)
+        return "unknown node kind";
+    if (n->ndim < 1 || n->ndim > 4 || nc_node_numel(n) < 1)
+        return "has no output shape; run shape inference first";
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] < 0 || n->inputs[k] >= i)
+            return "reads a node that does not come before it";
+    if (n->kind != NC_NODE_INPUT && n->kind != NC_NODE_RECURRENT && n->n_inputs < 1)
+        return "has no input";
+    int64_t numel = nc_node_numel(n), in_numel = n->n_inputs ? nc_node_numel(&net->nodes[n->inputs[0]]) : 0;
+    int ch = nc_node_channels(n);
+    switch (n->kind) {
+    case NC_NODE_ADD:
+    case NC_NODE_CONCAT: return check_merge(net, n);
+    case NC_NODE_SCALE:
+        if (in_numel != numel || !n->weight || (nc_tensor_numel(n->weight) != numel && nc_tensor_numel(n->weight) != 1))
+            return "needs one weight per value, or one for all";
+        return NULL;
+    case NC_NODE_RECURRENT: {
+        int src = n->recur_source;
+        if (n->n_inputs != 0 || src <= i || src >= net->n_nodes || nc_node_numel(&net->nodes[src]) != numel)
+            return "must delay a later node of its own size and read nothing else";
+        return NULL;
+    }
+    case NC_NODE_CONV2D: return n->weight ? NULL : "has no weight";
+    case NC_NODE_DENSE:
+        if (!n->weight || n->weight->ndim != 2 || n->weight->shape[1] != in_numel || n->weight->shape[0] != numel ||
+            (n->bias && nc_tensor_numel(n->bias) != n->shape[0]))
+            return "weight [Fout, Fin] does not fit the input and output";
+        return NULL;
+    case NC_NODE_AFFINE:
+        if (in_numel != numel || !n->weight || !n->bias || nc_tensor_numel(n->weight) != ch ||
+            nc_tensor_numel(n->bias) != ch)
+            return "needs a scale and a shift per channel";
+        return NULL;
+    case NC_NODE_NEURON: return check_neuron(n, in_numel);
+    case NC_NODE_GLOBAL_AVGPOOL:
+        if (net->nodes[n->inputs[0]].ndim != 3 || n->shape[0] != net->nodes[n->inputs[0]].shape[0])
+            return "needs a [C, H, W] input";
+        return NULL;
+    case NC_NODE_FLATTEN:
+    case NC_NODE_OUTPUT: return in_numel != numel ? "changes the number of values" : NULL;
+    default: return NULL;
+    }
+}

@@ -200,6 +200,15 @@ int nc_net_consumers(const nc_net *net, int node);
 double nc_node_fanout(const nc_net *net, int node);
 
 int64_t nc_node_numel(const nc_node *node); /* elements per sample */
+
+/* The structural checks every engine makes before it runs node i: a shape,
+ * inputs that come before it, and weights, thresholds and parameters of the
+ * sizes its kind needs (windows of conv and pools are checked by the engines,
+ * which compute them).  Returns NULL when the node is sound, else what is
+ * wrong, as a phrase ("reads a node that does not come before it"). */
+const char *nc_node_check(const nc_net *net, int i);
+/* 1 for the NIR neuron models (LIF, CubaLIF, LI, ..., Delay). */
+int nc_neuron_model_is_nir(nc_neuron_model m);
 int nc_node_channels(const nc_node *node);  /* shape[0] for 3-d shapes, else shape[0] as well */
 
 const char *nc_node_kind_name(nc_node_kind kind);     /* "conv2d", ...       */

@@ -1242,75 +1242,13 @@ nc_status load_window(const nc_net *net, int i, nc_gwin *g, nc_error *err)
 nc_status load_check_node(const nc_net *net, int i, nc_error *err)
 {
     const nc_node *n = &net->nodes[i];
-    if ((unsigned)n->kind >= NC_NODE_KIND_COUNT)
-        return load_fail(n, err, "unknown node kind");
-    if (n->ndim < 1 || n->ndim > 4 || nc_node_numel(n) < 1)
-        return load_fail(n, err, "has no output shape; run shape inference first");
-    for (int k = 0; k < n->n_inputs; k++)
-        if (n->inputs[k] < 0 || n->inputs[k] >= i)
-            return load_fail(n, err, "reads a node that does not come before it");
-    if (n->kind != NC_NODE_INPUT && n->kind != NC_NODE_RECURRENT && n->n_inputs < 1)
-        return load_fail(n, err, "has no input");
-    int64_t numel = nc_node_numel(n), in_numel = n->n_inputs ? nc_node_numel(&net->nodes[n->inputs[0]]) : 0;
-    int ch = nc_node_channels(n);
-    switch (n->kind) {
-    case NC_NODE_SCALE:
-        if (in_numel != numel || !n->weight ||
-            (nc_tensor_numel(n->weight) != numel && nc_tensor_numel(n->weight) != 1))
-            return load_fail(n, err, "needs one weight per value, or one for all");
-        break;
-    case NC_NODE_DENSE:
-        if (!n->weight || n->weight->ndim != 2 || n->weight->shape[1] != in_numel ||
-            n->weight->shape[0] != nc_node_numel(n) || (n->bias && nc_tensor_numel(n->bias) != n->shape[0]))
-            return load_fail(n, err, "weight [Fout, Fin] does not fit the input and output");
-        if (in_numel > 0x7fffffff || n->shape[0] > 0x7fffffff)
-            return load_fail(n, err, "too many features for a GEMM");
-        break;
-    case NC_NODE_CONV2D:
-        if (!n->weight)
-            return load_fail(n, err, "has no weight");
-        break;
-    case NC_NODE_AFFINE:
-        if (in_numel != numel || !n->weight || !n->bias || nc_tensor_numel(n->weight) != ch ||
-            nc_tensor_numel(n->bias) != ch)
-            return load_fail(n, err, "needs a scale and a shift per channel");
-        break;
-    case NC_NODE_NEURON: {
-        const nc_neuron *nr = &n->neuron;
-        int needs = nr->model == NC_NEURON_QCFS || nr->model == NC_NEURON_IF;
-        if (in_numel != numel)
-            return load_fail(n, err, "changes the number of values");
-        if (needs && (!nr->threshold || (nr->n_threshold != 1 && nr->n_threshold != ch)))
-            return load_fail(n, err, "needs 1 threshold or one per channel");
-        if (needs && nr->levels < 1)
-            return load_fail(n, err, "needs QCFS levels L >= 1");
-        break;
-    }
-    case NC_NODE_GLOBAL_AVGPOOL:
-        if (net->nodes[n->inputs[0]].ndim != 3 || n->shape[0] != net->nodes[n->inputs[0]].shape[0])
-            return load_fail(n, err, "needs a [C, H, W] input");
-        break;
-    case NC_NODE_FLATTEN:
-    case NC_NODE_OUTPUT:
-        if (in_numel != nc_node_numel(n))
-            return load_fail(n, err, "changes the number of values");
-        break;
-    case NC_NODE_ADD:
-        for (int k = 0; k < n->n_inputs; k++)
-            if (nc_node_numel(&net->nodes[n->inputs[k]]) != nc_node_numel(n))
-                return load_fail(n, err, "adds inputs of different sizes");
-        break;
-    case NC_NODE_CONCAT: {
-        int64_t sum = 0;
-        for (int k = 0; k < n->n_inputs; k++)
-            sum += nc_node_numel(&net->nodes[n->inputs[k]]);
-        if (sum != nc_node_numel(n))
-            return load_fail(n, err, "the inputs do not add up to the output");
-        break;
-    }
-    default:
-        break;
-    }
+    const char *wrong = nc_node_check(net, i);
+    if (wrong)
+        return load_fail(n, err, wrong);
+    /* what cuBLAS adds: GEMM dimensions are ints */
+    if (n->kind == NC_NODE_DENSE &&
+        (nc_node_numel(&net->nodes[n->inputs[0]]) > 0x7fffffff || n->shape[0] > 0x7fffffff))
+        return load_fail(n, err, "too many features for a GEMM");
     return NC_OK;
 }
 

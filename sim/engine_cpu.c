@@ -684,12 +684,7 @@ static nc_status run_scale(run_ctx *c, int i, cpu_value *out)
     return NC_OK;
 }
 
-static int is_nir_model(nc_neuron_model m)
-{
-    return m == NC_NEURON_LIF || m == NC_NEURON_CUBA_LIF || m == NC_NEURON_LI || m == NC_NEURON_CUBA_LI ||
-           m == NC_NEURON_INTEGRATOR || m == NC_NEURON_NIR_IF || m == NC_NEURON_THRESHOLD ||
-           m == NC_NEURON_DELAY;
-}
+static int is_nir_model(nc_neuron_model m) { return nc_neuron_model_is_nir(m); }
 
 /* The function a neuron computes on one value in this mode, as a job op. */
 static job_op neuron_op(const run_ctx *c, const nc_node *n)
@@ -1171,77 +1166,8 @@ static nc_status load_window(const nc_net *net, int i, nc_window *g, nc_error *e
 /* The parameters the kernels read without checking. */
 static nc_status load_check_node(const nc_net *net, int i, nc_error *err)
 {
-    const nc_node *n = &net->nodes[i];
-    if (n->ndim < 1 || n->ndim > 4 || nc_node_numel(n) < 1)
-        return load_fail(n, err, "has no output shape; run shape inference first");
-    for (int k = 0; k < n->n_inputs; k++)
-        if (n->inputs[k] < 0 || n->inputs[k] >= i)
-            return load_fail(n, err, "reads a node that does not come before it");
-    if (n->kind != NC_NODE_INPUT && n->kind != NC_NODE_RECURRENT && n->n_inputs < 1)
-        return load_fail(n, err, "has no input");
-    int64_t numel = nc_node_numel(n), in_numel = n->n_inputs ? nc_node_numel(&net->nodes[n->inputs[0]]) : 0;
-    int ch = nc_node_channels(n);
-    switch (n->kind) {
-    case NC_NODE_ADD:
-        for (int k = 0; k < n->n_inputs; k++)
-            if (nc_node_numel(&net->nodes[n->inputs[k]]) != numel)
-                return load_fail(n, err, "inputs differ in size from the output");
-        break;
-    case NC_NODE_CONCAT: {
-        int64_t sum = 0;
-        for (int k = 0; k < n->n_inputs; k++)
-            sum += nc_node_numel(&net->nodes[n->inputs[k]]);
-        if (sum != numel)
-            return load_fail(n, err, "output size is not the sum of the inputs");
-        break;
-    }
-    case NC_NODE_SCALE:
-        if (in_numel != numel || !n->weight || (nc_tensor_numel(n->weight) != numel && nc_tensor_numel(n->weight) != 1))
-            return load_fail(n, err, "needs one weight per value, or one for all");
-        break;
-    case NC_NODE_RECURRENT: {
-        int src = n->recur_source;
-        if (n->n_inputs != 0 || src <= i || src >= net->n_nodes || nc_node_numel(&net->nodes[src]) != numel)
-            return load_fail(n, err, "must delay a later node of its own size and read nothing else");
-        break;
-    }
-    case NC_NODE_DENSE:
-        if (!n->weight || n->weight->ndim != 2 || n->weight->shape[1] != in_numel ||
-            n->weight->shape[0] != nc_node_numel(n) || (n->bias && nc_tensor_numel(n->bias) != n->shape[0]))
-            return load_fail(n, err, "weight [Fout, Fin] does not fit the input and output");
-        break;
-    case NC_NODE_AFFINE:
-        if (in_numel != numel || !n->weight || !n->bias || nc_tensor_numel(n->weight) != ch ||
-            nc_tensor_numel(n->bias) != ch)
-            return load_fail(n, err, "needs a scale and a shift per channel");
-        break;
-    case NC_NODE_NEURON: {
-        const nc_neuron *nr = &n->neuron;
-        int needs = nr->model == NC_NEURON_QCFS || nr->model == NC_NEURON_IF;
-        if (in_numel != numel)
-            return load_fail(n, err, "changes the number of values");
-        if (is_nir_model(nr->model) && (!n->weight || n->weight->ndim != 2 ||
-                                              n->weight->shape[0] != NC_NPARAM_COUNT || n->weight->shape[1] != numel))
-            return load_fail(n, err, "needs its parameters as a [NC_NPARAM_COUNT, values] weight");
-        if (needs && (!nr->threshold || (nr->n_threshold != 1 && nr->n_threshold != ch)))
-            return load_fail(n, err, "needs 1 threshold or one per channel");
-        if (needs && nr->levels < 1)
-            return load_fail(n, err, "needs QCFS levels L >= 1");
-        break;
-    }
-    case NC_NODE_GLOBAL_AVGPOOL:
-        if (net->nodes[n->inputs[0]].ndim != 3 || n->shape[0] != net->nodes[n->inputs[0]].shape[0])
-            return load_fail(n, err, "needs a [C, H, W] input");
-        break;
-    case NC_NODE_FLATTEN:
-    case NC_NODE_OUTPUT:
-        if (in_numel != nc_node_numel(n))
-            return load_fail(n, err, "changes the number of values");
-        break;
-    default:
-        break;
-    }
-    return NC_OK;
+    const char *wrong = nc_node_check(net, i);
+    return wrong ? load_fail(&net->nodes[i], err, wrong) : NC_OK;
 }
 
 static nc_status cpu_load(nc_engine *e, const nc_net *net, nc_error *err)
