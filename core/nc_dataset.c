@@ -892,8 +892,8 @@ static nc_status h5_numeric(hid_t d, const char *path, const char *name, int *is
     if (type >= 0)
         H5Tclose(type);
     if (!ok)
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: '%s' is not a numeric dataset (integers or floats of 1 to 8 "
-                       "bytes)", path, name);
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: '%s' is not a numeric dataset (standard integers, or IEEE "
+                       "floats of 32 or 64 bits); save it with x.astype('float32') or 'uint8'", path, name);
     return NC_OK;
 }
 
@@ -957,6 +957,9 @@ static nc_status load_hdf5(nc_dataset *ds, const char *path, int64_t limit, int 
 {
     snprintf(ds->format, sizeof ds->format, "hdf5");
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* library code never prints */
+    nc_status probe = nc_h5_probe_file(path, err); /* libhdf5 survives it? */
+    if (probe)
+        return probe;
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (file < 0) {
         char why[256];

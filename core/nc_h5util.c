@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 void nc_h5_quiet(void)
@@ -279,6 +281,178 @@ nc_status nc_h5_commit(nc_h5_writer *w, nc_error *err)
     return NC_OK;
 }
 
+/* ---- reading a file in a child process first ------------------------------
+ *
+ * libhdf5 1.10 trusts sizes and addresses inside a file: a damaged local heap
+ * makes it malloc a size from the file and memcpy into the NULL it got, a
+ * damaged global heap makes it loop forever, and there are more such paths in
+ * a library we cannot change.  So before a reader opens a file, a child
+ * process (fork) opens it and reads every object, link, attribute and dataset
+ * (but variable-length strings, whose heap the NIR reader checks itself)
+ * through libhdf5, with stderr silenced and a time limit.  Only when the
+ * child comes back does the reader touch the file; a child that crashed,
+ * aborted or ran out of time means a damaged file, refused with a message.
+ * The walk calls libhdf5 only, so a crash in our own reader code still shows
+ * in the reader (and in the sanitizers). */
+
+typedef struct probe_state {
+    size_t budget;      /* largest dataset read whole, bytes */
+} probe_state;
+
+static void probe_read_attr(hid_t attr)
+{
+    hid_t type = H5Aget_type(attr), space = H5Aget_space(attr);
+    hssize_t n = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+    H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+    if (n > 0 && n < (1 << 24) && nc_h5_numeric_type_ok(type)) {
+        double *buf = malloc((size_t)n * sizeof(double));
+        if (buf)
+            H5Aread(attr, H5T_NATIVE_DOUBLE, buf);
+        free(buf);
+    } else if (n > 0 && n < (1 << 20) && cls == H5T_STRING && H5Tis_variable_str(type) == 0) {
+        /* variable-length strings are left alone: their global heap is
+         * checked by the readers that accept them (nc_nir_doc.c) */
+        size_t size = H5Tget_size(type);
+        hid_t mtype = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mtype, size);
+        void *buf = size > 0 && size < (1u << 24) ? calloc((size_t)n, size) : NULL;
+        if (buf)
+            H5Aread(attr, mtype, buf);
+        free(buf);
+        H5Tclose(mtype);
+    }
+    if (type >= 0)
+        H5Tclose(type);
+    if (space >= 0)
+        H5Sclose(space);
+}
+
+static herr_t probe_attr(hid_t loc, const char *name, const H5A_info_t *info, void *user)
+{
+    (void)info, (void)user;
+    hid_t attr = H5Aopen(loc, name, H5P_DEFAULT);
+    if (attr >= 0) {
+        probe_read_attr(attr);
+        H5Aclose(attr);
+    }
+    return 0;
+}
+
+static void probe_read_dataset(hid_t dset, const probe_state *ps)
+{
+    hid_t type = H5Dget_type(dset), space = H5Dget_space(dset), dcpl = H5Dget_create_plist(dset);
+    hssize_t n = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+    H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+    H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+    int foreign = dcpl < 0 || layout == H5D_VIRTUAL || H5Pget_external_count(dcpl) != 0;
+    (void)H5Dget_storage_size(dset);
+    size_t bytes;
+    if (!foreign && n > 0 && nc_h5_numeric_type_ok(type) && /* others are refused unread */
+        nc_mul_size((size_t)n, sizeof(double), &bytes) == 0 && bytes <= ps->budget) {
+        double *buf = malloc(bytes);
+        if (buf)
+            H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+        free(buf);
+    } else if (!foreign && n > 0 && cls == H5T_STRING && H5Tis_variable_str(type) == 0) {
+        size_t size = H5Tget_size(type); /* variable-length: see probe_read_attr */
+        hid_t mtype = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mtype, size);
+        void *buf = size > 0 && nc_mul_size((size_t)n, size, &bytes) == 0 && bytes <= ps->budget ? calloc(bytes, 1)
+                                                                                                   : NULL;
+        if (buf)
+            H5Dread(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+        free(buf);
+        H5Tclose(mtype);
+    }
+    if (type >= 0)
+        H5Tclose(type);
+    if (space >= 0)
+        H5Sclose(space);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+}
+
+static herr_t probe_object(hid_t loc, const char *name, const H5O_info_t *info, void *user)
+{
+    hid_t obj = H5Oopen(loc, name, H5P_DEFAULT);
+    if (obj < 0)
+        return 0;
+    H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, probe_attr, NULL);
+    if (info->type == H5O_TYPE_DATASET)
+        probe_read_dataset(obj, user);
+    H5Oclose(obj);
+    return 0;
+}
+
+static herr_t probe_link(hid_t loc, const char *name, const H5L_info_t *info, void *user)
+{
+    (void)user;
+    if (info->type == H5L_TYPE_SOFT || info->type == H5L_TYPE_EXTERNAL) {
+        char target[1024];
+        H5Lget_val(loc, name, target, sizeof target, H5P_DEFAULT);
+    }
+    return 0;
+}
+
+/* The child: open, walk, leave.  Never returns. */
+static void probe_child(const char *path, unsigned seconds)
+{
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        close(null);
+    }
+    /* a crash is the answer, not something to report (sanitizer or fuzzer
+     * handlers inherited from the parent would) */
+    const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM, SIGXFSZ};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        signal(sigs[i], SIG_DFL);
+    alarm(seconds);
+    probe_state ps = {nc_memory_budget()};
+    hid_t fapl = strong_fapl();
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    if (file >= 0) {
+        H5Aiterate2(file, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, probe_attr, NULL);
+        H5Lvisit(file, H5_INDEX_NAME, H5_ITER_NATIVE, probe_link, NULL);
+        H5Ovisit(file, H5_INDEX_NAME, H5_ITER_NATIVE, probe_object, &ps);
+        H5Fclose(file);
+    }
+    _exit(0);
+}
+
+nc_status nc_h5_probe_file(const char *path, nc_error *err)
+{
+    const char *off = getenv("NC_H5_SANDBOX");
+    if (off && strcmp(off, "0") == 0)
+        return NC_OK;
+    /* no cache of files probed before: a file rewritten within one clock
+     * tick keeps its size and time stamps, and must be probed again */
+    const char *limit = getenv("NC_H5_PROBE_TIMEOUT");
+    long seconds = limit ? strtol(limit, NULL, 10) : 0;
+    if (seconds <= 0 || seconds > 86400)
+        seconds = 120;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return NC_OK; /* no process to spare: read it directly, as before */
+    if (pid == 0)
+        probe_child(path, (unsigned)seconds);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return NC_OK;
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "'%s' is damaged: reading it with libhdf5 did not finish in %ld s (set NC_H5_PROBE_TIMEOUT "
+                       "for very large files)", path, seconds);
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "'%s' is damaged: libhdf5 fails on it (%s %d while reading it in a separate process); "
+                   "the file cannot be used", path, WIFSIGNALED(status) ? "signal" : "exit status",
+                   WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+}
+
 nc_status nc_h5_open_read(const char *path, hid_t *file, nc_error *err)
 {
     char why[256];
@@ -291,6 +465,9 @@ nc_status nc_h5_open_read(const char *path, hid_t *file, nc_error *err)
         return nc_fail(err, NC_ERR_IO, "cannot open '%s': not a regular file", path);
     if (H5Fis_hdf5(path) <= 0)
         return nc_fail(err, NC_ERR_FORMAT, "'%s' is not an HDF5 file (no HDF5 signature)", path);
+    nc_status probe = nc_h5_probe_file(path, err); /* libhdf5 survives it? */
+    if (probe != NC_OK)
+        return probe;
     hid_t fapl = strong_fapl();
     *file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     nc_h5_error_text(why, sizeof why); /* before any other call clears the stack */
@@ -655,9 +832,23 @@ nc_status nc_h5_check_stored(hid_t dset, const char *name, int64_t numel, nc_err
 
 int nc_h5_numeric_type_ok(hid_t type)
 {
+    /* exactly a standard type: libhdf5's conversions trust the bit fields of
+     * a type, and a damaged float type (fields outside its size) smashes its
+     * stack in H5T__bit_get_d */
+    static const hid_t *const standard[] = {
+        &H5T_STD_I8LE_g,  &H5T_STD_I8BE_g,  &H5T_STD_U8LE_g,  &H5T_STD_U8BE_g,  &H5T_STD_I16LE_g,
+        &H5T_STD_I16BE_g, &H5T_STD_U16LE_g, &H5T_STD_U16BE_g, &H5T_STD_I32LE_g, &H5T_STD_I32BE_g,
+        &H5T_STD_U32LE_g, &H5T_STD_U32BE_g, &H5T_STD_I64LE_g, &H5T_STD_I64BE_g, &H5T_STD_U64LE_g,
+        &H5T_STD_U64BE_g, &H5T_IEEE_F32LE_g, &H5T_IEEE_F32BE_g, &H5T_IEEE_F64LE_g, &H5T_IEEE_F64BE_g,
+    };
     H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
-    size_t size = type >= 0 ? H5Tget_size(type) : 0;
-    return (cls == H5T_INTEGER || cls == H5T_FLOAT) && (size == 1 || size == 2 || size == 4 || size == 8);
+    if (cls != H5T_INTEGER && cls != H5T_FLOAT)
+        return 0;
+    H5open(); /* the H5T_*_g ids exist once the library is initialised */
+    for (size_t i = 0; i < sizeof standard / sizeof standard[0]; i++)
+        if (H5Tequal(type, *standard[i]) > 0)
+            return 1;
+    return 0;
 }
 
 /* Refuses sizes the file cannot hold: a declared size far beyond the bytes
@@ -686,7 +877,7 @@ static nc_status read_numeric(hid_t loc, const char *name, hid_t mem_type, size_
     if (st == NC_OK) {
         ftype = H5Dget_type(dset);
         if (!nc_h5_numeric_type_ok(ftype))
-            st = nc_fail(err, NC_ERR_FORMAT, "dataset '%s' is not numeric (integers or floats of 1 to 8 bytes)", name);
+            st = nc_fail(err, NC_ERR_FORMAT, "dataset '%s' is not numeric (standard integers, or IEEE floats of 32 or 64 bits)", name);
     }
     if (st == NC_OK) {
         space = H5Dget_space(dset);
@@ -931,7 +1122,7 @@ static nc_status attr_numeric(hid_t obj, const char *name, hid_t mem_type, int m
     if (st != NC_OK)
         return st;
     if (!nc_h5_numeric_type_ok(ftype))
-        st = nc_fail(err, NC_ERR_FORMAT, "attribute '%s' is not numeric (integers or floats of 1 to 8 bytes)", name);
+        st = nc_fail(err, NC_ERR_FORMAT, "attribute '%s' is not numeric (standard integers, or IEEE floats of 32 or 64 bits)", name);
     else if (numel > 0 && H5Aread(attr, mem_type, values) < 0)
         st = read_fail(err, "attribute", name, "cannot be read");
     if (st == NC_OK && n)

@@ -80,8 +80,17 @@ void nc_h5_discard(nc_h5_writer *w);
 /* ---- opening a file for reading --------------------------------------- */
 
 /* Opens read-only; NC_ERR_IO when the file cannot be read, NC_ERR_FORMAT
- * when it is not HDF5 or is damaged.  The message names the path. */
+ * when it is not HDF5 or is damaged.  The message names the path.  The file
+ * is first read by nc_h5_probe_file. */
 nc_status nc_h5_open_read(const char *path, hid_t *file, nc_error *err);
+
+/* libhdf5 1.10 crashes or loops forever on some damaged files (it trusts
+ * sizes and addresses in them).  This reads every object, link, attribute
+ * and dataset of the file through libhdf5 in a child process (fork; stderr
+ * silenced; at most NC_H5_PROBE_TIMEOUT seconds, default 120): NC_OK when the
+ * child came back, else NC_ERR_FORMAT ("damaged: libhdf5 fails on it").
+ * NC_H5_SANDBOX=0 switches it off (debugging libhdf5 itself). */
+nc_status nc_h5_probe_file(const char *path, nc_error *err);
 
 /* ---- writing objects (NC_ERR_IO on failure) ---------------------------- */
 
@@ -134,8 +143,9 @@ nc_status nc_h5_group_size(hid_t group, int64_t *count, nc_error *err);
  * all of them; chunked: within what compression can explain), else
  * NC_ERR_FORMAT naming `name`.  Check the memory budget separately. */
 nc_status nc_h5_check_stored(hid_t dset, const char *name, int64_t numel, nc_error *err);
-/* 1 for an integer or float type of 1, 2, 4 or 8 bytes (what the numeric
- * readers convert), else 0. */
+/* 1 for a standard integer (8 to 64 bits, signed or not) or IEEE float
+ * (32, 64 bits) type of either byte order — what the numeric readers
+ * convert — else 0 (a damaged type makes libhdf5's conversions crash). */
 int nc_h5_numeric_type_ok(hid_t type);
 
 /* The shape of a dataset (at most max_ndim dims). */

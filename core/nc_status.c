@@ -6,6 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A message is one line: control characters (which names read from a
+ * damaged file may hold) become '?'. */
+static void one_line(char *text)
+{
+    for (unsigned char *p = (unsigned char *)text; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            *p = '?';
+}
+
 nc_status nc_fail(nc_error *err, nc_status code, const char *fmt, ...)
 {
     if (err) {
@@ -13,6 +22,7 @@ nc_status nc_fail(nc_error *err, nc_status code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
+        one_line(err->message);
         err->code = code;
     }
     return code;
@@ -30,6 +40,7 @@ void nc_error_prefix(nc_error *err, const char *fmt, ...)
     char joined[NC_ERROR_MESSAGE_MAX];
     snprintf(joined, sizeof joined, "%s: %s", prefix, err->message);
     memcpy(err->message, joined, sizeof joined);
+    one_line(err->message);
 }
 
 const char *nc_status_name(nc_status code)

@@ -32,7 +32,8 @@ typedef struct nc_error {
 } nc_error;
 
 /* Fills err (when not NULL) with code and a printf-style message; returns code
- * so that callers can write `return nc_fail(err, NC_ERR_IO, "...")`. */
+ * so that callers can write `return nc_fail(err, NC_ERR_IO, "...")`.  The
+ * message is kept on one line (control characters become '?'). */
 nc_status nc_fail(nc_error *err, nc_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
