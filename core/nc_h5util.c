@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -409,6 +410,26 @@ static void probe_child(const char *path, unsigned seconds)
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         signal(sigs[i], SIG_DFL);
     alarm(seconds);
+    /* libhdf5 allocates sizes it reads from the file (a local heap's, ...):
+     * the child may allocate the memory budget and no more, so that such a
+     * file fails here (a NULL it then copies into is a crash, the answer) */
+    unsigned long long vm_data_kb = 0;
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    while (status && fgets(line, sizeof line, status))
+        if (sscanf(line, "VmData: %llu kB", &vm_data_kb) == 1)
+            break;
+    if (status)
+        fclose(status);
+    if (vm_data_kb > 0) {
+        struct rlimit data = {0, 0};
+        getrlimit(RLIMIT_DATA, &data);
+        rlim_t want = (rlim_t)vm_data_kb * 1024 + (rlim_t)nc_memory_budget() + ((rlim_t)64 << 20);
+        if (data.rlim_max == RLIM_INFINITY || want < data.rlim_max) {
+            data.rlim_cur = want;
+            setrlimit(RLIMIT_DATA, &data);
+        }
+    }
     probe_state ps = {nc_memory_budget()};
     hid_t fapl = strong_fapl();
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
@@ -421,8 +442,105 @@ static void probe_child(const char *path, unsigned seconds)
     _exit(0);
 }
 
+/* ---- heaps whose sizes libhdf5 trusts --------------------------------------
+ *
+ * libhdf5 1.10 allocates a local heap's data segment ("HEAP", the names of
+ * an old-style group) or a global heap collection ("GCOL") with the size the
+ * file states, before checking anything: a damaged size makes it allocate
+ * gigabytes, or copy into the NULL it got.  Every such header in the file
+ * (found by its signature followed by its version and zero reserved bytes,
+ * which data practically never spells) must state a size and address inside
+ * the file. */
+
+typedef struct h5_geometry { uint64_t base; int so, sl; } h5_geometry; /* sizes of offsets and lengths */
+
+static uint64_t le_bytes(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int k = n - 1; k >= 0; k--)
+        v = (v << 8) | p[k];
+    return v;
+}
+
+/* The superblock (at 0, 512, 1024, ...): where addresses count from and
+ * the widths of offsets and lengths; 0 when there is none. */
+static int find_superblock(int fd, uint64_t file_size, h5_geometry *g)
+{
+    static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    for (uint64_t at = 0; at + 16 <= file_size; at = at ? at * 2 : 512) {
+        unsigned char head[16];
+        if (pread(fd, head, sizeof head, (off_t)at) != (ssize_t)sizeof head)
+            return 0;
+        if (memcmp(head, sig, 8) != 0)
+            continue;
+        int version = head[8];
+        g->base = at;
+        g->so = version <= 1 ? head[13] : head[9];
+        g->sl = version <= 1 ? head[14] : head[10];
+        return (g->so == 2 || g->so == 4 || g->so == 8) && (g->sl == 2 || g->sl == 4 || g->sl == 8);
+    }
+    return 0;
+}
+
+/* Checks one header at file position `at` (its signature matched). */
+static const char *heap_header_problem(const unsigned char *p, size_t avail, uint64_t at, uint64_t file_size,
+                                       const h5_geometry *g)
+{
+    if (memcmp(p, "HEAP", 4) == 0 && avail >= 8 + 2 * (size_t)g->sl + (size_t)g->so && p[4] == 0 && !p[5] &&
+        !p[6] && !p[7]) {
+        uint64_t size = le_bytes(p + 8, g->sl), addr = le_bytes(p + 8 + 2 * g->sl, g->so);
+        if (size > file_size || (addr != UINT64_MAX >> (64 - 8 * g->so) &&
+                                 (addr > file_size || g->base + addr > file_size - size)))
+            return "a local heap (group member names) states a size or address outside the file";
+    }
+    if (memcmp(p, "GCOL", 4) == 0 && avail >= 8 + (size_t)g->sl && p[4] == 1 && !p[5] && !p[6] && !p[7]) {
+        uint64_t size = le_bytes(p + 8, g->sl);
+        if (size < 8 + (uint64_t)g->sl || size > file_size - at)
+            return "a global heap collection (variable-length data) states a size outside the file";
+    }
+    return NULL;
+}
+
+nc_status nc_h5_check_heaps(const char *path, nc_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return nc_fail(err, NC_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    }
+    uint64_t file_size = (uint64_t)st.st_size;
+    h5_geometry g;
+    nc_status result = NC_OK;
+    if (find_superblock(fd, file_size, &g)) {
+        enum { CHUNK = 1 << 20, OVERLAP = 64 };
+        unsigned char *buf = malloc(CHUNK + OVERLAP);
+        for (uint64_t at = 0; buf && at < file_size && result == NC_OK; at += CHUNK) {
+            ssize_t got = pread(fd, buf, CHUNK + OVERLAP, (off_t)at);
+            if (got <= 0)
+                break;
+            size_t scan = (size_t)got < CHUNK ? (size_t)got : CHUNK;
+            for (size_t k = 0; k + 4 <= scan && result == NC_OK; k++) {
+                if ((buf[k] != 'H' || buf[k + 1] != 'E') && (buf[k] != 'G' || buf[k + 1] != 'C'))
+                    continue;
+                const char *problem = heap_header_problem(buf + k, (size_t)got - k, at + k, file_size, &g);
+                if (problem)
+                    result = nc_fail(err, NC_ERR_FORMAT, "'%s' is damaged: %s (at byte %llu)", path, problem,
+                                     (unsigned long long)(at + k));
+            }
+        }
+        free(buf);
+    }
+    close(fd);
+    return result;
+}
+
 nc_status nc_h5_probe_file(const char *path, nc_error *err)
 {
+    nc_status heaps = nc_h5_check_heaps(path, err);
+    if (heaps != NC_OK)
+        return heaps;
     const char *off = getenv("NC_H5_SANDBOX");
     if (off && strcmp(off, "0") == 0)
         return NC_OK;

@@ -89,8 +89,13 @@ nc_status nc_h5_open_read(const char *path, hid_t *file, nc_error *err);
  * and dataset of the file through libhdf5 in a child process (fork; stderr
  * silenced; at most NC_H5_PROBE_TIMEOUT seconds, default 120): NC_OK when the
  * child came back, else NC_ERR_FORMAT ("damaged: libhdf5 fails on it").
- * NC_H5_SANDBOX=0 switches it off (debugging libhdf5 itself). */
+ * NC_H5_SANDBOX=0 switches the child off (nc_h5_check_heaps still runs),
+ * to debug libhdf5 itself. */
 nc_status nc_h5_probe_file(const char *path, nc_error *err);
+/* Part of nc_h5_probe_file, in this process: every local heap ("HEAP") and
+ * global heap collection ("GCOL") header in the file must state a size and
+ * address inside the file (libhdf5 allocates what they say unchecked). */
+nc_status nc_h5_check_heaps(const char *path, nc_error *err);
 
 /* ---- writing objects (NC_ERR_IO on failure) ---------------------------- */
 

@@ -608,23 +608,25 @@ static int text_ok(const char *s)
     return 1;
 }
 
-/* ---- variable-length strings: checked before libhdf5 reads them ---------------
+/* ---- variable-length strings: read by us, not by libhdf5 ---------------------
  *
  * A variable-length element is stored as (length u32, global heap collection
  * address, object index u32); libhdf5 1.10 follows that reference without
- * bounds checks, so a damaged file crashes inside H5HG_read.  Before any
- * vlen read, vlen_refs_ok() reads the raw elements (contiguous or
- * unfiltered chunked layouts) and checks that each points at a well-formed
- * collection ("GCOL", version 1, inside the file) holding an object of that
- * index whose data lies inside the collection and is at least as long as the
- * element says.  A compact layout (raw data inside the object header, which
- * the 1.10 format checksums) is not checked here. */
+ * bounds checks (a damaged file crashes inside H5HG_read, or loops there),
+ * and its vlen conversion allocates what a damaged base type says.  So
+ * vlen_strings() reads the raw elements itself (contiguous or unfiltered
+ * chunked layouts), checks that each points at a well-formed collection
+ * ("GCOL", version 1, inside the file, every object of it well-formed)
+ * holding an object of that index and exactly that length, and copies the
+ * strings out of the collection.  A compact layout (raw data inside the
+ * object header, which the 1.10 format checksums) is left to libhdf5. */
 
 typedef struct heap_cache {
     uint64_t addr;
     unsigned char *data;
     uint64_t size;
     int64_t *obj_size;  /* [65536]: size of object i of the collection, -1 = none */
+    int64_t *obj_off;   /* [65536]: where its data starts in `data`            */
 } heap_cache;
 
 static uint64_t le_uint(const unsigned char *p, int n)
@@ -670,7 +672,9 @@ static int heap_ref_ok(int fd, uint64_t file_size, uint64_t base, int sa, int ss
         unsigned char *data = malloc((size_t)size);
         if (!hc->obj_size)
             hc->obj_size = malloc(65536 * sizeof *hc->obj_size);
-        if (!data || !hc->obj_size || pread_all(fd, data, (size_t)size, at) != 0) {
+        if (!hc->obj_off)
+            hc->obj_off = malloc(65536 * sizeof *hc->obj_off);
+        if (!data || !hc->obj_size || !hc->obj_off || pread_all(fd, data, (size_t)size, at) != 0) {
             free(data);
             return 0;
         }
@@ -700,8 +704,10 @@ static int heap_ref_ok(int fd, uint64_t file_size, uint64_t base, int sa, int ss
                 free(data);
                 return 0;
             }
-            if (oi > 0)
+            if (oi > 0) {
                 hc->obj_size[oi] = (int64_t)osize;
+                hc->obj_off[oi] = (int64_t)(off + head_size);
+            }
             off += need;
         }
         hc->data = data;
@@ -713,20 +719,29 @@ static int heap_ref_ok(int fd, uint64_t file_size, uint64_t base, int sa, int ss
     return hc->obj_size[idx] >= 0 && (uint64_t)hc->obj_size[idx] == len;
 }
 
-static int vlen_refs_ok(hid_t g, const char *name)
+/* Reads the variable-length strings of dataset `name` from the file's bytes
+ * (the elements, then each string from its checked heap object), never
+ * through libhdf5's vlen conversion, which trusts a damaged file's heap and
+ * base type (it allocated 24 GiB for one such file).  Returns 1 with *n
+ * strings in *texts (free with nc_h5_free_strings; texts may be NULL to only
+ * check), 0 when the dataset holds no variable-length strings or keeps them
+ * in its object header (compact layout: libhdf5 reads them), -1 when they
+ * point outside the heap or cannot be read (damaged). */
+static int vlen_strings(hid_t g, const char *name, int64_t *n_out, char ***texts)
 {
     hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
     hid_t t = d >= 0 ? H5Dget_type(d) : H5I_INVALID_HID, dcpl = H5I_INVALID_HID, space = H5I_INVALID_HID;
     hid_t f = H5I_INVALID_HID, fcpl = H5I_INVALID_HID;
-    int ok = 0, fd = -1;
+    int ok = -1, fd = -1;
     heap_cache hc = {0};
     unsigned char *raw = NULL;
     if (t < 0)
         goto done;
     if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) <= 0) {
-        ok = 1; /* fixed-length strings are read without the heap */
+        ok = 0; /* fixed-length strings are read without the heap */
         goto done;
     }
+    ok = -1;
     space = H5Dget_space(d);
     dcpl = H5Dget_create_plist(d);
     f = H5Iget_file_id(d);
@@ -738,8 +753,14 @@ static int vlen_refs_ok(hid_t g, const char *name)
         H5Fget_filesize(f, &file_size) < 0 || sa < 2 || sa > 8 || ss < 2 || ss > 8 || n > NIR_MAX_EDGES * 2)
         goto done;
     H5D_layout_t layout = H5Pget_layout(dcpl);
-    if (n == 0 || layout == H5D_COMPACT) {
+    if (layout == H5D_COMPACT) {
+        ok = 0;
+        goto done;
+    }
+    if (n == 0) {
         ok = 1;
+        if (texts && !(*texts = calloc(1, sizeof(char *))))
+            ok = -1;
         goto done;
     }
     char path[4096];
@@ -794,16 +815,27 @@ static int vlen_refs_ok(hid_t g, const char *name)
     } else {
         goto done;
     }
-    ok = 1;
-    for (hssize_t e = 0; e < n && ok; e++) {
+    char **out = texts ? calloc((size_t)n, sizeof(char *)) : NULL;
+    ok = texts && !out ? -1 : 1;
+    for (hssize_t e = 0; e < n && ok == 1; e++) {
         const unsigned char *p = raw + (size_t)e * elem;
-        ok = heap_ref_ok(fd, file_size, base, (int)sa, (int)ss, &hc, le_uint(p, 4), le_uint(p + 4, (int)sa),
-                         le_uint(p + 4 + sa, 4));
+        uint64_t len = le_uint(p, 4), idx = le_uint(p + 4 + sa, 4);
+        if (!heap_ref_ok(fd, file_size, base, (int)sa, (int)ss, &hc, len, le_uint(p + 4, (int)sa), idx))
+            ok = -1;
+        else if (out && !(out[e] = len ? strndup((const char *)hc.data + hc.obj_off[idx], (size_t)len) : strdup("")))
+            ok = -1;
+    }
+    if (out && ok == 1) {
+        *texts = out;
+        *n_out = (int64_t)n;
+    } else if (out) {
+        nc_h5_free_strings((int64_t)n, out);
     }
 done:
     free(raw);
     free(hc.data);
     free(hc.obj_size);
+    free(hc.obj_off);
     if (fd >= 0)
         close(fd);
     nc_h5_close(&fcpl);
@@ -813,6 +845,19 @@ done:
     nc_h5_close(&t);
     nc_h5_close(&d);
     return ok;
+}
+
+/* The strings of a dataset: variable-length ones through vlen_strings,
+ * fixed-length (and compact) ones through nc_h5util. */
+static nc_status read_texts(hid_t g, const char *name, int64_t *count, char ***texts, nc_error *err)
+{
+    *count = 0;
+    *texts = NULL;
+    int r = vlen_strings(g, name, count, texts);
+    if (r < 0)
+        return nc_fail(err, NC_ERR_FORMAT, "dataset '%s': its strings point outside the file's string heap (damaged)",
+                       name);
+    return r > 0 ? NC_OK : nc_h5_read_strings_any(g, name, count, texts, err);
 }
 
 /* The class of a dataset's element type. */
@@ -880,10 +925,7 @@ static nc_status read_value(hid_t g, const char *name, nir_node *n, int meta, in
         }
         int64_t count = 0;
         char **texts = NULL;
-        if (!vlen_refs_ok(g, name))
-            return nc_fail(err, NC_ERR_FORMAT, "dataset '%s': its strings point outside the file's string heap (damaged)",
-                           name);
-        nc_status st = nc_h5_read_strings_any(g, name, &count, &texts, err);
+        nc_status st = read_texts(g, name, &count, &texts, err);
         if (st != NC_OK)
             return st;
         for (int64_t k = 0; k < count; k++)
@@ -914,7 +956,8 @@ static nc_status read_edges(hid_t g, nir_graph *gr, nc_error *err)
     hid_t d = H5I_INVALID_HID, ftype = H5I_INVALID_HID, space = H5I_INVALID_HID, mtype = H5I_INVALID_HID;
     hid_t dcpl = H5I_INVALID_HID;
     void *buf = NULL;
-    char **names = NULL;
+    char **names = NULL, **own = NULL; /* own: vlen strings read by vlen_strings */
+    int64_t own_count = 0;
     herr_t rc = -1;
     int is_vlen = 0;
     nc_status st = NC_OK;
@@ -943,7 +986,9 @@ static nc_status read_edges(hid_t g, nir_graph *gr, nc_error *err)
         st = nc_fail(err, NC_ERR_FORMAT, "field 'edges' stores its data in other files, which is refused");
         goto done;
     }
-    if (!vlen_refs_ok(g, "edges")) {
+    own_count = 0;
+    int vr = vlen_strings(g, "edges", &own_count, &own); /* 1: read by us, from the file's bytes */
+    if (vr < 0 || (vr > 0 && own_count != 2 * n)) {
         st = nc_fail(err, NC_ERR_FORMAT, "field 'edges': its strings point outside the file's string heap (damaged)");
         goto done;
     }
@@ -961,12 +1006,12 @@ static nc_status read_edges(hid_t g, nir_graph *gr, nc_error *err)
     mtype = H5Tcopy(H5T_C_S1);
     H5Tset_size(mtype, is_vlen ? H5T_VARIABLE : fsize);
     H5Tset_cset(mtype, H5Tget_cset(ftype));
-    buf = calloc((size_t)(2 * n), fsize);
-    if (!buf) {
+    buf = own ? NULL : calloc((size_t)(2 * n), fsize);
+    if (!own && !buf) {
         st = nc_fail(err, NC_ERR_MEMORY, "out of memory for %lld edges", (long long)n);
         goto done;
     }
-    if ((rc = H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf)) < 0) {
+    if (!own && (rc = H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf)) < 0) {
         char why[256];
         st = nc_fail(err, NC_ERR_FORMAT, "field 'edges' cannot be read: %s", nc_h5_error_text(why, sizeof why));
         goto done;
@@ -977,7 +1022,7 @@ static nc_status read_edges(hid_t g, nir_graph *gr, nc_error *err)
         goto done;
     }
     for (int64_t k = 0; k < 2 * n && st == NC_OK; k++) {
-        const char *s = is_vlen ? ((char **)buf)[k] : (const char *)buf + (size_t)k * fsize;
+        const char *s = own ? own[k] : is_vlen ? ((char **)buf)[k] : (const char *)buf + (size_t)k * fsize;
         size_t len = s ? (is_vlen ? strnlen(s, NC_NAME_MAX) : strnlen(s, fsize)) : 0;
         if (len == 0 || len >= NC_NAME_MAX)
             st = nc_fail(err, NC_ERR_FORMAT, "field 'edges': edge %lld has an empty or too long node name",
@@ -994,6 +1039,7 @@ static nc_status read_edges(hid_t g, nir_graph *gr, nc_error *err)
         names = NULL;
     }
 done:
+    nc_h5_free_strings(own_count, own);
     if (names)
         for (int64_t k = 0; k < 2 * n; k++)
             free(names[k]);
@@ -1116,11 +1162,7 @@ static nc_status read_node(reader *r, hid_t parent, const char *link, const char
             st = nc_fail(r->err, NC_ERR_FORMAT, "%s: field 'type' is not a string", path);
             goto done;
         }
-        if (!vlen_refs_ok(g, "type")) {
-            st = nc_fail(r->err, NC_ERR_FORMAT, "%s: field 'type' points outside the file's string heap (damaged)", path);
-            goto done;
-        }
-        if ((st = nc_h5_read_strings_any(g, "type", &count, &texts, r->err)) != NC_OK) {
+        if ((st = read_texts(g, "type", &count, &texts, r->err)) != NC_OK) {
             nc_error_prefix(r->err, "%s", path);
             goto done;
         }
@@ -1186,7 +1228,7 @@ nc_status nir_read_file(const char *path, nir_node *root, char *version, size_t 
         int64_t n = 0;
         char **texts = NULL;
         nc_error ignored;
-        if (vlen_refs_ok(f, "version") && nc_h5_read_strings_any(f, "version", &n, &texts, &ignored) == NC_OK && n == 1 &&
+        if (read_texts(f, "version", &n, &texts, &ignored) == NC_OK && n == 1 &&
             strlen(texts[0]) < 64 && text_ok(texts[0]))
             snprintf(version, version_size, "%s", texts[0]);
         nc_h5_free_strings(n, texts);

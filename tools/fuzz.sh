@@ -72,7 +72,7 @@ fuzz_one() {
   mkdir -p "$work/corpus" "$work/artifacts" "tests/fuzz/regressions/$t"
   rm -f "$work/artifacts"/* "$work/log.txt"   # kept ones are in tests/fuzz/regressions already
   local dict; dict=$(dict_of "$t")
-  local args=(-timeout=25 -rss_limit_mb=2048 -malloc_limit_mb=512 -artifact_prefix="$work/artifacts/"
+  local args=(-timeout=25 -rss_limit_mb=2048 -malloc_limit_mb=2048 -artifact_prefix="$work/artifacts/"
               -print_final_stats=1)
   [ -n "$dict" ] && args+=(-dict="$dict")
   local start end left execs=0 runs=0 n

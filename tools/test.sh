@@ -36,8 +36,8 @@ if [ $sanitize = 1 ]; then
   if [ ! -f build-asan/build.ninja ]; then
     meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled \
       -Ddebug=true -Doptimization=1 >/dev/null || echo "sanitizer build: meson setup failed"
-
   fi
+  mkdir -p build-asan
   rm -f build-asan/meson-logs/testlog.json
   if ninja -C build-asan >build-asan/build-output.txt 2>&1; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0 \

@@ -112,10 +112,15 @@ static inline int fuzz_split(const uint8_t *data, size_t size, const uint8_t **p
 
 /* Budget for what one input may make a reader allocate: far above any seed,
  * far below libFuzzer's -malloc_limit_mb (tools/fuzz.sh), so that a reader
- * that allocates a declared size without checking it is caught. */
+ * that allocates a declared size without checking it is caught.  A hang of
+ * libhdf5 in the HDF5 probe child ends after NC_H5_PROBE_TIMEOUT seconds. */
 #define FUZZ_MEMORY_BUDGET ((size_t)64 << 20)
 
-static inline void fuzz_init_budget(void) { nc_set_memory_budget(FUZZ_MEMORY_BUDGET); }
+static inline void fuzz_init_budget(void)
+{
+    nc_set_memory_budget(FUZZ_MEMORY_BUDGET);
+    setenv("NC_H5_PROBE_TIMEOUT", "10", 0);
+}
 
 #endif
 
