@@ -28,9 +28,10 @@
  * nc_dense_events; see use_events for the density crossovers).  The sums run
  * in another order than the GEMM: results agree within float rounding.
  *
- * Threads.  Dense GEMMs use OpenBLAS's threads; conv2d, event-driven layers
- * and the row-wise loops (pools, neurons, IF, affine, encoding) split their
- * rows over plain pthreads, which take chunks of rows from a shared counter,
+ * Threads.  OpenBLAS runs on one thread; GEMMs (dense, im2col conv2d),
+ * event-driven layers and the row-wise loops (pools, neurons, IF, affine,
+ * encoding) split their rows (a dense layer with few rows: its outputs)
+ * over plain pthreads, which take chunks of rows from a shared counter,
  * when a layer is big enough to pay for starting them (see run_conv).  One
  * engine runs one forward pass at a time. */
 #include "nc_cpu_ops.h"
@@ -92,6 +93,7 @@ typedef struct cpu_state {
     int recurrent;  /* the net has a recurrent edge: run step by step      */
     pool_block *pool;
     int n_pool, pool_capacity;
+    struct worker_pool *workers; /* started on the first parallel job     */
 } cpu_state;
 
 typedef struct cpu_value {
@@ -126,12 +128,13 @@ typedef struct run_ctx {
 
 typedef enum job_op {
     JOB_CONV, JOB_AVGPOOL, JOB_MAXPOOL, JOB_GAP, JOB_AFFINE, JOB_SCALE, JOB_RELU, JOB_CLIP, JOB_QCFS,
-    JOB_IF, JOB_NIR, JOB_GATED, JOB_POISSON, JOB_CONV_EVENTS, JOB_DENSE_EVENTS
+    JOB_IF, JOB_NIR, JOB_GATED, JOB_POISSON, JOB_CONV_EVENTS, JOB_DENSE_EVENTS, JOB_MAXPOOL_RUNNING,
+    JOB_DENSE, JOB_DENSE_COLS
 } job_op;
 
 /* One layer's row-wise work: rows [r0, r1) of `in` and `out`.  For IF and
- * gated max pool a "row" is a sample and the steps are in_step/out_step
- * apart; for Poisson encoding a "row" is a step. */
+ * the gated and running-sum max pools a "row" is a sample and the steps are
+ * in_step/out_step apart; for Poisson encoding a "row" is a step. */
 typedef struct row_job {
     job_op op;
     const nc_node *node;
@@ -145,8 +148,8 @@ typedef struct row_job {
     int64_t inner;             /* floats per channel of one row           */
     int *counts;               /* gated                                    */
     uint64_t seed;             /* Poisson                                  */
-    float *work;               /* conv: one workspace per thread slot      */
-    size_t work_floats;        /* conv: floats per slot                    */
+    float *work;               /* conv, events, running max: one workspace per thread slot */
+    size_t work_floats;        /* floats per slot                          */
     float *state;              /* IF: carried membranes (NULL: start anew) */
     const float *wt;           /* event-driven conv / dense: weight layout */
 } row_job;
@@ -166,6 +169,17 @@ static void job_run(const row_job *j, int64_t r0, int64_t r1, int slot)
         break;
     case JOB_AVGPOOL: nc_avgpool(j->g, j->node->count_include_pad, n, in, out); break;
     case JOB_MAXPOOL: nc_maxpool(j->g, n, in, out); break;
+    case JOB_DENSE:
+        nc_dense(n, (int)j->in_row, (int)j->out_row, in, j->node->weight->data,
+                 j->node->bias ? j->node->bias->data : NULL, out);
+        break;
+    case JOB_DENSE_COLS: /* a "row" is an output: outputs [r0, r1) of all j->inner rows */
+        nc_dense_cols(j->inner, (int)j->in_row, (int)j->out_row, (int)r0, (int)r1, j->in, j->node->weight->data,
+                      j->node->bias ? j->node->bias->data : NULL, j->out);
+        break;
+    case JOB_MAXPOOL_RUNNING:
+        nc_maxpool_running(j->g, j->T, n, in, j->in_step, out, j->out_step, j->work + (size_t)slot * j->work_floats);
+        break;
     case JOB_GAP: nc_global_avgpool(n, j->c, j->inner, in, out); break;
     case JOB_AFFINE:
         nc_affine(n, j->c, j->inner, j->node->weight->data, j->node->bias->data, in, out);
@@ -214,11 +228,6 @@ typedef struct job_queue {
     atomic_llong next;
 } job_queue;
 
-typedef struct job_slice {
-    job_queue *q;
-    int slot;
-} job_slice;
-
 static void job_drain(job_queue *q, int slot)
 {
     for (;;) {
@@ -229,11 +238,110 @@ static void job_drain(job_queue *q, int slot)
     }
 }
 
-static void *job_thread(void *arg)
+/* Worker threads that live as long as the engine: a layer's job wakes them
+ * instead of starting threads (pthread_create + join cost 20–40 µs a layer,
+ * a fifth of a small net's pass).  Worker k (1 … n) takes part in a job when
+ * k < the job's thread count; it spins a little after a job, as the next
+ * layer's job usually follows within microseconds, then sleeps. */
+typedef struct worker_pool {
+    pthread_t tid[NC_CPU_MAX_THREADS];
+    int n;                   /* workers started                          */
+    pthread_mutex_t mu;
+    pthread_cond_t wake, done;
+    job_queue *q;            /* the current job                          */
+    int threads;             /* its thread count (the caller is slot 0)  */
+    atomic_uint generation;  /* +1 per job                               */
+    int busy;                /* workers still draining the current job   */
+    int quit;
+} worker_pool;
+
+typedef struct worker_arg {
+    worker_pool *pool;
+    int slot;
+} worker_arg;
+
+/* Spin iterations before a worker sleeps (each a CPU pause, ~10–40 ns). */
+#define NC_CPU_WORKER_SPIN 4000
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+static void *worker_main(void *arg)
 {
-    const job_slice *s = arg;
-    job_drain(s->q, s->slot);
-    return NULL;
+    worker_arg a = *(worker_arg *)arg;
+    free(arg);
+    worker_pool *p = a.pool;
+    unsigned seen = 0;
+    for (;;) {
+        for (int k = 0; k < NC_CPU_WORKER_SPIN && atomic_load(&p->generation) == seen; k++)
+            cpu_relax();
+        pthread_mutex_lock(&p->mu);
+        while (!p->quit && atomic_load(&p->generation) == seen)
+            pthread_cond_wait(&p->wake, &p->mu);
+        if (p->quit) {
+            pthread_mutex_unlock(&p->mu);
+            return NULL;
+        }
+        seen = atomic_load(&p->generation);
+        job_queue *q = p->q;
+        int mine = a.slot < p->threads;
+        pthread_mutex_unlock(&p->mu);
+        if (!mine)
+            continue;
+        job_drain(q, a.slot);
+        pthread_mutex_lock(&p->mu);
+        if (--p->busy == 0)
+            pthread_cond_signal(&p->done);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+/* The engine's pool with at least `want` workers (fewer if threads cannot
+ * be started: the caller's thread then does their share); NULL without one. */
+static worker_pool *workers_get(cpu_state *st, int want)
+{
+    worker_pool *p = st->workers;
+    if (!p) {
+        if (!(p = calloc(1, sizeof *p)))
+            return NULL;
+        pthread_mutex_init(&p->mu, NULL);
+        pthread_cond_init(&p->wake, NULL);
+        pthread_cond_init(&p->done, NULL);
+        atomic_init(&p->generation, 0);
+        st->workers = p;
+    }
+    while (p->n < want && p->n < NC_CPU_MAX_THREADS - 1) {
+        worker_arg *a = malloc(sizeof *a);
+        if (!a)
+            break;
+        *a = (worker_arg){p, p->n + 1};
+        if (pthread_create(&p->tid[p->n], NULL, worker_main, a) != 0) {
+            free(a);
+            break;
+        }
+        p->n++;
+    }
+    return p;
+}
+
+static void workers_stop(cpu_state *st)
+{
+    worker_pool *p = st->workers;
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = 1;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    for (int k = 0; k < p->n; k++)
+        pthread_join(p->tid[k], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->wake);
+    pthread_cond_destroy(&p->done);
+    free(p);
+    st->workers = NULL;
 }
 
 /* The threads job_parallel will use for `rows` rows of `cost` work. */
@@ -244,32 +352,37 @@ static int job_threads(int threads, int64_t rows, int64_t cost)
     return threads < 1 || cost < NC_CPU_PARALLEL_MIN ? 1 : threads;
 }
 
-/* Runs rows [0, rows) of a job over up to `threads` threads; `floats` is the
- * size of the work, to decide whether threads pay off. */
-static void job_parallel(const row_job *j, int threads, int64_t rows, int64_t floats)
+/* Runs rows [0, rows) of a job over up to `threads` threads (the caller's
+ * and the engine's workers); `floats` is the size of the work, to decide
+ * whether threads pay off. */
+static void job_parallel(cpu_state *st, const row_job *j, int threads, int64_t rows, int64_t floats)
 {
     threads = job_threads(threads, rows, floats);
-    if (threads == 1) {
+    worker_pool *p = threads > 1 ? workers_get(st, threads - 1) : NULL;
+    if (p && threads > p->n + 1)
+        threads = p->n + 1;
+    if (!p || threads == 1) {
         job_run(j, 0, rows, 0);
         return;
     }
-    pthread_t tid[NC_CPU_MAX_THREADS];
-    job_slice slice[NC_CPU_MAX_THREADS];
-    int started[NC_CPU_MAX_THREADS] = {0};
     /* about 8 chunks per thread: small enough to balance, big enough that
      * each chunk keeps a kernel busy for a while; but one per thread for the
-     * im2col conv, whose GEMMs get less efficient on fewer rows */
-    int per_thread = j->op == JOB_CONV ? 1 : 8;
+     * im2col conv and the dense GEMM, which get less efficient on fewer rows */
+    int per_thread = j->op == JOB_CONV || j->op == JOB_DENSE || j->op == JOB_DENSE_COLS ? 1 : 8;
     job_queue q = {.job = j, .rows = rows, .chunk = (rows + per_thread * threads - 1) / (per_thread * threads)};
     atomic_init(&q.next, 0);
-    for (int k = 1; k < threads; k++) {
-        slice[k] = (job_slice){&q, k};
-        started[k] = pthread_create(&tid[k], NULL, job_thread, &slice[k]) == 0;
-    }
-    job_drain(&q, 0); /* on this thread; it also takes the rows of a thread that failed to start */
-    for (int k = 1; k < threads; k++)
-        if (started[k])
-            pthread_join(tid[k], NULL);
+    pthread_mutex_lock(&p->mu);
+    p->q = &q;
+    p->threads = threads;
+    p->busy = threads - 1;
+    atomic_fetch_add(&p->generation, 1);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    job_drain(&q, 0);
+    pthread_mutex_lock(&p->mu);
+    while (p->busy > 0)
+        pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
 }
 
 /* ---- values ----------------------------------------------------------------- */
@@ -445,7 +558,7 @@ static nc_status run_input(run_ctx *c, int i, const nc_tensor *input, cpu_value 
         return s;
     row_job j = {.op = JOB_POISSON, .in = input->data, .out = out->data, .in_row = c->N * numel,
                  .out_row = c->N * numel, .seed = c->opts->seed};
-    job_parallel(&j, c->threads, c->T, (int64_t)c->T * c->N * numel);
+    job_parallel(c->st, &j, c->threads, c->T, (int64_t)c->T * c->N * numel);
     return NC_OK;
 }
 
@@ -524,7 +637,7 @@ static nc_status run_events(run_ctx *c, int i, const cpu_value *in, cpu_value *o
     row_job j = {.op = conv ? JOB_CONV_EVENTS : JOB_DENSE_EVENTS, .node = n, .g = &c->st->win[i],
                  .in = in->data, .out = out->data, .in_row = in_numel, .out_row = out_numel,
                  .work = c->work, .work_floats = per_slot, .wt = c->st->evw[i]};
-    job_parallel(&j, threads, in->rows, nc_node_macs(c->net, i) * in->rows / 64);
+    job_parallel(c->st, &j, threads, in->rows, nc_node_macs(c->net, i) * in->rows / 64);
     return NC_OK;
 }
 
@@ -549,11 +662,7 @@ static nc_status run_conv(run_ctx *c, int i, cpu_value *out)
         return s;
     row_job j = {.op = JOB_CONV, .node = n, .g = g, .in = in->data, .out = out->data,
                  .in_row = in_numel, .out_row = out_numel, .work = c->work, .work_floats = per_slot};
-    if (threads > 1)
-        openblas_set_num_threads(1);
-    job_parallel(&j, threads, in->rows, macs / 16);
-    if (threads > 1)
-        openblas_set_num_threads(c->threads);
+    job_parallel(c->st, &j, threads, in->rows, macs / 16);
     return NC_OK;
 }
 
@@ -564,10 +673,18 @@ static nc_status run_dense(run_ctx *c, int i, cpu_value *out)
     nc_status s = value_alloc(c, i, in->rows, in->constant, out);
     if (s == NC_OK && use_events(c, i, in))
         return run_events(c, i, in, out);
-    if (s == NC_OK)
-        nc_dense(in->rows, (int)n->weight->shape[1], (int)n->weight->shape[0], in->data,
-                 n->weight->data, n->bias ? n->bias->data : NULL, out->data);
-    return s;
+    if (s != NC_OK)
+        return s;
+    /* Our threads take slices of the rows (T·N in SNN mode), each a one-thread
+     * GEMM, as for conv; with few rows, slices of the outputs instead. */
+    int64_t macs = nc_node_macs(c->net, i) * in->rows;
+    int fin = (int)n->weight->shape[1], fout = (int)n->weight->shape[0];
+    int by_rows = in->rows >= 16 * (int64_t)c->threads;
+    int threads = job_threads(c->threads, by_rows ? in->rows : fout / 16, macs / 16);
+    row_job j = {.op = by_rows ? JOB_DENSE : JOB_DENSE_COLS, .node = n, .in = in->data, .out = out->data,
+                 .in_row = fin, .out_row = fout, .inner = in->rows};
+    job_parallel(c->st, &j, threads, by_rows ? in->rows : fout, macs / 16);
+    return NC_OK;
 }
 
 /* Channels and floats per channel of node i's output, for per-channel ops. */
@@ -592,7 +709,7 @@ static nc_status run_gated(run_ctx *c, int i, cpu_value *out)
                  .in_row = in_numel, .out_row = out_numel,
                  .in_step = in->constant ? 0 : c->N * in_numel, .out_step = c->N * out_numel,
                  .T = c->T, .counts = counts};
-    job_parallel(&j, c->threads, c->N, (int64_t)c->T * c->N * in_numel);
+    job_parallel(c->st, &j, c->threads, c->N, (int64_t)c->T * c->N * in_numel);
     free(counts);
     return NC_OK;
 }
@@ -606,21 +723,20 @@ static nc_status run_gated(run_ctx *c, int i, cpu_value *out)
  * currents, which is what the ANN's max computes. */
 static nc_status run_prespike_max(run_ctx *c, row_job *j, const cpu_value *in, cpu_value *out)
 {
-    int64_t step = (int64_t)c->N * j->in_row, out_step = (int64_t)c->N * j->out_row;
-    float *sums = malloc((size_t)(c->T * step) * sizeof(float));
-    if (!sums)
-        return node_fail(c, (int)(j->node - c->net->nodes), NC_ERR_MEMORY, "out of memory for running sums");
-    memcpy(sums, in->data, (size_t)step * sizeof(float));
-    for (int t = 1; t < c->T; t++)
-        for (int64_t k = 0; k < step; k++)
-            sums[t * step + k] = sums[(t - 1) * step + k] + in->data[t * step + k];
-    j->op = JOB_MAXPOOL;
-    j->in = sums;
-    job_parallel(j, c->threads, in->rows, in->rows * j->in_row);
-    for (int t = c->T - 1; t >= 1; t--)
-        for (int64_t k = 0; k < out_step; k++)
-            out->data[t * out_step + k] -= out->data[(t - 1) * out_step + k];
-    free(sums);
+    /* one job row per sample, running over its T steps with its running sums
+     * in the thread's workspace (the steps of a sample depend on each other) */
+    int i = (int)(j->node - c->net->nodes);
+    int threads = job_threads(c->threads, c->N, in->rows * j->in_row);
+    nc_status s = work_reserve(c, i, (size_t)(j->in_row + j->out_row), threads);
+    if (s != NC_OK)
+        return s;
+    j->op = JOB_MAXPOOL_RUNNING;
+    j->T = c->T;
+    j->in_step = c->N * j->in_row;
+    j->out_step = c->N * j->out_row;
+    j->work = c->work;
+    j->work_floats = (size_t)(j->in_row + j->out_row);
+    job_parallel(c->st, j, threads, c->N, in->rows * j->in_row);
     return NC_OK;
 }
 
@@ -653,7 +769,7 @@ static nc_status run_pool(run_ctx *c, int i, cpu_value *out)
          * pooled current. */
         j.op = JOB_MAXPOOL;
     }
-    job_parallel(&j, c->threads, in->rows, in->rows * j.in_row);
+    job_parallel(c->st, &j, c->threads, in->rows, in->rows * j.in_row);
     return NC_OK;
 }
 
@@ -667,7 +783,7 @@ static nc_status run_affine(run_ctx *c, int i, cpu_value *out)
     row_job j = {.op = JOB_AFFINE, .node = n, .in = src, .out = out->data};
     channel_split(n, &j.c, &j.inner);
     j.in_row = j.out_row = numel_of(c, i);
-    job_parallel(&j, c->threads, out->rows, out->rows * j.in_row);
+    job_parallel(c->st, &j, c->threads, out->rows, out->rows * j.in_row);
     return NC_OK;
 }
 
@@ -680,7 +796,7 @@ static nc_status run_scale(run_ctx *c, int i, cpu_value *out)
         return s;
     row_job j = {.op = JOB_SCALE, .node = &c->net->nodes[i], .in = src, .out = out->data,
                  .in_row = numel_of(c, i), .out_row = numel_of(c, i)};
-    job_parallel(&j, c->threads, out->rows, out->rows * j.in_row);
+    job_parallel(c->st, &j, c->threads, out->rows, out->rows * j.in_row);
     return NC_OK;
 }
 
@@ -800,9 +916,9 @@ static nc_status run_neuron(run_ctx *c, int i, cpu_value *out)
     j.out_step = c->N * j.out_row;
     j.T = c->T;
     if (j.op == JOB_IF) /* rows are samples; each runs all T steps */
-        job_parallel(&j, c->threads, c->N, (int64_t)c->T * c->N * j.in_row);
+        job_parallel(c->st, &j, c->threads, c->N, (int64_t)c->T * c->N * j.in_row);
     else
-        job_parallel(&j, c->threads, out->rows, out->rows * j.in_row);
+        job_parallel(c->st, &j, c->threads, out->rows, out->rows * j.in_row);
     return NC_OK;
 }
 
@@ -1072,6 +1188,20 @@ static int cpu_threads(const nc_engine *e)
     return n < 1 ? 1 : n > NC_CPU_MAX_THREADS ? NC_CPU_MAX_THREADS : (int)n;
 }
 
+/* The nodes in order over the batch of c->N samples. */
+static nc_status forward_nodes(run_ctx *c, const nc_tensor *input)
+{
+    nc_status s = NC_OK;
+    for (int i = 0; i < c->net->n_nodes && s == NC_OK; i++) {
+        s = run_node(c, i, input, &c->val[i]);
+        if (s == NC_OK)
+            s = observe_and_report(c, i);
+        if (s == NC_OK)
+            release_after(c, i);
+    }
+    return s;
+}
+
 static nc_status cpu_forward(nc_engine *e, const nc_tensor *input, const nc_run_options *opts,
                              nc_tensor **out, nc_error *err)
 {
@@ -1093,19 +1223,13 @@ static nc_status cpu_forward(nc_engine *e, const nc_tensor *input, const nc_run_
     if (!c.val)
         return nc_fail(err, NC_ERR_MEMORY, "cpu engine: out of memory");
     c.st->pass = c.st->pass + 1 ? c.st->pass + 1 : 1; /* event weight layouts: refresh */
+    /* Every GEMM runs on one OpenBLAS thread, the engine's own threads taking
+     * slices of the work: OpenBLAS's threads spin (sched_yield) for a while
+     * after each parallel GEMM, and on a 2-core machine that took a quarter
+     * of the CPU from the row-wise jobs in between (perf, CNN at T = 8). */
     int blas_threads = openblas_get_num_threads(); /* restored after the pass */
-    openblas_set_num_threads(c.threads);
-    if (c.snn && c.st->recurrent) {
-        s = forward_steps(&c, input);
-    } else {
-        for (int i = 0; i < c.net->n_nodes && s == NC_OK; i++) {
-            s = run_node(&c, i, input, &c.val[i]);
-            if (s == NC_OK)
-                s = observe_and_report(&c, i);
-            if (s == NC_OK)
-                release_after(&c, i);
-        }
-    }
+    openblas_set_num_threads(1);
+    s = c.snn && c.st->recurrent ? forward_steps(&c, input) : forward_nodes(&c, input);
     if (s == NC_OK)
         s = make_output(&c, out);
     for (int i = 0; i < c.net->n_nodes; i++)
@@ -1123,6 +1247,7 @@ static void state_free(cpu_state *st)
 {
     if (!st)
         return;
+    workers_stop(st);
     pool_trim(st, 1);
     free(st->pool);
     free(st->win);

@@ -426,6 +426,7 @@ EV_GATHER(1)
 EV_GATHER(2)
 EV_GATHER(3)
 EV_GATHER(4)
+
 EV_GATHER(5)
 EV_GATHER(6)
 EV_GATHER(7)
@@ -604,6 +605,19 @@ void nc_dense(int64_t rows, int fin, int fout, const float *in, const float *wei
                 weight, fin, beta, out, fout);
 }
 
+void nc_dense_cols(int64_t rows, int fin, int fout, int o0, int o1, const float *in, const float *weight,
+                   const float *bias, float *out)
+{
+    float beta = 0.0f;
+    if (bias) {
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(out + r * fout + o0, bias + o0, (size_t)(o1 - o0) * sizeof(float));
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, o1 - o0, fin, 1.0f, in, fin,
+                weight + (int64_t)o0 * fin, fin, beta, out + o0, fout);
+}
+
 void nc_ref_dense(int64_t rows, int fin, int fout, const float *in, const float *weight,
                   const float *bias, float *out)
 {
@@ -636,8 +650,9 @@ static axis_taps column_tap(const nc_window *g, const axis_taps *tab, int ox)
 }
 
 /* 2×2 windows of stride 2, no padding, no dilation, every window inside the
- * input: the common avgpool, summed in the same order as the general loop. */
-static int avgpool_is_2x2(const nc_window *g)
+ * input: the common pool; avgpool_2x2 sums in the same order as the general
+ * loop, maxpool_2x2 compares in it. */
+static int pool_is_2x2(const nc_window *g)
 {
     return g->kernel[0] == 2 && g->kernel[1] == 2 && g->stride[0] == 2 && g->stride[1] == 2 &&
            g->dilation[0] == 1 && g->dilation[1] == 1 && !g->pad[0] && !g->pad[1] && !g->pad[2] &&
@@ -687,7 +702,7 @@ static void avgpool_2x2(const nc_window *g, int64_t rows, const float *in, float
 
 void nc_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const float *in, float *out)
 {
-    if (avgpool_is_2x2(g)) {
+    if (pool_is_2x2(g)) {
         avgpool_2x2(g, rows, in, out);
         return;
     }
@@ -739,8 +754,54 @@ void nc_ref_avgpool(const nc_window *g, int count_include_pad, int64_t rows, con
             }
 }
 
+/* The 2×2, stride-2 max pool (windows as in pool_is_2x2), taken in the
+ * order of the general loop: best = x > best ? x : best from −inf, which is
+ * what MAXPS(x, best) computes, NaN and signed zeros included. */
+static void maxpool_2x2(const nc_window *g, int64_t rows, const float *in, float *out)
+{
+    int64_t hw = (int64_t)g->h * g->w;
+    for (int64_t pl = 0; pl < rows * g->c; pl++) {
+        const float *x = in + pl * hw;
+        float *y = out + pl * g->oh * g->ow;
+        for (int oy = 0; oy < g->oh; oy++) {
+            const float *r0 = x + (int64_t)(2 * oy) * g->w, *r1 = r0 + g->w;
+            float *yo = y + (int64_t)oy * g->ow;
+            int ox = 0;
+#if NC_EV_AVX2
+            for (; ox + 8 <= g->ow; ox += 8) {
+                __m256 a0 = _mm256_loadu_ps(r0 + 2 * ox), a1 = _mm256_loadu_ps(r0 + 2 * ox + 8);
+                __m256 b0 = _mm256_loadu_ps(r1 + 2 * ox), b1 = _mm256_loadu_ps(r1 + 2 * ox + 8);
+                __m256 ae = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                    _mm256_castps_pd(_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+                __m256 ao = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                    _mm256_castps_pd(_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+                __m256 be = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                    _mm256_castps_pd(_mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+                __m256 bo = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                    _mm256_castps_pd(_mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+                __m256 best = _mm256_max_ps(ae, _mm256_set1_ps(-INFINITY));
+                best = _mm256_max_ps(be, _mm256_max_ps(ao, best));
+                _mm256_storeu_ps(yo + ox, _mm256_max_ps(bo, best));
+            }
+#endif
+            for (; ox < g->ow; ox++) {
+                float best = -INFINITY;
+                best = r0[2 * ox] > best ? r0[2 * ox] : best;
+                best = r0[2 * ox + 1] > best ? r0[2 * ox + 1] : best;
+                best = r1[2 * ox] > best ? r1[2 * ox] : best;
+                best = r1[2 * ox + 1] > best ? r1[2 * ox + 1] : best;
+                yo[ox] = best;
+            }
+        }
+    }
+}
+
 void nc_maxpool(const nc_window *g, int64_t rows, const float *in, float *out)
 {
+    if (pool_is_2x2(g)) {
+        maxpool_2x2(g, rows, in, out);
+        return;
+    }
     int64_t hw = (int64_t)g->h * g->w;
     int dh = g->dilation[0], dw = g->dilation[1];
     axis_taps tab[NC_POOL_TAB];
@@ -761,6 +822,56 @@ void nc_maxpool(const nc_window *g, int64_t rows, const float *in, float *out)
                 /* a window made only of padding (pad ≥ kernel) gives 0, not −inf */
                 y[oy * g->ow + ox] = ty.lo == ty.hi || tx.lo == tx.hi ? 0.0f : best;
             }
+        }
+    }
+}
+
+/* sum[k] += x[k]. */
+static void add_into(int64_t n, const float *restrict x, float *restrict sum)
+{
+    int64_t k = 0;
+#if NC_EV_AVX2 /* -O2 does not vectorise loops of unknown length */
+    for (; k + 8 <= n; k += 8)
+        _mm256_storeu_ps(sum + k, _mm256_add_ps(_mm256_loadu_ps(sum + k), _mm256_loadu_ps(x + k)));
+#endif
+    for (; k < n; k++)
+        sum[k] += x[k];
+}
+
+/* y[k] becomes y[k] − prev[k], and prev[k] the old y[k]. */
+static void diff_and_keep(int64_t n, float *restrict y, float *restrict prev)
+{
+    int64_t k = 0;
+#if NC_EV_AVX2
+    for (; k + 8 <= n; k += 8) {
+        __m256 pooled = _mm256_loadu_ps(y + k);
+        _mm256_storeu_ps(y + k, _mm256_sub_ps(pooled, _mm256_loadu_ps(prev + k)));
+        _mm256_storeu_ps(prev + k, pooled);
+    }
+#endif
+    for (; k < n; k++) {
+        float pooled = y[k];
+        y[k] = pooled - prev[k];
+        prev[k] = pooled;
+    }
+}
+
+void nc_maxpool_running(const nc_window *g, int T, int64_t n, const float *in, int64_t in_step, float *out,
+                        int64_t out_step, float *work)
+{
+    int64_t in_row = (int64_t)g->c * g->h * g->w, out_row = (int64_t)g->c * g->oh * g->ow;
+    float *sum = work, *prev = work + in_row;
+    for (int64_t s = 0; s < n; s++) {
+        const float *x = in + s * in_row;
+        float *y = out + s * out_row;
+        memcpy(sum, x, (size_t)in_row * sizeof(float));
+        nc_maxpool(g, 1, sum, y);
+        memcpy(prev, y, (size_t)out_row * sizeof(float));
+        for (int t = 1; t < T; t++) {
+            float *yt = y + t * out_step;
+            add_into(in_row, x + t * in_step, sum);
+            nc_maxpool(g, 1, sum, yt);
+            diff_and_keep(out_row, yt, prev);
         }
     }
 }

@@ -81,6 +81,10 @@ int64_t nc_count_nonzero(int64_t n, const float *x);
  * in [rows, Fin], weight [Fout, Fin], bias [Fout] or NULL, out [rows, Fout]. */
 void nc_dense(int64_t rows, int fin, int fout, const float *in, const float *weight,
               const float *bias, float *out);
+/* Outputs [o0, o1) of nc_dense only (the others are left as they are): a
+ * slice of the outputs for one thread. */
+void nc_dense_cols(int64_t rows, int fin, int fout, int o0, int o1, const float *in, const float *weight,
+                   const float *bias, float *out);
 void nc_ref_dense(int64_t rows, int fin, int fout, const float *in, const float *weight,
                   const float *bias, float *out);
 
@@ -98,6 +102,15 @@ void nc_ref_avgpool(const nc_window *g, int count_include_pad, int64_t rows, con
                     float *out);
 void nc_maxpool(const nc_window *g, int64_t rows, const float *in, float *out);
 void nc_ref_maxpool(const nc_window *g, int64_t rows, const float *in, float *out);
+
+/* PRE_SPIKE max pool for SNNs over currents that change from step to step,
+ * T steps of n samples (time-major, in_step/out_step floats apart): it pools
+ * the running sums S(t) = x(1) + … + x(t) and passes on the increments
+ * out(t) = maxpool(S(t)) − maxpool(S(t−1)), so that the mean over T is the
+ * max of the mean currents (see run_prespike_max in engine_cpu.c).  work:
+ * C·H·W + C·OH·OW floats. */
+void nc_maxpool_running(const nc_window *g, int T, int64_t n, const float *in, int64_t in_step, float *out,
+                        int64_t out_step, float *work);
 
 /* Gated max pool for SNNs, over T steps of N samples (time-major).
  * in_step/out_step: floats between one step and the next (0 for an input

@@ -331,6 +331,81 @@ static void test_avgpool_divisor(void)
     NC_CHECK_CLOSE(out[8], -16.0, 0, 0, "max over the single real tap");
 }
 
+/* The 2×2 stride-2 pools have a vector path (8 outputs at a time, then a
+ * tail): widths around 16 and odd sizes (the last row/column dropped);
+ * max with NaN, ±0 and −inf inputs must follow the general loop exactly. */
+static void test_pool_2x2(void)
+{
+    int bad = 0;
+    for (int h = 2; h <= 9; h++)
+        for (int w = 2; w <= 37; w += 1 + (w > 20) * 4) {
+            nc_window g;
+            int k[2] = {2, 2}, s[2] = {2, 2}, p[4] = {0, 0, 0, 0}, d[2] = {1, 1};
+            if (nc_window_init(&g, 3, h, w, k, s, p, d, 0) != 0) {
+                bad++;
+                continue;
+            }
+            int64_t rows = 2, n_in = rows * 3 * h * w, n_out = rows * 3 * g.oh * g.ow;
+            float *in = rnd_array(n_in), *out = malloc(n_out * sizeof(float)), *ref = malloc(n_out * sizeof(float));
+            nc_avgpool(&g, 1, rows, in, out);
+            nc_ref_avgpool(&g, 1, rows, in, ref);
+            bad += !compare("2x2 avgpool", out, ref, n_out, 1e-6, 1e-5);
+            /* the max, also over NaN, −0 and −inf, against the general loop's rule */
+            for (int64_t i = 0; i < n_in; i += 7)
+                in[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? -0.0f : -INFINITY;
+            nc_maxpool(&g, rows, in, out);
+            for (int64_t pl = 0; pl < rows * 3; pl++)
+                for (int oy = 0; oy < g.oh; oy++)
+                    for (int ox = 0; ox < g.ow; ox++) {
+                        float best = -INFINITY;
+                        for (int ky = 0; ky < 2; ky++)
+                            for (int kx = 0; kx < 2; kx++) {
+                                float v = in[(pl * h + 2 * oy + ky) * w + 2 * ox + kx];
+                                best = v > best ? v : best;
+                            }
+                        bad += memcmp(&best, &out[(pl * g.oh + oy) * g.ow + ox], sizeof best) != 0;
+                    }
+            free(in), free(out), free(ref);
+        }
+    NC_CHECK(bad == 0, "%d values of 2x2 pools differ from the reference", bad);
+}
+
+/* The running-sum max pool of SNNs equals pooling the running sums step by
+ * step with the reference and taking differences. */
+static void test_maxpool_running(void)
+{
+    nc_window g;
+    int k[2] = {2, 2}, s[2] = {2, 2}, p[4] = {0, 0, 0, 0}, d[2] = {1, 1};
+    int kk[2] = {3, 3}, ss[2] = {2, 2}, pp[4] = {1, 1, 1, 1};
+    for (int variant = 0; variant < 2; variant++) {
+        int ok = variant ? nc_window_init(&g, 4, 9, 11, kk, ss, pp, d, 0) : nc_window_init(&g, 4, 10, 18, k, s, p, d, 0);
+        NC_CHECK(ok == 0, "window");
+        int T = 5;
+        int64_t N = 3, in_row = 4 * g.h * g.w, out_row = 4 * g.oh * g.ow;
+        float *in = rnd_array(T * N * in_row), *out = malloc(T * N * out_row * sizeof(float));
+        float *work = malloc((in_row + out_row) * sizeof(float));
+        float *sum = calloc(in_row, sizeof(float)), *pooled = malloc(out_row * sizeof(float));
+        float *prev = malloc(out_row * sizeof(float));
+        nc_maxpool_running(&g, T, N, in, N * in_row, out, N * out_row, work);
+        int bad = 0;
+        for (int64_t n = 0; n < N; n++) {
+            memset(sum, 0, in_row * sizeof(float));
+            for (int t = 0; t < T; t++) {
+                for (int64_t i = 0; i < in_row; i++)
+                    sum[i] = t ? sum[i] + in[(t * N + n) * in_row + i] : in[(t * N + n) * in_row + i];
+                nc_ref_maxpool(&g, 1, sum, pooled);
+                for (int64_t i = 0; i < out_row; i++) {
+                    float want = t ? pooled[i] - prev[i] : pooled[i];
+                    bad += out[(t * N + n) * out_row + i] != want;
+                    prev[i] = pooled[i];
+                }
+            }
+        }
+        NC_CHECK(bad == 0, "running max pool (variant %d): %d values differ", variant, bad);
+        free(in), free(out), free(work), free(sum), free(pooled), free(prev);
+    }
+}
+
 /* Outputs wider than the kernels' column-tap table (1024) take another path. */
 static void test_pool_wide(void)
 {
@@ -492,6 +567,8 @@ int main(void)
     NC_RUN(test_pools_random);
     NC_RUN(test_avgpool_divisor);
     NC_RUN(test_pool_wide);
+    NC_RUN(test_pool_2x2);
+    NC_RUN(test_maxpool_running);
     NC_RUN(test_global_avgpool_affine_add_concat);
     NC_RUN(test_neuron_functions);
     NC_RUN(test_if_random);
