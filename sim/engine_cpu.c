@@ -31,9 +31,10 @@
  * Threads.  OpenBLAS runs on one thread; GEMMs (dense, im2col conv2d),
  * event-driven layers and the row-wise loops (pools, neurons, IF, affine,
  * encoding) split their rows (a dense layer with few rows: its outputs)
- * over plain pthreads, which take chunks of rows from a shared counter,
- * when a layer is big enough to pay for starting them (see run_conv).  One
- * engine runs one forward pass at a time. */
+ * over the engine's worker threads (started once, woken per job; see
+ * worker_pool), which take chunks of rows from a shared counter, when a
+ * layer is big enough to pay for it (NC_CPU_PARALLEL_MIN).  One engine runs
+ * one forward pass at a time. */
 #include "nc_cpu_ops.h"
 #include "nc_engine.h"
 #include "nc_neuron_models.h"
