@@ -379,6 +379,18 @@ static StepResult check_finetune_cancelled(SelfTest *t)
 static StepResult run_finetune(SelfTest *t)
 {
     activate(t, "clear-runs", NULL);
+    /* the loss over two horizons, as `convert --train-horizons T/2,T` */
+    int T = MIN(test_steps(), 8);
+    g_autofree char *horizons = g_strdup_printf("%d,%d", MAX(T / 2, 1), T);
+    g_settings_set_string(t->settings, "train-horizons", horizons);
+    NcJobSettings read;
+    g_autoptr(GError) error = NULL;
+    if (!nc_settings_pane_read(NC_SETTINGS_PANE(nc_window_get_settings_pane(t->window)), &read, &error))
+        return fail("reading the settings with horizons %s: %s", horizons, error->message);
+    int n = read.pipeline.train.n_horizons, last = n > 0 ? read.pipeline.train.horizons[n - 1] : 0;
+    nc_job_settings_clear(&read);
+    if (n != 2 || last != T)
+        return fail("the horizons “%s” were read as %d values ending in %d", horizons, n, last);
     return start_finetune(t, "mmse", test_train_images(), 0);
 }
 
@@ -436,6 +448,7 @@ static StepResult check_finetune(SelfTest *t)
 static StepResult finetune_off(SelfTest *t)
 {
     g_settings_set_int(t->settings, "finetune-bptt-epochs", 0);
+    g_settings_reset(t->settings, "train-horizons");
     return NEXT;
 }
 
@@ -496,7 +509,20 @@ static StepResult bad_settings(SelfTest *t)
             found = TRUE;
         }
     }
-    return found ? NEXT : fail("no error dialog pointing to the settings");
+    if (!found)
+        return fail("no error dialog pointing to the settings");
+    /* fine-tuning settings are read (and refused) the same way */
+    NcSettingsPane *pane = NC_SETTINGS_PANE(nc_window_get_settings_pane(t->window));
+    NcJobSettings read;
+    g_autoptr(GError) error = NULL;
+    g_settings_set_string(t->settings, "train-horizons", "4,x");
+    gboolean ok = nc_settings_pane_read(pane, &read, &error);
+    g_settings_reset(t->settings, "train-horizons");
+    nc_job_settings_clear(&read);
+    if (ok || !error || !strstr(error->message, "horizons"))
+        return fail("the loss horizons “4,x” were not refused with a message naming them");
+    say("bad horizons: %s", error->message);
+    return NEXT;
 }
 
 /* The first toplevel of `type`, or NULL. */

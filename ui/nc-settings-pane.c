@@ -21,6 +21,8 @@ struct _NcSettingsPane {
     AdwComboRow *optimizer_row, *surrogate_row;
     GtkWidget *train_steps_row, *lr_row, *train_threshold_row, *train_batch_row, *augment_row;
     GtkWidget *train_images_row, *val_images_row;
+    GtkWidget *weight_decay_row, *weight_decay_spin, *surrogate_alpha_row, *surrogate_alpha_spin;
+    AdwEntryRow *horizons_row;
     GSettings *settings;
     GPtrArray *engine_rows;      /* AdwActionRow*, in engine_names order   */
     GPtrArray *engine_checks;    /* GtkCheckButton*                           */
@@ -252,9 +254,31 @@ static int parse_choice(GSettings *settings, const char *key, const Choice *choi
     return 0;
 }
 
+/* "4,8" → horizons {4, 8}: 1 to 8 whole step counts; empty: none (T only). */
+static gboolean parse_horizons(GSettings *settings, nc_train_options *t, GError **error)
+{
+    g_autofree char *text = g_settings_get_string(settings, "train-horizons");
+    float values[8];
+    int n = g_strstrip(text)[0] ? nc_parse_float_list(text, values, 8) : 0;
+    for (int k = 0; k < n; k++)
+        if (values[k] < 1 || values[k] > 4096 || values[k] != (float)(int)values[k])
+            n = -1;
+        else
+            t->horizons[k] = (int)values[k];
+    if (n >= 0) {
+        t->n_horizons = n;
+        return TRUE;
+    }
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                "The loss horizons “%s” are not 1 to 8 whole step counts like 4,8. Fix them in Settings → "
+                "Fine-tuning, or leave them empty for the loss after T steps only.",
+                text);
+    return FALSE;
+}
+
 /* The trainer's options (sim/nc_train.h); the job sizes the held-out set
  * and the crop padding's fill from the dataset and preprocessing. */
-static void read_finetune(GSettings *s, nc_pipeline_options *p)
+static gboolean read_finetune(GSettings *s, nc_pipeline_options *p, GError **error)
 {
     nc_train_options *t = &p->train;
     p->finetune_qcfs_epochs = g_settings_get_int(s, "finetune-qcfs-epochs");
@@ -270,6 +294,9 @@ static void read_finetune(GSettings *s, nc_pipeline_options *p)
     t->flip = augment;
     t->train_count = g_settings_get_int(s, "train-images");
     t->val_count = g_settings_get_int(s, "val-images");
+    t->weight_decay = g_settings_get_double(s, "weight-decay");
+    t->surrogate_alpha = (float)g_settings_get_double(s, "surrogate-alpha");
+    return parse_horizons(s, t, error);
 }
 
 gboolean nc_settings_pane_read(NcSettingsPane *self, NcJobSettings *out, GError **error)
@@ -300,8 +327,10 @@ gboolean nc_settings_pane_read(NcSettingsPane *self, NcJobSettings *out, GError 
     out->pipeline.per_channel = g_settings_get_boolean(s, "per-channel");
     out->pipeline.levels = g_settings_get_int(s, "levels");
     out->pipeline.calib_images = g_settings_get_int(s, "calib-images");
-    read_finetune(s, &out->pipeline);
-    return TRUE;
+    if (read_finetune(s, &out->pipeline, error))
+        return TRUE;
+    nc_job_settings_clear(out); /* the caller gets nothing to free on failure */
+    return FALSE;
 }
 
 /* ---- binding ------------------------------------------------------------------------------- */
@@ -318,16 +347,19 @@ static void on_epochs_setting(GSettings *settings, const char *key, NcSettingsPa
     int qcfs = g_settings_get_int(settings, "finetune-qcfs-epochs");
     int bptt = g_settings_get_int(settings, "finetune-bptt-epochs");
     GtkWidget *rows[] = {self->lr_row, GTK_WIDGET(self->optimizer_row), self->train_threshold_row,
-                         self->train_batch_row, self->augment_row, self->train_images_row, self->val_images_row};
+                         self->train_batch_row, self->augment_row, self->train_images_row, self->val_images_row,
+                         self->weight_decay_row};
     for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
         gtk_widget_set_sensitive(rows[i], qcfs > 0 || bptt > 0);
-    gtk_widget_set_sensitive(self->train_steps_row, bptt > 0);
-    gtk_widget_set_sensitive(GTK_WIDGET(self->surrogate_row), bptt > 0);
+    GtkWidget *bptt_rows[] = {self->train_steps_row, GTK_WIDGET(self->surrogate_row), self->surrogate_alpha_row,
+                              GTK_WIDGET(self->horizons_row)};
+    for (guint i = 0; i < G_N_ELEMENTS(bptt_rows); i++)
+        gtk_widget_set_sensitive(bptt_rows[i], bptt > 0);
 }
 
-/* The learning rate reads "default" at 0 and in %g otherwise (1e-4, not
- * 0.000100). */
-static gboolean on_lr_output(GtkSpinButton *spin, gpointer user_data)
+/* The learning rate and the surrogate's α read "default" at 0 and in %g
+ * otherwise (1e-4, not 0.000100). */
+static gboolean on_default_output(GtkSpinButton *spin, gpointer user_data)
 {
     double v = gtk_adjustment_get_value(gtk_spin_button_get_adjustment(spin));
     char text[32];
@@ -340,7 +372,7 @@ static gboolean on_lr_output(GtkSpinButton *spin, gpointer user_data)
     return TRUE;
 }
 
-static int on_lr_input(GtkSpinButton *spin, double *value, gpointer user_data)
+static int on_default_input(GtkSpinButton *spin, double *value, gpointer user_data)
 {
     const char *text = gtk_editable_get_text(GTK_EDITABLE(spin));
     while (g_ascii_isspace(*text))
@@ -353,7 +385,8 @@ static int on_lr_input(GtkSpinButton *spin, double *value, gpointer user_data)
     double v = g_ascii_strtod(text, &end);
     while (end && g_ascii_isspace(*end))
         end++;
-    if (!end || end == text || *end || !(v >= 0 && v <= 1))
+    double upper = gtk_adjustment_get_upper(gtk_spin_button_get_adjustment(spin));
+    if (!end || end == text || *end || !(v >= 0 && v <= upper))
         return GTK_INPUT_ERROR;
     *value = v;
     return TRUE;
@@ -386,6 +419,9 @@ void nc_settings_pane_bind(NcSettingsPane *self, GSettings *settings)
     g_settings_bind(settings, "augment", self->augment_switch, "active", flags);
     g_settings_bind(settings, "train-images", self->train_images_spin, "value", flags);
     g_settings_bind(settings, "val-images", self->val_images_spin, "value", flags);
+    g_settings_bind(settings, "weight-decay", self->weight_decay_spin, "value", flags);
+    g_settings_bind(settings, "surrogate-alpha", self->surrogate_alpha_spin, "value", flags);
+    g_settings_bind(settings, "train-horizons", self->horizons_row, "text", flags);
     bind_combo(self, "optimizer", self->optimizer_row, optimizer_choices);
     bind_combo(self, "surrogate", self->surrogate_row, surrogate_choices);
     g_signal_connect_object(settings, "changed::finetune-qcfs-epochs", G_CALLBACK(on_epochs_setting), self, 0);
@@ -425,7 +461,8 @@ static void nc_settings_pane_class_init(NcSettingsPaneClass *klass)
     CHILD(train_threshold_switch), CHILD(train_batch_spin), CHILD(augment_switch), CHILD(train_images_spin);
     CHILD(val_images_spin), CHILD(optimizer_row), CHILD(surrogate_row), CHILD(train_steps_row), CHILD(lr_row);
     CHILD(train_threshold_row), CHILD(train_batch_row), CHILD(augment_row), CHILD(train_images_row);
-    CHILD(val_images_row);
+    CHILD(val_images_row), CHILD(weight_decay_row), CHILD(weight_decay_spin), CHILD(surrogate_alpha_row);
+    CHILD(surrogate_alpha_spin), CHILD(horizons_row);
 #undef CHILD
 }
 
@@ -436,6 +473,8 @@ static void nc_settings_pane_init(NcSettingsPane *self)
     self->engine_checks = g_ptr_array_new();
     add_engine_rows(self);
     g_signal_connect(self->dataset_button, "clicked", G_CALLBACK(on_dataset_button), self);
-    g_signal_connect(self->lr_spin, "output", G_CALLBACK(on_lr_output), NULL);
-    g_signal_connect(self->lr_spin, "input", G_CALLBACK(on_lr_input), NULL);
+    g_signal_connect(self->lr_spin, "output", G_CALLBACK(on_default_output), NULL);
+    g_signal_connect(self->lr_spin, "input", G_CALLBACK(on_default_input), NULL);
+    g_signal_connect(self->surrogate_alpha_spin, "output", G_CALLBACK(on_default_output), NULL);
+    g_signal_connect(self->surrogate_alpha_spin, "input", G_CALLBACK(on_default_input), NULL);
 }
