@@ -13,16 +13,18 @@
 #include "nc_config.h"
 #include "nc_evaluate.h"
 #include "nc_pipeline.h"
+#include "nc_train.h"
 #if NC_HAVE_CUDA
 #include "gpu/nc_gpu.h"
 #endif
 
-enum { OPT_PRECISION = 2000, OPT_NO_PEAK };
+enum { OPT_PRECISION = 2000, OPT_NO_PEAK, OPT_TRAIN };
 
 static void usage(FILE *out)
 {
     fputs("Usage: neurocuda bench MODEL|SNN|builtin:NAME [--engine cpu|gpu] [--precision P] [--batch B] [-T N]\n"
-          "                       [--repeats N] [--warmup N] [--threads N] [--data DATASET] [--no-peak] [--json]\n"
+          "                       [--repeats N] [--warmup N] [--threads N] [--data DATASET] [--no-peak] [--train]\n"
+          "                       [--json]\n"
           "\n"
           "Times the network on one batch of test images: the ANN forward pass and the SNN over T steps,\n"
           "the median of --repeats timed runs after --warmup untimed ones.  An ONNX model is converted\n"
@@ -42,6 +44,10 @@ static void usage(FILE *out)
           "                   (no dataset needed): vgg-fmnist (convs 32-32-64-64, AvgPool, dense\n"
           "                   3136-256-10), cnn-fmnist (convs 16-32, MaxPool, dense 1568-128-10),\n"
           "                   vgg16-cifar (13 convs, AvgPool, 32x32x3 input, dense 512-10)\n"
+          "  --train          also time one fine-tuning step (forward, backward, Adam update) of a\n"
+          "                   batch: qcfs-step (the QCFS-ANN) and bptt-step (the SNN over T steps),\n"
+          "                   on the trainer of --engine (cpu or gpu); TFLOP/s count 3 × the forward\n"
+          "                   MACs (forward + two backward GEMMs); the memory the step needs is shown\n"
           "  --batch B (default 64), -T N (default 8), --repeats N (default 20), --warmup N (default 3)\n",
           out);
 }
@@ -49,13 +55,14 @@ static void usage(FILE *out)
 typedef struct bench_args {
     const char *engine, *model, *precision;
     long batch, T, repeats, warmup, threads;
-    int json, no_peak;
+    int json, no_peak, train;
     nc_cli_data data;
 } bench_args;
 
 typedef struct bench_row {
     const char *mode;
     double ms, images_per_s, updates_per_s, tflops, fraction;
+    double train_bytes; /* training rows: the trainer's memory estimate */
 } bench_row;
 
 static int cmp_double(const void *a, const void *b)
@@ -63,6 +70,8 @@ static int cmp_double(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
+
+static double median_of(double *times, long n);
 
 static int64_t if_neurons(const nc_net *net)
 {
@@ -102,8 +111,55 @@ static nc_status time_mode(nc_engine *e, const nc_tensor *input, nc_mode mode, c
         if (nc_cli_interrupted())
             st = nc_fail(err, NC_ERR_CANCELLED, "benchmark interrupted");
     }
-    qsort(times, (size_t)a->repeats, sizeof *times, cmp_double);
-    *median = a->repeats % 2 ? times[a->repeats / 2] : 0.5 * (times[a->repeats / 2 - 1] + times[a->repeats / 2]);
+    *median = median_of(times, a->repeats);
+    free(times);
+    return st;
+}
+
+static double median_of(double *times, long n)
+{
+    qsort(times, (size_t)n, sizeof *times, cmp_double);
+    return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+}
+
+/* Median seconds of one fine-tuning step in `mode` (gradients of the batch,
+ * then an Adam update) on the trainer of the bench's engine; *bytes: the
+ * memory the trainer estimates for it.  Works on a copy of the net. */
+static nc_status time_train(const nc_net *net, const nc_tensor *input, const nc_dataset *ds, nc_train_mode mode,
+                            const bench_args *a, double *median, double *bytes, nc_error *err)
+{
+    nc_train_options o = nc_train_options_default(mode);
+    o.T = (int)a->T;
+    o.batch_size = (int)a->batch;
+    o.engine = strcmp(a->engine, "gpu") == 0 ? "gpu" : "cpu";
+    nc_net *copy = nc_net_clone(net);
+    double *times = calloc((size_t)a->repeats, sizeof *times);
+    int32_t *labels = malloc((size_t)a->batch * sizeof *labels);
+    nc_trainer *tr = NULL;
+    nc_status st = copy && times && labels ? NC_OK : nc_fail(err, NC_ERR_MEMORY, "out of memory");
+    for (long i = 0; st == NC_OK && i < a->batch; i++)
+        labels[i] = ds->labels ? ds->labels[i % ds->count] : (int32_t)(i % 10);
+    if (st == NC_OK)
+        st = nc_train_estimate(copy, &o, bytes, err);
+    if (st == NC_OK)
+        st = nc_trainer_new(copy, &o, (int)a->batch, &tr, err);
+    for (long r = -a->warmup; r < a->repeats && st == NC_OK; r++) {
+        double start = nc_now();
+        st = nc_trainer_gradients(tr, input->data, labels, (int)a->batch, NULL, NULL, err);
+        if (st == NC_OK)
+            nc_trainer_apply(tr, 1e-5); /* small: the net stays what it was */
+        if (r >= 0)
+            times[r] = nc_now() - start;
+        if (st == NC_OK && nc_cli_interrupted())
+            st = nc_fail(err, NC_ERR_CANCELLED, "benchmark interrupted");
+    }
+    if (st == NC_OK)
+        st = nc_trainer_sync_net(tr, err); /* reports an error the backend recorded */
+    if (st == NC_OK)
+        *median = median_of(times, a->repeats);
+    nc_trainer_free(tr);
+    nc_net_free(copy);
+    free(labels);
     free(times);
     return st;
 }
@@ -310,14 +366,16 @@ static void print_rows(const bench_args *a, const char *engine, const char *prec
            a->warmup, precision ? " (CUDA events)" : "");
     if (peak > 0)
         printf("Device peak (cuBLAS GEMM, %s): %.1f TFLOP/s\n", precision, peak);
-    printf("  %-6s %12s %12s %18s %10s %8s\n", "mode", "ms/batch", "images/s", "neuron updates/s", "TFLOP/s",
-           "%peak");
+    printf("  %-9s %12s %12s %18s %10s %8s %10s\n", "mode", "ms/batch", "images/s", "neuron updates/s", "TFLOP/s",
+           "%peak", "memory");
     for (int i = 0; i < n; i++) {
-        char frac[32] = "-";
+        char frac[32] = "-", mem[32] = "-";
         if (rows[i].fraction > 0)
             snprintf(frac, sizeof frac, "%.1f", 100.0 * rows[i].fraction);
-        printf("  %-6s %12.3f %12.1f %18.4g %10.3f %8s\n", rows[i].mode, rows[i].ms, rows[i].images_per_s,
-               rows[i].updates_per_s, rows[i].tflops, frac);
+        if (rows[i].train_bytes > 0)
+            snprintf(mem, sizeof mem, "%.0f MiB", rows[i].train_bytes / (1 << 20));
+        printf("  %-9s %12.3f %12.1f %18.4g %10.3f %8s %10s\n", rows[i].mode, rows[i].ms, rows[i].images_per_s,
+               rows[i].updates_per_s, rows[i].tflops, frac, mem);
     }
     if (!a->json)
         return;
@@ -344,6 +402,8 @@ static void print_rows(const bench_args *a, const char *engine, const char *prec
         nc_json_number(&j, "tflops", rows[i].tflops);
         if (rows[i].fraction > 0)
             nc_json_number(&j, "fraction_of_peak", rows[i].fraction);
+        if (rows[i].train_bytes > 0)
+            nc_json_number(&j, "memory_bytes", rows[i].train_bytes);
         nc_json_close(&j, '}');
     }
     nc_json_end(&j);
@@ -419,14 +479,25 @@ static int bench(const bench_args *a, nc_net *net, int builtin)
         }
     }
 #endif
+    double qcfs_s = 0, bptt_s = 0, qcfs_bytes = 0, bptt_bytes = 0;
+    if (st == NC_OK && a->train)
+        st = time_train(net, input, ds, NC_TRAIN_QCFS, a, &qcfs_s, &qcfs_bytes, &err);
+    if (st == NC_OK && a->train)
+        st = time_train(net, input, ds, NC_TRAIN_BPTT, a, &bptt_s, &bptt_bytes, &err);
     if (st == NC_OK) {
-        double B = (double)a->batch, T = (double)a->T;
+        double B = (double)a->batch, T = (double)a->T, neurons = (double)if_neurons(net);
         double ann_tf = 2e-12 * macs * B / ann_s, snn_tf = 2e-12 * macs * B * T / snn_s;
-        bench_row rows[2] = {
-            {"ann", 1e3 * ann_s, B / ann_s, (double)if_neurons(net) * B / ann_s, ann_tf, peak > 0 ? ann_tf / peak : 0},
-            {"snn", 1e3 * snn_s, B / snn_s, (double)if_neurons(net) * B * T / snn_s, snn_tf,
-             peak > 0 ? snn_tf / peak : 0}};
-        print_rows(a, e->ops->name, precision, peak, rows, 2);
+        bench_row rows[4] = {
+            {"ann", 1e3 * ann_s, B / ann_s, neurons * B / ann_s, ann_tf, peak > 0 ? ann_tf / peak : 0},
+            {"snn", 1e3 * snn_s, B / snn_s, neurons * B * T / snn_s, snn_tf, peak > 0 ? snn_tf / peak : 0}};
+        if (a->train) {
+            double q_tf = 6e-12 * macs * B / qcfs_s, b_tf = 6e-12 * macs * B * T / bptt_s;
+            rows[2] = (bench_row){"qcfs-step", 1e3 * qcfs_s, B / qcfs_s, neurons * B / qcfs_s, q_tf,
+                                  peak > 0 ? q_tf / peak : 0, qcfs_bytes};
+            rows[3] = (bench_row){"bptt-step", 1e3 * bptt_s, B / bptt_s, neurons * B * T / bptt_s, b_tf,
+                                  peak > 0 ? b_tf / peak : 0, bptt_bytes};
+        }
+        print_rows(a, e->ops->name, precision, peak, rows, a->train ? 4 : 2);
     } else
         rc = nc_cli_error(&err);
     nc_tensor_free(input);
@@ -443,6 +514,7 @@ int nc_cmd_bench(int argc, char **argv)
         {"threads", required_argument, NULL, NC_OPT_THREADS}, {"data", required_argument, NULL, NC_OPT_DATA},
         {"mean", required_argument, NULL, NC_OPT_MEAN},     {"std", required_argument, NULL, NC_OPT_STD},
         {"precision", required_argument, NULL, OPT_PRECISION}, {"no-peak", no_argument, NULL, OPT_NO_PEAK},
+        {"train", no_argument, NULL, OPT_TRAIN},
         {"json", no_argument, NULL, NC_OPT_JSON},           {"help", no_argument, NULL, 'h'},
         {0}};
     bench_args a = {.engine = "cpu", .batch = 64, .T = 8, .repeats = 20, .warmup = 3};
@@ -466,6 +538,8 @@ int nc_cmd_bench(int argc, char **argv)
             a.precision = optarg;
         else if (opt == OPT_NO_PEAK)
             a.no_peak = 1;
+        else if (opt == OPT_TRAIN)
+            a.train = 1;
         else if (opt == NC_OPT_JSON)
             a.json = 1;
         else if (opt == 'h') {

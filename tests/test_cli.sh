@@ -129,6 +129,11 @@ expect "bench --json" 0 "$BIN" bench "$WORK/cnn.ncsnn" --batch 16 -T 4 --repeats
 check "bench reports images per second" python3 -c "
 import json,sys; d=json.loads([l for l in open('$WORK/out') if l.startswith('{')][-1])
 sys.exit(not d['snn']['images_per_second'] > 0)"
+expect "bench --train --json" 0 "$BIN" bench "$WORK/cnn.ncsnn" --batch 8 -T 2 --repeats 1 --warmup 0 --train --json
+check "bench --train times a QCFS and a BPTT step and gives their memory" python3 -c "
+import json,sys; d=json.loads([l for l in open('$WORK/out') if l.startswith('{')][-1])
+q,b=d['qcfs-step'],d['bptt-step']
+sys.exit(not (q['ms_per_batch'] > 0 and b['ms_per_batch'] > 0 and b['memory_bytes'] > q['memory_bytes'] > 0))"
 expect "engines --json" 0 "$BIN" engines --json
 check "engines lists cpu as available" python3 -c "
 import json,sys; d=json.loads([l for l in open('$WORK/out') if l.startswith('{')][-1])
