@@ -110,10 +110,80 @@ static int64_t conv_samples_per_chunk(const nc_window *g, int groups, int64_t ro
     return nb < rows ? nb : rows;
 }
 
+/* A conv over few input channels (Cin·kh·kw ≤ 32: an image's first layer),
+ * stride 1, no dilation, groups 1, outputs at least 16 wide: im2col would
+ * copy each input Cin·kh·kw times for a GEMM too thin to run near peak.
+ * conv_thin instead pads one sample's input with zeros and sums the taps
+ * of 32 outputs of a row in four AVX2 registers. */
+#define NC_THIN_MAX_TAPS 32
+static int conv_is_thin(const nc_window *g, int groups)
+{
+#if defined(__AVX2__) && defined(__FMA__)
+    return groups == 1 && g->c * g->kernel[0] * g->kernel[1] <= NC_THIN_MAX_TAPS && g->stride[0] == 1 &&
+           g->stride[1] == 1 && g->dilation[0] == 1 && g->dilation[1] == 1 && g->ow >= 16;
+#else
+    (void)g, (void)groups;
+    return 0;
+#endif
+}
+
+/* The zero-padded copy of one sample: rows oh + kh − 1, and columns enough
+ * for whole blocks of 32 outputs (loads run past the last output). */
+static int64_t thin_rows(const nc_window *g) { return g->oh + g->kernel[0] - 1; }
+static int64_t thin_cols(const nc_window *g) { return (g->ow + 31) / 32 * 32 + g->kernel[1] - 1; }
+
+#if defined(__AVX2__) && defined(__FMA__)
+static void conv_thin(const nc_window *g, int cout, int64_t rows, const float *in, const float *weight,
+                      const float *bias, float *out, float *xp)
+{
+    int cin = g->c, kh = g->kernel[0], kw = g->kernel[1], taps = cin * kh * kw;
+    int64_t hp = thin_rows(g), wp = thin_cols(g), hw = (int64_t)g->h * g->w, p = (int64_t)g->oh * g->ow;
+    for (int64_t r = 0; r < rows; r++) {
+        memset(xp, 0, (size_t)(cin * hp * wp) * sizeof(float));
+        for (int ci = 0; ci < cin; ci++)
+            for (int iy = 0; iy < g->h; iy++)
+                memcpy(xp + (ci * hp + iy + g->pad[0]) * wp + g->pad[1], in + (r * cin + ci) * hw + (int64_t)iy * g->w,
+                       (size_t)g->w * sizeof(float));
+        for (int m = 0; m < cout; m++) {
+            const float *wm = weight + (int64_t)m * taps; /* [ci][ky][kx] */
+            __m256 b = _mm256_set1_ps(bias ? bias[m] : 0.0f);
+            float *om = out + (r * cout + m) * p;
+            for (int oy = 0; oy < g->oh; oy++)
+                for (int ox = 0; ox < g->ow; ox += 32) {
+                    __m256 a0 = b, a1 = b, a2 = b, a3 = b;
+                    for (int ci = 0, k = 0; ci < cin; ci++)
+                        for (int ky = 0; ky < kh; ky++) {
+                            const float *row = xp + (ci * hp + oy + ky) * wp + ox;
+                            for (int kx = 0; kx < kw; kx++, k++) {
+                                __m256 w = _mm256_broadcast_ss(wm + k);
+                                a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx), a0);
+                                a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 8), a1);
+                                a2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 16), a2);
+                                a3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 24), a3);
+                            }
+                        }
+                    float *o = om + (int64_t)oy * g->ow + ox;
+                    if (ox + 32 <= g->ow) {
+                        _mm256_storeu_ps(o, a0), _mm256_storeu_ps(o + 8, a1);
+                        _mm256_storeu_ps(o + 16, a2), _mm256_storeu_ps(o + 24, a3);
+                    } else { /* the row's last, partial block */
+                        float block[32];
+                        _mm256_storeu_ps(block, a0), _mm256_storeu_ps(block + 8, a1);
+                        _mm256_storeu_ps(block + 16, a2), _mm256_storeu_ps(block + 24, a3);
+                        memcpy(o, block, (size_t)(g->ow - ox) * sizeof(float));
+                    }
+                }
+        }
+    }
+}
+#endif
+
 size_t nc_conv2d_work_floats(const nc_window *g, int cout, int groups, int64_t rows)
 {
     if (rows < 1)
         return 0;
+    if (conv_is_thin(g, groups))
+        return (size_t)(g->c * thin_rows(g) * thin_cols(g));
     int64_t nb = conv_samples_per_chunk(g, groups, rows);
     int64_t p = (int64_t)g->oh * g->ow;
     return (size_t)(nb * (conv_k_group(g, groups) + cout / groups) * p);
@@ -208,6 +278,13 @@ void nc_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const flo
         conv_pointwise(g, cout, groups, rows, in, weight, bias, out);
         return;
     }
+#if defined(__AVX2__) && defined(__FMA__)
+    if (conv_is_thin(g, groups)) {
+        if (work_floats >= nc_conv2d_work_floats(g, cout, groups, 1))
+            conv_thin(g, cout, rows, in, weight, bias, out, work);
+        return;
+    }
+#endif
     int mg = cout / groups;
     int64_t kg = conv_k_group(g, groups), p = (int64_t)g->oh * g->ow;
     int64_t in_row = (int64_t)g->c * g->h * g->w, out_row = (int64_t)cout * p;

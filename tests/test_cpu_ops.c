@@ -125,6 +125,40 @@ static void test_conv_random(void)
     NC_CHECK(bad == 0, "%d conv cases mismatch", bad);
 }
 
+/* First-layer convs (few input channels, stride 1, outputs ≥ 16 wide) run
+ * without im2col (conv_thin): widths around the 32-output blocks, asymmetric
+ * padding, any output count, with and without bias. */
+static void test_conv_thin(void)
+{
+    int bad = 0;
+    for (int i = 0; i < 60; i++) {
+        nc_window g;
+        int k[2] = {rnd_int(1, 5), rnd_int(1, 5)}, s[2] = {1, 1}, d[2] = {1, 1}, p[4];
+        for (int j = 0; j < 4; j++)
+            p[j] = rnd_int(0, k[j % 2] - 1);
+        int cin = rnd_int(1, 32 / (k[0] * k[1]) < 3 ? 32 / (k[0] * k[1]) : 3);
+        if (nc_window_init(&g, cin, rnd_int(3, 40), rnd_int(16, 70), k, s, p, d, 0) != 0 || g.ow < 16) {
+            i--;
+            continue;
+        }
+        int cout = rnd_int(1, 20);
+        int64_t rows = rnd_int(1, 3), n_out = rows * cout * g.oh * g.ow;
+        float *in = rnd_array(rows * cin * g.h * g.w), *w = rnd_array((int64_t)cout * cin * k[0] * k[1]);
+        float *b = i % 2 ? rnd_array(cout) : NULL;
+        float *out = malloc((size_t)n_out * sizeof(float)), *ref = malloc((size_t)n_out * sizeof(float));
+        size_t work_n = nc_conv2d_work_floats(&g, cout, 1, rows);
+        float *work = malloc(work_n * sizeof(float));
+        nc_conv2d(&g, cout, 1, rows, in, w, b, out, work, work_n);
+        nc_ref_conv2d(&g, cout, 1, rows, in, w, b, ref);
+        char what[160];
+        snprintf(what, sizeof what, "thin conv rows %lld c %d→%d %dx%d k %dx%d p %d,%d,%d,%d", (long long)rows, cin,
+                 cout, g.h, g.w, k[0], k[1], p[0], p[1], p[2], p[3]);
+        bad += !compare(what, out, ref, n_out, 1e-5, 1e-4);
+        free(in), free(w), free(b), free(out), free(ref), free(work);
+    }
+    NC_CHECK(bad == 0, "%d thin conv cases mismatch", bad);
+}
+
 /* A batch large enough to be split into several im2col chunks. */
 static void test_conv_chunked(void)
 {
@@ -568,6 +602,7 @@ int main(void)
     NC_RUN(test_avgpool_divisor);
     NC_RUN(test_pool_wide);
     NC_RUN(test_pool_2x2);
+    NC_RUN(test_conv_thin);
     NC_RUN(test_maxpool_running);
     NC_RUN(test_global_avgpool_affine_add_concat);
     NC_RUN(test_neuron_functions);
