@@ -8,10 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
+
 #include "nc_config.h"
 #include "nc_grad_ops.h"
 
 typedef struct cpu_backend {
+    int blas_threads;   /* OpenBLAS's thread count before, restored at the end */
     float *work;        /* conv workspace, grown on demand */
     size_t work_floats;
     int failed;         /* first failure, kept for sync()  */
@@ -47,6 +50,7 @@ static float *cpu_work(nc_train_backend *b, size_t floats)
 
 static void cpu_destroy(nc_train_backend *b)
 {
+    openblas_set_num_threads(cpu_of(b)->blas_threads);
     free(cpu_of(b)->work);
     free(b->impl);
     free(b);
@@ -338,6 +342,12 @@ nc_status nc_train_backend_cpu_new(nc_train_backend **out, nc_error *err)
     }
     b->ops = &cpu_ops;
     b->impl = c;
+    /* The trainer's GEMMs run on one OpenBLAS thread: with two, a step took
+     * the same time on an idle 2-core machine but 20× longer (580 ms against
+     * 25 ms, QCFS step of the CNN) when other processes kept the cores busy,
+     * as OpenBLAS's waiting threads yield the CPU and lose it. */
+    c->blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
     *out = b;
     return NC_OK;
 }
