@@ -343,7 +343,7 @@ nc_status nc_train_backend_cpu_new(nc_train_backend **out, nc_error *err)
     b->ops = &cpu_ops;
     b->impl = c;
     /* The trainer's GEMMs run on one OpenBLAS thread: with two, a step took
-     * the same time on an idle 2-core machine but 20× longer (580 ms against
+     * 10–15 % less on an idle 2-core machine but 20× longer (580 ms against
      * 25 ms, QCFS step of the CNN) when other processes kept the cores busy,
      * as OpenBLAS's waiting threads yield the CPU and lose it. */
     c->blas_threads = openblas_get_num_threads();
