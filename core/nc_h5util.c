@@ -300,6 +300,24 @@ typedef struct probe_state {
     size_t budget;      /* largest dataset read whole, bytes */
 } probe_state;
 
+/* Reads n fixed-length strings of `type` from a dataset or an attribute
+ * (is_dataset 0), when they fit in `budget` bytes. */
+static void probe_read_strings(hid_t obj, int is_dataset, hid_t type, hssize_t n, size_t budget)
+{
+    size_t size = H5Tget_size(type), bytes;
+    if (size == 0 || nc_mul_size((size_t)n, size, &bytes) != 0 || bytes > budget)
+        return;
+    void *buf = calloc(bytes, 1);
+    hid_t mtype = H5Tcopy(H5T_C_S1);
+    H5Tset_size(mtype, size);
+    if (buf && is_dataset)
+        H5Dread(obj, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+    else if (buf)
+        H5Aread(obj, mtype, buf);
+    free(buf);
+    H5Tclose(mtype);
+}
+
 static void probe_read_attr(hid_t attr)
 {
     hid_t type = H5Aget_type(attr), space = H5Aget_space(attr);
@@ -313,14 +331,7 @@ static void probe_read_attr(hid_t attr)
     } else if (n > 0 && n < (1 << 20) && cls == H5T_STRING && H5Tis_variable_str(type) == 0) {
         /* variable-length strings are left alone: their global heap is
          * checked by the readers that accept them (nc_nir_doc.c) */
-        size_t size = H5Tget_size(type);
-        hid_t mtype = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mtype, size);
-        void *buf = size > 0 && size < (1u << 24) ? calloc((size_t)n, size) : NULL;
-        if (buf)
-            H5Aread(attr, mtype, buf);
-        free(buf);
-        H5Tclose(mtype);
+        probe_read_strings(attr, 0, type, n, nc_memory_budget());
     }
     if (type >= 0)
         H5Tclose(type);
@@ -355,15 +366,7 @@ static void probe_read_dataset(hid_t dset, const probe_state *ps)
             H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
         free(buf);
     } else if (!foreign && n > 0 && cls == H5T_STRING && H5Tis_variable_str(type) == 0) {
-        size_t size = H5Tget_size(type); /* variable-length: see probe_read_attr */
-        hid_t mtype = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mtype, size);
-        void *buf = size > 0 && nc_mul_size((size_t)n, size, &bytes) == 0 && bytes <= ps->budget ? calloc(bytes, 1)
-                                                                                                   : NULL;
-        if (buf)
-            H5Dread(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
-        free(buf);
-        H5Tclose(mtype);
+        probe_read_strings(dset, 1, type, n, ps->budget); /* variable-length: see probe_read_attr */
     }
     if (type >= 0)
         H5Tclose(type);

@@ -736,6 +736,18 @@ static int pool_is_2x2(const nc_window *g)
            !g->pad[3] && 2 * g->oh <= g->h && 2 * g->ow <= g->w;
 }
 
+#if NC_EV_AVX2
+/* The even and the odd ones of the 16 floats at p, in order. */
+static inline void even_odd16(const float *p, __m256 *even, __m256 *odd)
+{
+    __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+}
+#endif
+
 static void avgpool_2x2(const nc_window *g, int64_t rows, const float *in, float *out)
 {
     int64_t hw = (int64_t)g->h * g->w;
@@ -750,16 +762,9 @@ static void avgpool_2x2(const nc_window *g, int64_t rows, const float *in, float
             /* 8 outputs at a time: even and odd columns of 16 inputs per row,
              * summed in the order of the loop below (bit for bit the same) */
             for (; ox + 8 <= g->ow; ox += 8) {
-                __m256 a0 = _mm256_loadu_ps(r0 + 2 * ox), a1 = _mm256_loadu_ps(r0 + 2 * ox + 8);
-                __m256 b0 = _mm256_loadu_ps(r1 + 2 * ox), b1 = _mm256_loadu_ps(r1 + 2 * ox + 8);
-                __m256 ae = _mm256_castpd_ps(_mm256_permute4x64_pd(
-                    _mm256_castps_pd(_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
-                __m256 ao = _mm256_castpd_ps(_mm256_permute4x64_pd(
-                    _mm256_castps_pd(_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
-                __m256 be = _mm256_castpd_ps(_mm256_permute4x64_pd(
-                    _mm256_castps_pd(_mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
-                __m256 bo = _mm256_castpd_ps(_mm256_permute4x64_pd(
-                    _mm256_castps_pd(_mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+                __m256 ae, ao, be, bo;
+                even_odd16(r0 + 2 * ox, &ae, &ao);
+                even_odd16(r1 + 2 * ox, &be, &bo);
                 __m256 sum = _mm256_add_ps(_mm256_setzero_ps(), ae);
                 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(sum, ao), be), bo);
                 _mm256_storeu_ps(yo + ox, _mm256_div_ps(sum, _mm256_set1_ps(4.0f)));
@@ -846,16 +851,9 @@ static void maxpool_2x2(const nc_window *g, int64_t rows, const float *in, float
             int ox = 0;
 #if NC_EV_AVX2
             for (; ox + 8 <= g->ow; ox += 8) {
-                __m256 a0 = _mm256_loadu_ps(r0 + 2 * ox), a1 = _mm256_loadu_ps(r0 + 2 * ox + 8);
-                __m256 b0 = _mm256_loadu_ps(r1 + 2 * ox), b1 = _mm256_loadu_ps(r1 + 2 * ox + 8);
-                __m256 ae = _mm256_castpd_ps(_mm256_permute4x64_pd(
-                    _mm256_castps_pd(_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
-                __m256 ao = _mm256_castpd_ps(_mm256_permute4x64_pd(
-                    _mm256_castps_pd(_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
-                __m256 be = _mm256_castpd_ps(_mm256_permute4x64_pd(
-                    _mm256_castps_pd(_mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
-                __m256 bo = _mm256_castpd_ps(_mm256_permute4x64_pd(
-                    _mm256_castps_pd(_mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+                __m256 ae, ao, be, bo;
+                even_odd16(r0 + 2 * ox, &ae, &ao);
+                even_odd16(r1 + 2 * ox, &be, &bo);
                 __m256 best = _mm256_max_ps(ae, _mm256_set1_ps(-INFINITY));
                 best = _mm256_max_ps(be, _mm256_max_ps(ao, best));
                 _mm256_storeu_ps(yo + ox, _mm256_max_ps(bo, best));
