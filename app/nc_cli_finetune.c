@@ -106,22 +106,12 @@ int nc_cli_finetune_option(nc_pipeline_options *o, nc_cli_finetune *f, int opt, 
         }
         t->engine = arg;
         return 1;
-    case NC_OPT_HORIZONS: {
-        float values[8];
-        int n = nc_parse_float_list(arg, values, 8);
-        for (int k = 0; k < n; k++) {
-            if (values[k] < 1 || values[k] > 4096 || values[k] != (float)(int)values[k])
-                n = -1;
-            else
-                t->horizons[k] = (int)values[k];
-        }
-        if (n < 1) {
+    case NC_OPT_HORIZONS:
+        if (nc_train_horizons_parse(arg, t) != 0) {
             fprintf(stderr, "neurocuda: --train-horizons needs 1 to 8 step counts like 4,8, got '%s'\n", arg);
             return -1;
         }
-        t->n_horizons = n;
         return 1;
-    }
     case NC_OPT_TRAIN_IMAGES:
         rc = parse_long_into("--train-images", arg, 1, 1L << 30, &v);
         t->train_count = v;

@@ -78,6 +78,21 @@ struct nc_trainer {
 const char *nc_train_mode_name(nc_train_mode m) { return m == NC_TRAIN_BPTT ? "bptt" : "qcfs"; }
 const char *nc_optimizer_name(nc_optimizer o) { return o == NC_OPTIMIZER_SGD ? "sgd" : "adam"; }
 
+int nc_train_horizons_parse(const char *text, nc_train_options *o)
+{
+    float values[8];
+    int n = nc_parse_float_list(text, values, 8);
+    for (int k = 0; k < n; k++)
+        if (values[k] < 1 || values[k] > 4096 || values[k] != (float)(int)values[k])
+            return -1;
+    if (n < 1)
+        return -1;
+    for (int k = 0; k < n; k++)
+        o->horizons[k] = (int)values[k];
+    o->n_horizons = n;
+    return 0;
+}
+
 int nc_optimizer_parse(const char *text, nc_optimizer *out)
 {
     if (strcmp(text, "sgd") == 0)

@@ -151,5 +151,8 @@ void nc_trainer_param(const nc_trainer *tr, int k, nc_train_param *out);
 const char *nc_train_mode_name(nc_train_mode m);   /* "qcfs", "bptt" */
 const char *nc_optimizer_name(nc_optimizer o);     /* "sgd", "adam"  */
 int nc_optimizer_parse(const char *text, nc_optimizer *out); /* 0 ok, -1 bad */
+/* "4,8" → o->horizons {4, 8}, o->n_horizons 2: 1 to 8 whole step counts in
+ * 1 … 4096; 0 ok, -1 bad (o unchanged). */
+int nc_train_horizons_parse(const char *text, nc_train_options *o);
 
 #endif

@@ -254,21 +254,13 @@ static int parse_choice(GSettings *settings, const char *key, const Choice *choi
     return 0;
 }
 
-/* "4,8" → horizons {4, 8}: 1 to 8 whole step counts; empty: none (T only). */
+/* The loss horizons: empty = none (the loss after T steps only). */
 static gboolean parse_horizons(GSettings *settings, nc_train_options *t, GError **error)
 {
     g_autofree char *text = g_settings_get_string(settings, "train-horizons");
-    float values[8];
-    int n = g_strstrip(text)[0] ? nc_parse_float_list(text, values, 8) : 0;
-    for (int k = 0; k < n; k++)
-        if (values[k] < 1 || values[k] > 4096 || values[k] != (float)(int)values[k])
-            n = -1;
-        else
-            t->horizons[k] = (int)values[k];
-    if (n >= 0) {
-        t->n_horizons = n;
+    t->n_horizons = 0;
+    if (!g_strstrip(text)[0] || nc_train_horizons_parse(text, t) == 0)
         return TRUE;
-    }
     g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                 "The loss horizons “%s” are not 1 to 8 whole step counts like 4,8. Fix them in Settings → "
                 "Fine-tuning, or leave them empty for the loss after T steps only.",
