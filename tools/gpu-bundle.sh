@@ -30,6 +30,7 @@ grep -q '#define NC_HAVE_CUDA 1' "$builddir/nc_config.h" || {
 targets=(app/neurocuda tests/test_gpu_kernels tests/test_gpu_engine)
 # the GPU trainer's test, once it exists in this build
 [ -f tests/test_gpu_train.c ] && targets+=(tests/test_gpu_train)
+[ -f tests/test_gpu_faults.c ] && targets+=(tests/test_gpu_faults)
 ninja -C "$builddir" "${targets[@]}"
 
 stage=$(mktemp -d)

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# gpu-train-run.sh — on the GPU machine, from the repository root, after
+# tools/gpu-bundle.sh made .gpu/nc.tar.xz (device run with carry
+# [".gpu", ".fmnist"]; .fmnist holds the full Fashion-MNIST IDX files):
+#
+#   bash tools/gpu-train-run.sh [RUN...]
+#
+# 1. the GPU trainer's tests (test_gpu_train, test_gpu_faults, test_gpu_engine);
+# 2. `neurocuda bench builtin:vgg-fmnist --engine gpu --batch 256 -T 8 --train`
+#    and PyTorch's ANN forward+backward of the same network at batch 2048;
+# 3. the fine-tuning runs of the "Fine-tuning" issue, all at once on the one
+#    GPU (each is small): every RUN is NAME:MODEL:ARGS, ARGS with '+' for ' '.
+#    Without RUN arguments the default set below runs.
+# Every log lands in $OUT; stdout is line-buffered so a run cut short by the
+# time limit still shows its finished epochs.  NC_RUN_BUDGET (s, default 560)
+# bounds the whole script.
+set -uo pipefail
+source "$(dirname "$0")/gpu-env.sh" || exit 1
+budget=${NC_RUN_BUDGET:-560}
+start=$SECONDS
+left() { echo $((budget - (SECONDS - start))); }
+log() { echo "[$((SECONDS - start))s] $*"; }
+[ -n "${FMNIST:-}" ] || { echo "gpu-train-run.sh: carry .fmnist (the full Fashion-MNIST)" >&2; exit 1; }
+common="--engine gpu --data $FMNIST --mean 0.2860 --std 0.3530 --eval-T 32 --json"
+
+runs=("$@")
+if [ ${#runs[@]} -eq 0 ]; then
+  runs=(
+    "vgg:tests/fixtures/models/vgg_bn.onnx:--finetune-bptt+8+--train-T+8+--train-horizons+4,8"
+    "resnet:tests/fixtures/models/resnet.onnx:--per-channel+--finetune-bptt+10+--train-T+8+--train-horizons+4,8"
+    "bundled:assets/models/fmnist_cnn.onnx:--finetune-bptt+4+--train-T+8+--train-horizons+4,8+--augment"
+  )
+fi
+
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$OUT/gpu.csv"
+"$B/neurocuda" engines 2>&1 | tee "$OUT/engines.txt"
+
+# ---- fine-tuning runs, in the background ----------------------------------------------
+declare -A pid
+for r in "${runs[@]}"; do
+  name=${r%%:*}; rest=${r#*:}; model=${rest%%:*}; args=${rest#*:}; args=${args//+/ }
+  log "start $name: convert $model $args"
+  # shellcheck disable=SC2086
+  ( cd /tmp && stdbuf -oL timeout $(( $(left) - 15 )) "$B/neurocuda" convert "$NC_SOURCE_DIR/$model" \
+      -o "/tmp/$name.ncsnn" $common $args > "$OUT/ft_$name.txt" 2> >(tr '\r' '\n' | grep -v 'batch' > "$OUT/ft_$name.err");
+    echo "rc=$? wall=$SECONDS" >> "$OUT/ft_$name.txt" ) &
+  pid[$name]=$!
+done
+
+# ---- tests (NC_SKIP_TESTS=1: only the fine-tuning runs) ---------------------------------------
+declare -A test_rc
+tests=(test_gpu_train test_gpu_faults test_gpu_engine)
+[ "${NC_SKIP_TESTS:-0}" = 1 ] && tests=()
+for t in "${tests[@]}"; do
+  log "$t"
+  timeout 150 "$B/$t" > "$OUT/$t.log" 2>&1
+  test_rc[$t]=$?
+  grep -E '^not ok|# FAILED|mismatch' "$OUT/$t.log" | head -8
+  log "$t: rc=${test_rc[$t]}, $(grep -c '^ok' "$OUT/$t.log") ok, $(grep -c '^not ok' "$OUT/$t.log") not ok"
+done
+
+# ---- one training step, ours and PyTorch's ---------------------------------------------------
+if [ "${NC_SKIP_TESTS:-0}" != 1 ]; then
+log "bench --train vgg-fmnist"
+timeout 120 "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --batch 256 -T 8 --repeats 20 --warmup 3 --train \
+  > "$OUT/bench_train_vgg.txt" 2>&1
+tail -6 "$OUT/bench_train_vgg.txt"
+cat > /tmp/torch_train_floor.py <<'EOF'
+# The VGG-style net as a plain ANN in PyTorch: forward + backward + Adam step at
+# batch 2048 (= 256 x 8), fp32 with TF32 off, channels_last, cudnn.benchmark,
+# CUDA events, median of 20 after 5 warm-ups.
+import statistics, torch
+from torch import nn
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cudnn.benchmark = True
+def conv(cin, cout): return [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU()]
+m = nn.Sequential(*conv(1, 32), *conv(32, 32), nn.AvgPool2d(2), *conv(32, 64), *conv(64, 64), nn.AvgPool2d(2),
+                  nn.Flatten(), nn.Linear(3136, 256), nn.ReLU(), nn.Linear(256, 10)).cuda().to(memory_format=torch.channels_last)
+opt = torch.optim.Adam(m.parameters(), 1e-4)
+x = torch.rand(2048, 1, 28, 28, device="cuda").to(memory_format=torch.channels_last)
+y = torch.randint(0, 10, (2048,), device="cuda")
+def step():
+    opt.zero_grad(set_to_none=True)
+    nn.functional.cross_entropy(m(x), y).backward()
+    opt.step()
+for _ in range(5): step()
+torch.cuda.synchronize()
+ts = []
+for _ in range(20):
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record(); step(); b.record(); b.synchronize(); ts.append(a.elapsed_time(b))
+print(f"pytorch vgg-fmnist ANN forward+backward+adam, batch 2048, fp32: {statistics.median(ts):.3f} ms (median of 20)")
+EOF
+timeout 120 python3 /tmp/torch_train_floor.py 2>&1 | tee "$OUT/torch_train_floor.txt"
+fi
+
+# ---- wait for the fine-tuning runs ---------------------------------------------------------
+for name in "${!pid[@]}"; do
+  wait "${pid[$name]}"
+  log "$name done"
+done
+echo "==== summary ($((SECONDS - start))s) ===="
+for t in "${tests[@]}"; do
+  printf '%-16s rc=%s  %s ok, %s not ok\n' "$t" "${test_rc[$t]:-?}" "$(grep -c '^ok' "$OUT/$t.log")" \
+    "$(grep -c '^not ok' "$OUT/$t.log")"
+done
+for f in "$OUT"/ft_*.txt; do
+  echo "--- $(basename "$f")"
+  grep -E 'epoch|accuracy|rc=|kept|error|neurocuda:' "$f" | grep -v '^{' | tail -14
+  tail -3 "${f%.txt}.err"
+done
+# at most 8 files come back from a device run: the logs go into one archive
+(cd "$OUT" && tar czf logs.tgz --remove-files -- *.log *.err *.csv engines.txt 2>/dev/null)
