@@ -102,6 +102,7 @@ typedef struct cpu_value {
     int64_t rows;   /* N, or T·N for a value that changes with the step   */
     int constant;   /* SNN: one step of N rows that holds at every step    */
     int owned;      /* 1: a pool block; 0: borrowed (the caller's input)  */
+    int ready;      /* computed ahead of its turn, by a fused reader's writer */
 } cpu_value;
 
 typedef struct run_ctx {
@@ -130,7 +131,7 @@ typedef struct run_ctx {
 typedef enum job_op {
     JOB_CONV, JOB_AVGPOOL, JOB_MAXPOOL, JOB_GAP, JOB_AFFINE, JOB_SCALE, JOB_RELU, JOB_CLIP, JOB_QCFS,
     JOB_IF, JOB_NIR, JOB_GATED, JOB_POISSON, JOB_CONV_EVENTS, JOB_DENSE_EVENTS, JOB_MAXPOOL_RUNNING,
-    JOB_DENSE, JOB_DENSE_COLS
+    JOB_DENSE, JOB_DENSE_COLS, JOB_CONV_EVENTS_MAXPOOL
 } job_op;
 
 /* One layer's row-wise work: rows [r0, r1) of `in` and `out`.  For IF and
@@ -140,6 +141,7 @@ typedef struct row_job {
     job_op op;
     const nc_node *node;
     const nc_window *g;
+    const nc_window *pool;     /* conv fused with its running max pool     */
     const float *in;
     float *out;
     int64_t in_row, out_row;   /* floats per row                           */
@@ -212,6 +214,11 @@ static void job_run(const row_job *j, int64_t r0, int64_t r1, int slot)
     case JOB_CONV_EVENTS:
         nc_conv2d_events(j->g, (int)j->node->shape[0], n, in, j->wt, j->node->bias ? j->node->bias->data : NULL,
                          out, j->work + (size_t)slot * j->work_floats);
+        break;
+    case JOB_CONV_EVENTS_MAXPOOL:
+        nc_conv2d_events_maxpool(j->g, (int)j->node->shape[0], j->pool, j->T, n, in, j->in_step, j->wt,
+                                 j->node->bias ? j->node->bias->data : NULL, out, j->out_step,
+                                 j->work + (size_t)slot * j->work_floats);
         break;
     case JOB_DENSE_EVENTS:
         nc_dense_events(n, (int)j->in_row, (int)j->out_row, in, j->wt,
@@ -642,16 +649,68 @@ static nc_status run_events(run_ctx *c, int i, const cpu_value *in, cpu_value *o
     return NC_OK;
 }
 
+/* SNN: the running (PRE_SPIKE) max pool that is the only reader of the
+ * event-driven conv i, when the two can run fused (nc_conv2d_events_maxpool,
+ * which keeps each step's currents in cache): no observer wants the conv's
+ * currents, the pass is not step by step, and every thread gets a sample
+ * (the fused job splits samples, not steps).  Else −1. */
+static int fused_max_pool(const run_ctx *c, int i, const cpu_value *in)
+{
+    const nc_observer *ob = c->opts->observer;
+    int p = c->st->last_use[i];
+    if (!c->snn || c->stepping || in->constant || (ob && ob->observe) || p == i || i == c->net->output ||
+        c->N < c->threads)
+        return -1;
+    const nc_node *pool = &c->net->nodes[p];
+    if (pool->kind != NC_NODE_MAXPOOL || pool->maxpool_strategy == NC_MAXPOOL_GATED ||
+        pool->maxpool_strategy == NC_MAXPOOL_AVG)
+        return -1;
+    for (int k = i + 1; k <= p; k++) /* p reads i once, and nothing else does */
+        for (int m = 0; m < c->net->nodes[k].n_inputs; m++)
+            if (c->net->nodes[k].inputs[m] == i && (k != p || m != 0))
+                return -1;
+    return p;
+}
+
+/* Conv i and its max pool p in one job per sample: p's value is computed now
+ * (marked ready, so that its own turn only reports it); i gets none. */
+static nc_status run_events_max_pool(run_ctx *c, int i, int p, const cpu_value *in)
+{
+    const nc_node *n = &c->net->nodes[i];
+    const nc_window *conv = &c->st->win[i], *pool = &c->st->win[p];
+    cpu_value *out = &c->val[p];
+    nc_status s = value_alloc(c, p, in->rows, 0, out);
+    if (s != NC_OK)
+        return s;
+    size_t per_slot = (nc_conv2d_events_maxpool_work_floats(conv, (int)n->shape[0], pool) + 15) & ~(size_t)15;
+    int64_t in_row = numel_of(c, n->inputs[0]), out_row = numel_of(c, p);
+    int64_t cost = nc_node_macs(c->net, i) * in->rows / 64; /* as in run_events */
+    int threads = job_threads(c->threads, c->N, cost);
+    if ((s = work_reserve(c, i, per_slot, threads)) != NC_OK)
+        return s;
+    row_job j = {.op = JOB_CONV_EVENTS_MAXPOOL, .node = n, .g = conv, .pool = pool, .in = in->data,
+                 .out = out->data, .in_row = in_row, .out_row = out_row, .in_step = c->N * in_row,
+                 .out_step = c->N * out_row, .T = c->T, .work = c->work, .work_floats = per_slot,
+                 .wt = c->st->evw[i]};
+    job_parallel(c->st, &j, threads, c->N, cost);
+    out->ready = 1;
+    return NC_OK;
+}
+
 static nc_status run_conv(run_ctx *c, int i, cpu_value *out)
 {
     const nc_node *n = &c->net->nodes[i];
     const cpu_value *in = input_value(c, i, 0);
     const nc_window *g = &c->st->win[i];
     int cout = (int)n->shape[0];
+    int events = use_events(c, i, in);
+    int pool = events ? fused_max_pool(c, i, in) : -1;
+    if (pool >= 0)
+        return run_events_max_pool(c, i, pool, in);
     nc_status s = value_alloc(c, i, in->rows, in->constant, out);
     if (s != NC_OK)
         return s;
-    if (use_events(c, i, in))
+    if (events)
         return run_events(c, i, in, out);
     int64_t in_numel = numel_of(c, n->inputs[0]), out_numel = numel_of(c, i);
     int64_t macs = nc_node_macs(c->net, i) * in->rows;
@@ -1194,7 +1253,8 @@ static nc_status forward_nodes(run_ctx *c, const nc_tensor *input)
 {
     nc_status s = NC_OK;
     for (int i = 0; i < c->net->n_nodes && s == NC_OK; i++) {
-        s = run_node(c, i, input, &c->val[i]);
+        /* a value made ahead by a fused job (run_events_max_pool) is only reported */
+        s = c->val[i].ready ? NC_OK : run_node(c, i, input, &c->val[i]);
         if (s == NC_OK)
             s = observe_and_report(c, i);
         if (s == NC_OK)

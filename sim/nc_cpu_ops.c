@@ -549,18 +549,37 @@ static void ev_gather(float *y, int64_t ldy, int64_t nq, int n, const float *ini
     }
 }
 
-void nc_conv2d_events(const nc_window *g, int cout, int64_t rows, const float *in, const float *wt,
-                      const float *bias, float *out, float *work)
+/* The workspace of nc_conv2d_events, carved from `work`: one sample's event
+ * lists, the segment tables of every output position, and staging for 8
+ * positions of outputs and inputs. */
+typedef struct conv_events_work {
+    int64_t *off, *soff;
+    float *val, *acc, *xt;
+    int *start, *n_s, *s_lo, *s_hi;
+} conv_events_work;
+
+static conv_events_work conv_events_carve(const nc_window *g, int cout, float *work)
 {
-    int cin = g->c, kh = g->kernel[0], kw = g->kernel[1], taps = kh * kw;
-    int64_t p = (int64_t)g->oh * g->ow, hw = (int64_t)g->h * g->w;
-    int64_t tap_ld = (int64_t)cin * cout; /* floats between taps of wt */
+    int64_t p = (int64_t)g->oh * g->ow, hw = (int64_t)g->h * g->w, taps = (int64_t)g->kernel[0] * g->kernel[1];
+    conv_events_work cw;
     /* the lists get 8 values of slack: event_lists stores 8 at a time */
-    int64_t *off = (int64_t *)work, *soff = off + cin * hw + 8;
-    float *val = (float *)(soff + p * taps), *acc = val + cin * hw + 8, *xt = acc + 8 * cout;
-    int *start = (int *)(xt + 8 * cin), *n_s = start + hw + 1, *s_lo = n_s + p, *s_hi = s_lo + p * taps;
-    /* the segments of every output position q */
-    int dw = g->dilation[1];
+    cw.off = (int64_t *)work;
+    cw.soff = cw.off + g->c * hw + 8;
+    cw.val = (float *)(cw.soff + p * taps);
+    cw.acc = cw.val + g->c * hw + 8;
+    cw.xt = cw.acc + 8 * cout;
+    cw.start = (int *)(cw.xt + 8 * g->c);
+    cw.n_s = cw.start + hw + 1;
+    cw.s_lo = cw.n_s + p;
+    cw.s_hi = cw.s_lo + p * taps;
+    return cw;
+}
+
+/* The segments of every output position q (see ev_gather). */
+static void conv_events_segments(const nc_window *g, int cout, conv_events_work *cw)
+{
+    int kh = g->kernel[0], kw = g->kernel[1], taps = kh * kw, dw = g->dilation[1];
+    int64_t tap_ld = (int64_t)g->c * cout; /* floats between taps of wt */
     for (int oy = 0; oy < g->oh; oy++)
         for (int ox = 0; ox < g->ow; ox++) {
             int64_t q = (int64_t)oy * g->ow + ox, at = q * taps;
@@ -574,51 +593,72 @@ void nc_conv2d_events(const nc_window *g, int cout, int64_t rows, const float *i
                     if (ix < 0 || ix >= g->w)
                         continue;
                     int pos = iy * g->w + ix;
-                    if (dw == 1 && n > 0 && s_hi[at + n - 1] == pos &&
-                        soff[at + n - 1] == ((int64_t)ky * kw - x0) * tap_ld) {
-                        s_hi[at + n - 1] = pos + 1; /* extends the run of this kernel row */
+                    if (dw == 1 && n > 0 && cw->s_hi[at + n - 1] == pos &&
+                        cw->soff[at + n - 1] == ((int64_t)ky * kw - x0) * tap_ld) {
+                        cw->s_hi[at + n - 1] = pos + 1; /* extends the run of this kernel row */
                         continue;
                     }
-                    s_lo[at + n] = pos;
-                    s_hi[at + n] = pos + 1;
+                    cw->s_lo[at + n] = pos;
+                    cw->s_hi[at + n] = pos + 1;
                     /* tap ky·kw + kx of column ix: (ky·kw + kx)·tap_ld − ix·tap_ld + off */
-                    soff[at + n++] = ((int64_t)ky * kw + kx - ix) * tap_ld;
+                    cw->soff[at + n++] = ((int64_t)ky * kw + kx - ix) * tap_ld;
                 }
             }
-            n_s[q] = n;
+            cw->n_s[q] = n;
         }
-    int c8 = cin & ~7, m8 = cout & ~7;
-    for (int64_t r = 0; r < rows; r++) {
-        /* the lists, 8 input positions at a time: their [8][Cin] stay in L1 */
-        const float *x = in + r * cin * hw;
-        int ne = 0;
-        for (int64_t q0 = 0; q0 < hw; q0 += 8) {
-            int nq = hw - q0 < 8 ? (int)(hw - q0) : 8;
-            for (int ci = 0; ci < cin; ci += 8)
-                if (nq == 8 && ci < c8)
-                    transpose8(x + ci * hw + q0, hw, xt + ci, cin);
-                else
-                    for (int i = ci; i < cin && i < ci + 8; i++)
-                        for (int j = 0; j < nq; j++)
-                            xt[j * cin + i] = x[i * hw + q0 + j];
-            ne = event_lists(q0, q0 + nq, g->w, cin, cout, tap_ld, xt, start, off, val, ne);
-        }
-        start[hw] = ne;
-        /* the outputs, 8 positions at a time: [8][Cout] in L1 → [Cout][P] */
-        float *o = out + r * cout * p;
-        for (int64_t q0 = 0; q0 < p; q0 += 8) {
-            int nq = p - q0 < 8 ? (int)(p - q0) : 8;
-            ev_gather(acc, cout, nq, cout, bias, wt, n_s + q0, taps, s_lo + q0 * taps, s_hi + q0 * taps,
-                      soff + q0 * taps, start, off, val);
-            for (int m = 0; m < cout; m += 8)
-                if (nq == 8 && m < m8)
-                    transpose8(acc + m, cout, o + m * p + q0, p);
-                else
-                    for (int i = m; i < cout && i < m + 8; i++)
-                        for (int j = 0; j < nq; j++)
-                            o[i * p + q0 + j] = acc[j * cout + i];
-        }
+}
+
+/* The event lists of one input row x (see event_lists), 8 input positions
+ * at a time: their [8][Cin] stay in L1. */
+static void conv_events_lists(const nc_window *g, int cout, const float *x, const conv_events_work *cw)
+{
+    int cin = g->c, c8 = cin & ~7;
+    int64_t hw = (int64_t)g->h * g->w, tap_ld = (int64_t)cin * cout;
+    int ne = 0;
+    for (int64_t q0 = 0; q0 < hw; q0 += 8) {
+        int nq = hw - q0 < 8 ? (int)(hw - q0) : 8;
+        for (int ci = 0; ci < cin; ci += 8)
+            if (nq == 8 && ci < c8)
+                transpose8(x + ci * hw + q0, hw, cw->xt + ci, cin);
+            else
+                for (int i = ci; i < cin && i < ci + 8; i++)
+                    for (int j = 0; j < nq; j++)
+                        cw->xt[j * cin + i] = x[i * hw + q0 + j];
+        ne = event_lists(q0, q0 + nq, g->w, cin, cout, tap_ld, cw->xt, cw->start, cw->off, cw->val, ne);
     }
+    cw->start[hw] = ne;
+}
+
+/* One row (sample) of the conv, once the segment tables are made. */
+static void conv_events_row(const nc_window *g, int cout, const float *x, const float *wt, const float *bias,
+                            float *o, const conv_events_work *cw)
+{
+    int taps = g->kernel[0] * g->kernel[1], m8 = cout & ~7;
+    int64_t p = (int64_t)g->oh * g->ow;
+    conv_events_lists(g, cout, x, cw);
+    /* the outputs, 8 positions at a time: [8][Cout] in L1 → [Cout][P] */
+    for (int64_t q0 = 0; q0 < p; q0 += 8) {
+        int nq = p - q0 < 8 ? (int)(p - q0) : 8;
+        ev_gather(cw->acc, cout, nq, cout, bias, wt, cw->n_s + q0, taps, cw->s_lo + q0 * taps,
+                  cw->s_hi + q0 * taps, cw->soff + q0 * taps, cw->start, cw->off, cw->val);
+        for (int m = 0; m < cout; m += 8)
+            if (nq == 8 && m < m8)
+                transpose8(cw->acc + m, cout, o + m * p + q0, p);
+            else
+                for (int i = m; i < cout && i < m + 8; i++)
+                    for (int j = 0; j < nq; j++)
+                        o[i * p + q0 + j] = cw->acc[j * cout + i];
+    }
+}
+
+void nc_conv2d_events(const nc_window *g, int cout, int64_t rows, const float *in, const float *wt,
+                      const float *bias, float *out, float *work)
+{
+    int64_t in_row = (int64_t)g->c * g->h * g->w, out_row = (int64_t)cout * g->oh * g->ow;
+    conv_events_work cw = conv_events_carve(g, cout, work);
+    conv_events_segments(g, cout, &cw);
+    for (int64_t r = 0; r < rows; r++)
+        conv_events_row(g, cout, in + r * in_row, wt, bias, out + r * out_row, &cw);
 }
 
 void nc_dense_events_weight(int fin, int fout, const float *weight, float *wt)
@@ -931,6 +971,18 @@ static void diff_and_keep(int64_t n, float *restrict y, float *restrict prev)
     }
 }
 
+/* Step t of the running max pool of one sample, once sum holds S(t): y gets
+ * maxpool(S(t)) − maxpool(S(t−1)), prev keeps maxpool(S(t)). */
+static void running_max_step(const nc_window *g, int t, const float *sum, float *prev, float *y)
+{
+    int64_t out_row = (int64_t)g->c * g->oh * g->ow;
+    nc_maxpool(g, 1, sum, y);
+    if (t == 0)
+        memcpy(prev, y, (size_t)out_row * sizeof(float));
+    else
+        diff_and_keep(out_row, y, prev);
+}
+
 void nc_maxpool_running(const nc_window *g, int T, int64_t n, const float *in, int64_t in_step, float *out,
                         int64_t out_step, float *work)
 {
@@ -940,13 +992,106 @@ void nc_maxpool_running(const nc_window *g, int T, int64_t n, const float *in, i
         const float *x = in + s * in_row;
         float *y = out + s * out_row;
         memcpy(sum, x, (size_t)in_row * sizeof(float));
-        nc_maxpool(g, 1, sum, y);
-        memcpy(prev, y, (size_t)out_row * sizeof(float));
-        for (int t = 1; t < T; t++) {
-            float *yt = y + t * out_step;
-            add_into(in_row, x + t * in_step, sum);
-            nc_maxpool(g, 1, sum, yt);
-            diff_and_keep(out_row, yt, prev);
+        for (int t = 0; t < T; t++) {
+            if (t > 0)
+                add_into(in_row, x + t * in_step, sum);
+            running_max_step(g, t, sum, prev, y + t * out_step);
+        }
+    }
+}
+
+size_t nc_conv2d_events_maxpool_work_floats(const nc_window *conv, int cout, const nc_window *pool)
+{
+    size_t conv_out = (size_t)cout * conv->oh * conv->ow, pooled = (size_t)pool->c * pool->oh * pool->ow;
+    /* the conv's workspace (its int64 tables first), then the running sums,
+     * this step's pooled sums and the last step's */
+    return (nc_conv2d_events_work_floats(conv, cout) + 15) / 16 * 16 + conv_out + 2 * pooled;
+}
+
+/* Max pool of a channel-last plane, in [H·W][C] → out [OH·OW][C]: the
+ * comparisons of nc_maxpool in its order (window row-major, best = x > best ?
+ * x : best from −inf; a window of padding only gives 0), 8 channels a vector. */
+static void maxpool_channels_last(const nc_window *g, const float *in, float *out)
+{
+    int c = g->c, dh = g->dilation[0], dw = g->dilation[1];
+    for (int oy = 0; oy < g->oh; oy++) {
+        axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
+        for (int ox = 0; ox < g->ow; ox++) {
+            axis_taps tx = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], dw, g->w);
+            float *y = out + ((int64_t)oy * g->ow + ox) * c;
+            int empty = ty.lo == ty.hi || tx.lo == tx.hi, ch = 0;
+#if NC_EV_AVX2
+            for (; ch + 8 <= c; ch += 8) {
+                __m256 best = _mm256_set1_ps(-INFINITY);
+                for (int ki = ty.lo; ki < ty.hi; ki++)
+                    for (int kj = tx.lo; kj < tx.hi; kj++) {
+                        int64_t at = ((int64_t)(ty.start + ki * dh) * g->w + tx.start + kj * dw) * c + ch;
+                        best = _mm256_max_ps(_mm256_loadu_ps(in + at), best); /* x > best ? x : best */
+                    }
+                _mm256_storeu_ps(y + ch, empty ? _mm256_setzero_ps() : best);
+            }
+#endif
+            for (; ch < c; ch++) {
+                float best = -INFINITY;
+                for (int ki = ty.lo; ki < ty.hi; ki++)
+                    for (int kj = tx.lo; kj < tx.hi; kj++) {
+                        float x = in[((int64_t)(ty.start + ki * dh) * g->w + tx.start + kj * dw) * c + ch];
+                        best = x > best ? x : best;
+                    }
+                y[ch] = empty ? 0.0f : best;
+            }
+        }
+    }
+}
+
+/* [rows][cols] → [cols][rows]. */
+static void transpose_plane(int64_t rows, int cols, const float *src, float *dst)
+{
+    int64_t r8 = rows & ~(int64_t)7;
+    int c8 = cols & ~7;
+    for (int64_t r = 0; r < r8; r += 8)
+        for (int c = 0; c < c8; c += 8)
+            transpose8(src + r * cols + c, cols, dst + c * rows + r, rows);
+    for (int64_t r = 0; r < rows; r++)
+        for (int c = r < r8 ? c8 : 0; c < cols; c++)
+            dst[c * rows + r] = src[r * cols + c];
+}
+
+/* Works channel-last inside: the gather's [8 positions][Cout] blocks are
+ * added to running sums kept as [P][Cout], pooled 8 channels at a time, and
+ * only the pooled increments are transposed to [C][OH·OW].  Every sum,
+ * comparison and difference is the one the unfused path makes, in its order. */
+void nc_conv2d_events_maxpool(const nc_window *conv, int cout, const nc_window *pool, int T, int64_t n,
+                              const float *in, int64_t in_step, const float *wt, const float *bias, float *out,
+                              int64_t out_step, float *work)
+{
+    int64_t in_row = (int64_t)conv->c * conv->h * conv->w, p = (int64_t)conv->oh * conv->ow;
+    int64_t pooled_n = (int64_t)pool->oh * pool->ow, out_row = (int64_t)cout * pooled_n;
+    int taps = conv->kernel[0] * conv->kernel[1];
+    float *sum = work + (nc_conv2d_events_work_floats(conv, cout) + 15) / 16 * 16;
+    float *pooled = sum + p * cout, *prev = pooled + out_row;
+    conv_events_work cw = conv_events_carve(conv, cout, work);
+    conv_events_segments(conv, cout, &cw);
+    for (int64_t s = 0; s < n; s++) {
+        const float *x = in + s * in_row;
+        float *y = out + s * out_row;
+        for (int t = 0; t < T; t++) {
+            conv_events_lists(conv, cout, x + t * in_step, &cw);
+            for (int64_t q0 = 0; q0 < p; q0 += 8) {
+                int nq = p - q0 < 8 ? (int)(p - q0) : 8;
+                /* step 0's currents are the sums; later steps add theirs */
+                float *dst = t == 0 ? sum + q0 * cout : cw.acc;
+                ev_gather(dst, cout, nq, cout, bias, wt, cw.n_s + q0, taps, cw.s_lo + q0 * taps,
+                          cw.s_hi + q0 * taps, cw.soff + q0 * taps, cw.start, cw.off, cw.val);
+                if (t > 0)
+                    add_into((int64_t)nq * cout, cw.acc, sum + q0 * cout);
+            }
+            maxpool_channels_last(pool, sum, pooled);
+            if (t == 0)
+                memcpy(prev, pooled, (size_t)out_row * sizeof(float));
+            else
+                diff_and_keep(out_row, pooled, prev); /* pooled − last, and keeps pooled as last */
+            transpose_plane(pooled_n, cout, pooled, y + t * out_step);
         }
     }
 }

@@ -112,6 +112,18 @@ void nc_ref_maxpool(const nc_window *g, int64_t rows, const float *in, float *ou
 void nc_maxpool_running(const nc_window *g, int T, int64_t n, const float *in, int64_t in_step, float *out,
                         int64_t out_step, float *work);
 
+/* An event-driven conv (nc_conv2d_events) and the PRE_SPIKE max pool that
+ * is its only reader (nc_maxpool_running), fused per sample: each step's
+ * currents stay in the workspace (in cache) instead of a T·N buffer of them
+ * going through memory.  n samples, T steps each (time-major: in_step and
+ * out_step floats apart); in: the conv's spikes, out: the pool's output.
+ * Gives what the two calls give, bit for bit.  work:
+ * nc_conv2d_events_maxpool_work_floats() floats. */
+size_t nc_conv2d_events_maxpool_work_floats(const nc_window *conv, int cout, const nc_window *pool);
+void nc_conv2d_events_maxpool(const nc_window *conv, int cout, const nc_window *pool, int T, int64_t n,
+                              const float *in, int64_t in_step, const float *wt, const float *bias, float *out,
+                              int64_t out_step, float *work);
+
 /* Gated max pool for SNNs, over T steps of N samples (time-major).
  * in_step/out_step: floats between one step and the next (0 for an input
  * that is the same at every step).  For each sample and window, at step t it

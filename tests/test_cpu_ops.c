@@ -440,6 +440,62 @@ static void test_maxpool_running(void)
     }
 }
 
+/* The fused event-driven conv + running max pool gives, bit for bit, what
+ * nc_conv2d_events then nc_maxpool_running give: over random conv and pool
+ * windows, spike densities, step counts and samples. */
+static void test_conv_events_maxpool(void)
+{
+    int bad = 0, cases = 0;
+    for (int iter = 0; iter < 120; iter++, cases++) {
+        nc_window conv, pool;
+        int ceil_mode, cin = rnd_int(1, 20), cout = rnd_int(1, 40), T = rnd_int(1, 6);
+        int64_t N = rnd_int(1, 3);
+        random_window(&conv, cin, 1, &ceil_mode);
+        /* every third pool is the common 2×2/2; the others have random
+         * padding, dilation and ceil mode */
+        int k[2] = {rnd_int(1, 3), rnd_int(1, 3)}, st[2] = {rnd_int(1, 2), rnd_int(1, 2)}, d[2] = {1, 1}, pd[4];
+        for (int a = 0; a < 4; a++)
+            pd[a] = rnd_int(0, k[a % 2] - 1);
+        d[0] = rnd_int(1, 2), d[1] = rnd_int(1, 2);
+        int pool_ceil = rnd_int(0, 1);
+        if (iter % 3 == 0) {
+            k[0] = k[1] = st[0] = st[1] = 2;
+            d[0] = d[1] = 1;
+            pd[0] = pd[1] = pd[2] = pd[3] = pool_ceil = 0;
+        }
+        if (nc_window_init(&pool, cout, conv.oh, conv.ow, k, st, pd, d, pool_ceil) != 0) {
+            cases--;
+            continue;
+        }
+        int64_t in_row = (int64_t)cin * conv.h * conv.w, conv_row = (int64_t)cout * conv.oh * conv.ow;
+        int64_t out_row = (int64_t)cout * pool.oh * pool.ow, n_w = (int64_t)cout * cin * conv.kernel[0] * conv.kernel[1];
+        float *in = sparse_array(T * N * in_row, densities[rnd_int(0, 5)], 1), *w = rnd_array(n_w);
+        float *b = rnd_int(0, 1) ? rnd_array(cout) : NULL, *wt = malloc((size_t)n_w * sizeof(float));
+        float *currents = malloc((size_t)(T * N * conv_row) * sizeof(float));
+        float *ref = malloc((size_t)(T * N * out_row) * sizeof(float)), *got = malloc((size_t)(T * N * out_row) * sizeof(float));
+        float *conv_work = malloc(nc_conv2d_events_work_floats(&conv, cout) * sizeof(float));
+        float *pool_work = malloc((size_t)(conv_row + out_row) * sizeof(float));
+        float *work = malloc(nc_conv2d_events_maxpool_work_floats(&conv, cout, &pool) * sizeof(float));
+        nc_conv2d_events_weight(&conv, cout, w, wt);
+        nc_conv2d_events(&conv, cout, T * N, in, wt, b, currents, conv_work);
+        nc_maxpool_running(&pool, T, N, currents, N * conv_row, ref, N * out_row, pool_work);
+        nc_conv2d_events_maxpool(&conv, cout, &pool, T, N, in, N * in_row, wt, b, got, N * out_row, work);
+        if (memcmp(got, ref, (size_t)(T * N * out_row) * sizeof(float)) != 0) {
+            bad++;
+            char what[160];
+            snprintf(what, sizeof what, "fused conv+max pool, T %d N %lld, %d→%d %dx%d, pool %dx%d/%d,%d p %d,%d,%d,%d d %d,%d",
+                     T, (long long)N, cin, cout, conv.h, conv.w, k[0], k[1], st[0], st[1], pd[0], pd[1], pd[2], pd[3],
+                     d[0], d[1]);
+            compare(what, got, ref, T * N * out_row, 0, 0);
+        }
+        free(in), free(w), free(b), free(wt), free(currents), free(ref), free(got);
+        free(conv_work), free(pool_work), free(work);
+    }
+    NC_CHECK(cases >= 60, "only %d usable random cases", cases);
+    printf("# %d random cases\n", cases);
+    NC_CHECK(bad == 0, "%d of %d fused conv + max pool cases differ from the two kernels", bad, cases);
+}
+
 /* Outputs wider than the kernels' column-tap table (1024) take another path. */
 static void test_pool_wide(void)
 {
@@ -604,6 +660,7 @@ int main(void)
     NC_RUN(test_pool_2x2);
     NC_RUN(test_conv_thin);
     NC_RUN(test_maxpool_running);
+    NC_RUN(test_conv_events_maxpool);
     NC_RUN(test_global_avgpool_affine_add_concat);
     NC_RUN(test_neuron_functions);
     NC_RUN(test_if_random);

@@ -446,6 +446,61 @@ static void test_event_driven(void)
     nc_net_free(net);
 }
 
+static void observe_nothing(void *user, int node, const float *data, int64_t rows, int64_t per_row)
+{
+    (void)user, (void)node, (void)data, (void)rows, (void)per_row;
+}
+
+/* input → IF → conv 3×3 (event-driven) → MaxPool 2×2 PRE_SPIKE → IF →
+ * flatten → dense → output: without an observer the engine runs the conv and
+ * its running max pool fused, per sample (nc_conv2d_events_maxpool); with one
+ * (which wants the conv's currents) it runs them one after the other.  Both
+ * give the same spikes and outputs, bit for bit, on 1 and 2 threads. */
+static void test_fused_conv_maxpool(void)
+{
+    enum { N = 9, T = 7, C0 = 3, H = 12, C1 = 10, F = 6 };
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {C0, H, H};
+    int x = add_input(net, 3, xs);
+    float th0 = 1.5f, th1 = 2.0f;
+    int n0 = add_neuron(net, "if0", x, NC_NEURON_IF);
+    set_if(net, n0, 1, &th0, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int cv = add_conv(net, "conv", n0, C1, C0, 3, 1);
+    int mp = add1(net, NC_NODE_MAXPOOL, "pool", cv);
+    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
+    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    net->nodes[mp].maxpool_strategy = NC_MAXPOOL_PRE_SPIKE;
+    int n1 = add_neuron(net, "if1", mp, NC_NEURON_IF);
+    set_if(net, n1, 1, &th1, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", n1);
+    int fc = add_dense(net, "fc", fl, F, C1 * 36, -0.3f, 0.3f);
+    add1(net, NC_NODE_OUTPUT, "y", fc);
+    NC_CHECK(infer(net), "shapes");
+    int64_t bs[4] = {N, C0, H, H};
+    nc_tensor *in = rnd_tensor(4, bs, -0.5f, 1.0f);
+    nc_observer watcher = {observe_nothing, NULL, NULL};
+    for (int threads = 1; threads <= 2; threads++) {
+        nc_tensor *out[2] = {NULL, NULL};
+        for (int watched = 0; watched < 2; watched++) {
+            nc_engine *e = nc_engine_cpu_new();
+            e->threads = threads;
+            nc_run_options o = {.mode = NC_MODE_SNN, .T = T, .observer = watched ? &watcher : NULL};
+            nc_error err = {0};
+            NC_CHECK(nc_engine_load(e, net, &err) == NC_OK, "load");
+            NC_CHECK(nc_engine_forward(e, in, &o, &out[watched], &err) == NC_OK, "forward: %s", err.message);
+            nc_engine_free(e);
+        }
+        int64_t n = (int64_t)T * N * F;
+        NC_CHECK(out[0] && out[1] && memcmp(out[0]->data, out[1]->data, (size_t)n * sizeof(float)) == 0,
+                 "%d threads: fused and unfused conv + max pool give the same outputs", threads);
+        if (out[0] && out[1])
+            compare("fused conv + max pool", out[0]->data, out[1]->data, n, 0, 0);
+        nc_tensor_free(out[0]), nc_tensor_free(out[1]);
+    }
+    nc_tensor_free(in);
+    nc_net_free(net);
+}
+
 typedef struct max_obs {
     float *max; /* per node */
 } max_obs;
@@ -1010,6 +1065,7 @@ int main(void)
     NC_RUN(test_spike_trains);
     NC_RUN(test_two_layer_train);
     NC_RUN(test_event_driven);
+    NC_RUN(test_fused_conv_maxpool);
     NC_RUN(test_snn_approaches_ann);
     NC_RUN(test_poisson);
     NC_RUN(test_cancel);
