@@ -32,16 +32,15 @@
  * event-driven layers and the row-wise loops (pools, neurons, IF, affine,
  * encoding) split their rows (a dense layer with few rows: its outputs)
  * over the engine's worker threads (started once, woken per job; see
- * worker_pool), which take chunks of rows from a shared counter, when a
+ * nc_workers.h), which take chunks of rows from a shared counter, when a
  * layer is big enough to pay for it (NC_CPU_PARALLEL_MIN).  One engine runs
  * one forward pass at a time. */
 #include "nc_cpu_ops.h"
 #include "nc_engine.h"
 #include "nc_neuron_models.h"
+#include "nc_workers.h"
 
 #include <cblas.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +52,6 @@
 #define NC_CPU_NIR_MODELS 1
 #endif
 
-#define NC_CPU_MAX_THREADS 64
 /* Below this many floats a row-wise loop runs on the calling thread only:
  * starting a thread costs tens of microseconds. */
 #define NC_CPU_PARALLEL_MIN (1 << 16)
@@ -94,7 +92,7 @@ typedef struct cpu_state {
     int recurrent;  /* the net has a recurrent edge: run step by step      */
     pool_block *pool;
     int n_pool, pool_capacity;
-    struct worker_pool *workers; /* started on the first parallel job     */
+    nc_workers *workers; /* started on the first parallel job             */
 } cpu_state;
 
 typedef struct cpu_value {
@@ -227,130 +225,7 @@ static void job_run(const row_job *j, int64_t r0, int64_t r1, int slot)
     }
 }
 
-/* Threads take chunks of rows from a shared counter until none are left, so
- * that a thread that gets less of the CPU (another process on the machine)
- * does less of the work instead of holding up the others. */
-typedef struct job_queue {
-    const row_job *job;
-    int64_t rows, chunk;
-    atomic_llong next;
-} job_queue;
-
-static void job_drain(job_queue *q, int slot)
-{
-    for (;;) {
-        int64_t r0 = (int64_t)atomic_fetch_add(&q->next, (long long)q->chunk);
-        if (r0 >= q->rows)
-            return;
-        job_run(q->job, r0, r0 + q->chunk < q->rows ? r0 + q->chunk : q->rows, slot);
-    }
-}
-
-/* Worker threads that live as long as the engine: a layer's job wakes them
- * instead of starting threads (pthread_create + join cost 20–40 µs a layer,
- * a fifth of a small net's pass).  Worker k (1 … n) takes part in a job when
- * k < the job's thread count; it spins a little after a job, as the next
- * layer's job usually follows within microseconds, then sleeps. */
-typedef struct worker_pool {
-    pthread_t tid[NC_CPU_MAX_THREADS];
-    int n;                   /* workers started                          */
-    pthread_mutex_t mu;
-    pthread_cond_t wake, done;
-    job_queue *q;            /* the current job                          */
-    int threads;             /* its thread count (the caller is slot 0)  */
-    atomic_uint generation;  /* +1 per job                               */
-    int busy;                /* workers still draining the current job   */
-    int quit;
-} worker_pool;
-
-typedef struct worker_arg {
-    worker_pool *pool;
-    int slot;
-} worker_arg;
-
-/* Spin iterations before a worker sleeps (each a CPU pause, ~10–40 ns). */
-#define NC_CPU_WORKER_SPIN 4000
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#else
-#define cpu_relax() ((void)0)
-#endif
-
-static void *worker_main(void *arg)
-{
-    worker_arg a = *(worker_arg *)arg;
-    free(arg);
-    worker_pool *p = a.pool;
-    unsigned seen = 0;
-    for (;;) {
-        for (int k = 0; k < NC_CPU_WORKER_SPIN && atomic_load(&p->generation) == seen; k++)
-            cpu_relax();
-        pthread_mutex_lock(&p->mu);
-        while (!p->quit && atomic_load(&p->generation) == seen)
-            pthread_cond_wait(&p->wake, &p->mu);
-        if (p->quit) {
-            pthread_mutex_unlock(&p->mu);
-            return NULL;
-        }
-        seen = atomic_load(&p->generation);
-        job_queue *q = p->q;
-        int mine = a.slot < p->threads;
-        pthread_mutex_unlock(&p->mu);
-        if (!mine)
-            continue;
-        job_drain(q, a.slot);
-        pthread_mutex_lock(&p->mu);
-        if (--p->busy == 0)
-            pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->mu);
-    }
-}
-
-/* The engine's pool with at least `want` workers (fewer if threads cannot
- * be started: the caller's thread then does their share); NULL without one. */
-static worker_pool *workers_get(cpu_state *st, int want)
-{
-    worker_pool *p = st->workers;
-    if (!p) {
-        if (!(p = calloc(1, sizeof *p)))
-            return NULL;
-        pthread_mutex_init(&p->mu, NULL);
-        pthread_cond_init(&p->wake, NULL);
-        pthread_cond_init(&p->done, NULL);
-        atomic_init(&p->generation, 0);
-        st->workers = p;
-    }
-    while (p->n < want && p->n < NC_CPU_MAX_THREADS - 1) {
-        worker_arg *a = malloc(sizeof *a);
-        if (!a)
-            break;
-        *a = (worker_arg){p, p->n + 1};
-        if (pthread_create(&p->tid[p->n], NULL, worker_main, a) != 0) {
-            free(a);
-            break;
-        }
-        p->n++;
-    }
-    return p;
-}
-
-static void workers_stop(cpu_state *st)
-{
-    worker_pool *p = st->workers;
-    if (!p)
-        return;
-    pthread_mutex_lock(&p->mu);
-    p->quit = 1;
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-    for (int k = 0; k < p->n; k++)
-        pthread_join(p->tid[k], NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->wake);
-    pthread_cond_destroy(&p->done);
-    free(p);
-    st->workers = NULL;
-}
+static void job_rows(void *ctx, int64_t r0, int64_t r1, int slot) { job_run(ctx, r0, r1, slot); }
 
 /* The threads job_parallel will use for `rows` rows of `cost` work. */
 static int job_threads(int threads, int64_t rows, int64_t cost)
@@ -366,10 +241,9 @@ static int job_threads(int threads, int64_t rows, int64_t cost)
 static void job_parallel(cpu_state *st, const row_job *j, int threads, int64_t rows, int64_t floats)
 {
     threads = job_threads(threads, rows, floats);
-    worker_pool *p = threads > 1 ? workers_get(st, threads - 1) : NULL;
-    if (p && threads > p->n + 1)
-        threads = p->n + 1;
-    if (!p || threads == 1) {
+    if (threads > 1 && !st->workers)
+        st->workers = nc_workers_new(); /* NULL: this thread does it all */
+    if (threads == 1 || !st->workers) {
         job_run(j, 0, rows, 0);
         return;
     }
@@ -377,20 +251,8 @@ static void job_parallel(cpu_state *st, const row_job *j, int threads, int64_t r
      * each chunk keeps a kernel busy for a while; but one per thread for the
      * im2col conv and the dense GEMM, which get less efficient on fewer rows */
     int per_thread = j->op == JOB_CONV || j->op == JOB_DENSE || j->op == JOB_DENSE_COLS ? 1 : 8;
-    job_queue q = {.job = j, .rows = rows, .chunk = (rows + per_thread * threads - 1) / (per_thread * threads)};
-    atomic_init(&q.next, 0);
-    pthread_mutex_lock(&p->mu);
-    p->q = &q;
-    p->threads = threads;
-    p->busy = threads - 1;
-    atomic_fetch_add(&p->generation, 1);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-    job_drain(&q, 0);
-    pthread_mutex_lock(&p->mu);
-    while (p->busy > 0)
-        pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    nc_workers_run(st->workers, threads, rows, (rows + per_thread * threads - 1) / (per_thread * threads), job_rows,
+                   (void *)j);
 }
 
 /* ---- values ----------------------------------------------------------------- */
@@ -1242,11 +1104,7 @@ static nc_status check_options(const nc_run_options *o, nc_error *err)
     return NC_OK;
 }
 
-static int cpu_threads(const nc_engine *e)
-{
-    long n = e->threads > 0 ? e->threads : sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > NC_CPU_MAX_THREADS ? NC_CPU_MAX_THREADS : (int)n;
-}
+static int cpu_threads(const nc_engine *e) { return nc_workers_count(e->threads); }
 
 /* The nodes in order over the batch of c->N samples. */
 static nc_status forward_nodes(run_ctx *c, const nc_tensor *input)
@@ -1308,7 +1166,7 @@ static void state_free(cpu_state *st)
 {
     if (!st)
         return;
-    workers_stop(st);
+    nc_workers_free(st->workers);
     pool_trim(st, 1);
     free(st->pool);
     free(st->win);

@@ -18,17 +18,15 @@
 #include "nc_engine_loihi.h"
 
 #include "nc_cpu_ops.h"
+#include "nc_workers.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define LOIHI_MAX_THREADS 64
 #define LOIHI_PARALLEL_MIN (1 << 15) /* below this much work, one thread */
 
 typedef struct node_dq {   /* float value of element j = int·scale·θ[ch] + add[ch] */
@@ -52,6 +50,7 @@ typedef struct loihi_state {
     int32_t **bias_v;       /* per layer: bias per channel in v units          */
     node_dq *dq;            /* per node                                         */
     nc_loihi_layer_stats *stats; /* per layer                                   */
+    nc_workers *workers;    /* started on the first parallel job                */
 } loihi_state;
 
 typedef struct lvalue {
@@ -86,42 +85,7 @@ static int64_t wrap24(int64_t u)
     return r - half + 1;
 }
 
-static int thread_count(const nc_engine *e)
-{
-    long n = e->threads > 0 ? e->threads : sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > LOIHI_MAX_THREADS ? LOIHI_MAX_THREADS : (int)n;
-}
-
-typedef void (*range_fn)(void *ctx, int64_t r0, int64_t r1, int slot);
-
-typedef struct par_queue {
-    range_fn fn;
-    void *ctx;
-    int64_t rows, chunk;
-    atomic_llong next;
-} par_queue;
-
-typedef struct par_slot {
-    par_queue *q;
-    int slot;
-} par_slot;
-
-static void par_drain(par_queue *q, int slot)
-{
-    for (;;) {
-        int64_t r0 = (int64_t)atomic_fetch_add(&q->next, (long long)q->chunk);
-        if (r0 >= q->rows)
-            return;
-        q->fn(q->ctx, r0, r0 + q->chunk < q->rows ? r0 + q->chunk : q->rows, slot);
-    }
-}
-
-static void *par_thread(void *arg)
-{
-    par_slot *s = arg;
-    par_drain(s->q, s->slot);
-    return NULL;
-}
+static int thread_count(const nc_engine *e) { return nc_workers_count(e->threads); }
 
 static int par_threads(int threads, int64_t rows, int64_t cost)
 {
@@ -130,28 +94,19 @@ static int par_threads(int threads, int64_t rows, int64_t cost)
     return threads < 1 || cost < LOIHI_PARALLEL_MIN ? 1 : threads;
 }
 
-/* Runs fn over [0, rows) on `threads` threads (slots 0 … threads−1). */
-static void parallel_rows(int threads, int64_t rows, range_fn fn, void *ctx)
+/* Runs fn over [0, rows) on `threads` threads (slots 0 … threads−1), the
+ * engine's workers (nc_workers.h) and the caller's, about 4 chunks each. */
+static void parallel_rows(loihi_state *st, int threads, int64_t rows, nc_rows_fn fn, void *ctx)
 {
     if (rows <= 0)
         return;
-    if (threads <= 1) {
+    if (threads > 1 && !st->workers)
+        st->workers = nc_workers_new(); /* NULL: this thread does it all */
+    if (threads <= 1 || !st->workers) {
         fn(ctx, 0, rows, 0);
         return;
     }
-    pthread_t tid[LOIHI_MAX_THREADS];
-    par_slot slots[LOIHI_MAX_THREADS];
-    int started[LOIHI_MAX_THREADS] = {0};
-    par_queue q = {fn, ctx, rows, (rows + 4 * threads - 1) / (4 * threads), 0};
-    atomic_init(&q.next, 0);
-    for (int k = 1; k < threads; k++) {
-        slots[k] = (par_slot){&q, k};
-        started[k] = pthread_create(&tid[k], NULL, par_thread, &slots[k]) == 0;
-    }
-    par_drain(&q, 0);
-    for (int k = 1; k < threads; k++)
-        if (started[k])
-            pthread_join(tid[k], NULL);
+    nc_workers_run(st->workers, threads, rows, (rows + 4 * threads - 1) / (4 * threads), fn, ctx);
 }
 
 /* ---- run context ----------------------------------------------------------------- */
@@ -395,11 +350,11 @@ static nc_status run_pool(run_ctx *c, int i, lvalue *out)
     int64_t work = in->rows * j.in_row;
     if (n->kind == NC_NODE_MAXPOOL && n->maxpool_strategy != NC_MAXPOOL_AVG) {
         if (in->constant)
-            parallel_rows(par_threads(c->threads, in->rows, work), in->rows, max_pool_rows, &j);
+            parallel_rows(c->st, par_threads(c->threads, in->rows, work), in->rows, max_pool_rows, &j);
         else
-            parallel_rows(par_threads(c->threads, c->N, work), c->N, max_pool_samples, &j);
+            parallel_rows(c->st, par_threads(c->threads, c->N, work), c->N, max_pool_samples, &j);
     } else {
-        parallel_rows(par_threads(c->threads, in->rows, work), in->rows, sum_pool_rows, &j);
+        parallel_rows(c->st, par_threads(c->threads, in->rows, work), in->rows, sum_pool_rows, &j);
     }
     return NC_OK;
 }
@@ -551,10 +506,10 @@ static nc_status run_weighted(run_ctx *c, int i, lvalue *out)
                 }
         }
         j.oy_of = oy_of, j.ox_of = ox_of;
-        parallel_rows(threads, rows, conv_rows, &j);
+        parallel_rows(c->st, threads, rows, conv_rows, &j);
         free(j.work), free(oy_of);
     } else {
-        parallel_rows(threads, rows, dense_rows, &j);
+        parallel_rows(c->st, threads, rows, dense_rows, &j);
     }
     return NC_OK;
 }
@@ -671,7 +626,7 @@ static nc_status run_neuron(run_ctx *c, int i, lvalue *out)
         free(slot_stats), free(state), free(j.cur_f), free(j.spk_f);
         return node_fail(c, i, NC_ERR_MEMORY, "out of memory for the neuron states and observed values");
     }
-    parallel_rows(threads, c->N, if_samples, &j);
+    parallel_rows(c->st, threads, c->N, if_samples, &j);
     nc_loihi_layer_stats *stt = &c->st->stats[l];
     for (int k = 0; k < threads; k++) {
         stt->spikes += slot_stats[k][0];
@@ -1043,6 +998,7 @@ static void loihi_destroy(nc_engine *e)
         return;
     prepared_free(st);
     nc_engine_free(st->cpu);
+    nc_workers_free(st->workers);
     free(st);
     e->impl = NULL;
 }
