@@ -1,6 +1,10 @@
 /* nc_train_backend_cpu.c — the trainer's CPU backend: host memory and the
- * kernels of nc_cpu_ops.h / nc_grad_ops.h, one call each (see
- * nc_train_backend.h).  Also nc_train_backend_new, which picks a backend. */
+ * kernels of nc_cpu_ops.h / nc_grad_ops.h (see nc_train_backend.h).  Conv
+ * and dense layers, forward and backward, split their rows over the cores
+ * (nc_workers.h), each slice a one-thread GEMM; the parameter gradients of
+ * slice k > 0 go to a buffer of their own and are added in slice order, so a
+ * machine gives the same result every run.  Also nc_train_backend_new, which
+ * picks a backend. */
 #include "nc_train_backend.h"
 
 #include <math.h>
@@ -12,11 +16,20 @@
 
 #include "nc_config.h"
 #include "nc_grad_ops.h"
+#include "nc_workers.h"
+
+/* Below this many multiply-adds a conv or dense layer runs on one thread:
+ * waking a worker costs microseconds. */
+#define NC_TRAIN_PARALLEL_MIN_MACS (1 << 20)
 
 typedef struct cpu_backend {
     int blas_threads;   /* OpenBLAS's thread count before, restored at the end */
-    float *work;        /* conv workspace, grown on demand */
+    int threads;        /* slices of a conv or dense layer: the cores          */
+    nc_workers *workers; /* NULL: one thread                                   */
+    float *work;        /* conv workspace of every slice, grown on demand      */
     size_t work_floats;
+    float *partial;     /* parameter gradients of slices 1 …, grown on demand  */
+    size_t partial_floats;
     int failed;         /* first failure, kept for sync()  */
     char why[256];
 } cpu_backend;
@@ -32,25 +45,26 @@ static void cpu_fail(nc_train_backend *b, const char *what, size_t floats)
     snprintf(c->why, sizeof c->why, "%s: out of memory for %.1f MB", what, (double)floats * 4 / 1e6);
 }
 
-/* The conv workspace, at least `floats` long (NULL after a failure). */
-static float *cpu_work(nc_train_backend *b, size_t floats)
+/* A buffer of at least `floats` (grown, never shrunk); NULL after a failure. */
+static float *grown(nc_train_backend *b, float **buf, size_t *have, size_t floats, const char *what)
 {
-    cpu_backend *c = cpu_of(b);
-    if (floats > c->work_floats) {
-        float *grown = realloc(c->work, floats * sizeof(float));
-        if (!grown) {
-            cpu_fail(b, "conv workspace", floats);
+    if (floats > *have) {
+        float *p = realloc(*buf, floats * sizeof(float));
+        if (!p) {
+            cpu_fail(b, what, floats);
             return NULL;
         }
-        c->work = grown;
-        c->work_floats = floats;
+        *buf = p;
+        *have = floats;
     }
-    return c->work;
+    return *buf;
 }
 
 static void cpu_destroy(nc_train_backend *b)
 {
     openblas_set_num_threads(cpu_of(b)->blas_threads);
+    nc_workers_free(cpu_of(b)->workers);
+    free(cpu_of(b)->partial);
     free(cpu_of(b)->work);
     free(b->impl);
     free(b);
@@ -116,20 +130,99 @@ static void cpu_broadcast_steps(nc_train_backend *b, int T, int64_t per, const f
 
 /* ---- forward ---- */
 
+/* One conv or dense layer, forward or backward, as slices of rows. */
+typedef struct layer_job {
+    int conv, backward;
+    const nc_window *g;        /* conv */
+    int cout, groups;          /* conv; dense: cout = fout, groups = fin */
+    const float *in, *weight, *bias, *dout;
+    float *out, *din, *dweight, *dbias;
+    int64_t in_row, out_row, chunk;
+    float *work;               /* conv: per_slot floats per thread slot */
+    size_t per_slot;
+    float *partial;            /* slice k > 0: its dweight, then its dbias */
+    size_t n_weight, n_bias;
+} layer_job;
+
+static void layer_rows(void *ctx, int64_t r0, int64_t r1, int slot)
+{
+    const layer_job *j = ctx;
+    int64_t n = r1 - r0, slice = r0 / j->chunk;
+    const float *in = j->in + r0 * j->in_row;
+    float *work = j->work ? j->work + (size_t)slot * j->per_slot : NULL;
+    if (!j->backward) {
+        float *out = j->out + r0 * j->out_row;
+        if (j->conv)
+            nc_conv2d(j->g, j->cout, j->groups, n, in, j->weight, j->bias, out, work, j->per_slot);
+        else
+            nc_dense(n, j->groups, j->cout, in, j->weight, j->bias, out);
+        return;
+    }
+    float *own = slice == 0 ? NULL : j->partial + (size_t)(slice - 1) * (j->n_weight + j->n_bias);
+    float *dweight = !j->dweight ? NULL : own ? own : j->dweight;
+    float *dbias = !j->dbias ? NULL : own ? own + j->n_weight : j->dbias;
+    const float *dout = j->dout + r0 * j->out_row;
+    float *din = j->din ? j->din + r0 * j->in_row : NULL;
+    if (j->conv)
+        nc_conv2d_backward(j->g, j->cout, j->groups, n, in, j->weight, dout, din, dweight, dbias, work, j->per_slot);
+    else
+        nc_dense_backward(n, j->groups, j->cout, in, j->weight, dout, din, dweight, dbias);
+}
+
+/* Runs j over `rows` rows in slices: sizes the slices, the conv workspaces
+ * (per_slot(rows of a slice)) and the parameter-gradient buffers, then adds
+ * those buffers into dweight / dbias in slice order. */
+static void run_layer(nc_train_backend *b, layer_job *j, int64_t rows, int64_t macs,
+                      size_t (*per_slot)(const nc_window *, int, int, int64_t), int backward_conv)
+{
+    cpu_backend *c = cpu_of(b);
+    if (rows < 1 || c->failed)
+        return;
+    int slices = macs < NC_TRAIN_PARALLEL_MIN_MACS || !c->workers ? 1 : c->threads;
+    if (slices > rows)
+        slices = (int)rows;
+    j->chunk = (rows + slices - 1) / slices;
+    slices = (int)((rows + j->chunk - 1) / j->chunk);
+    if (j->conv) {
+        j->per_slot = per_slot(j->g, j->cout, j->groups, j->chunk);
+        j->work = grown(b, &c->work, &c->work_floats, j->per_slot * (size_t)slices,
+                        backward_conv ? "conv backward workspace" : "conv workspace");
+        if (!j->work)
+            return;
+    }
+    size_t per_slice = (j->dweight ? j->n_weight : 0) + (j->dbias ? j->n_bias : 0);
+    if (j->backward && slices > 1 && per_slice > 0) {
+        j->partial = grown(b, &c->partial, &c->partial_floats, (j->n_weight + j->n_bias) * (size_t)(slices - 1),
+                           "per-thread gradients");
+        if (!j->partial)
+            return;
+        memset(j->partial, 0, (j->n_weight + j->n_bias) * (size_t)(slices - 1) * sizeof(float));
+    }
+    nc_workers_run(slices > 1 ? c->workers : NULL, slices, rows, j->chunk, layer_rows, j);
+    for (int k = 1; j->backward && k < slices && per_slice > 0; k++) {
+        const float *own = j->partial + (size_t)(k - 1) * (j->n_weight + j->n_bias);
+        if (j->dweight)
+            nc_add((int64_t)j->n_weight, j->dweight, own, j->dweight);
+        if (j->dbias)
+            nc_add((int64_t)j->n_bias, j->dbias, own + j->n_weight, j->dbias);
+    }
+}
+
 static void cpu_conv2d(nc_train_backend *b, const nc_window *g, int cout, int groups, int64_t rows, const float *in,
                        const float *weight, const float *bias, float *out)
 {
-    size_t need = nc_conv2d_work_floats(g, cout, groups, rows);
-    float *work = cpu_work(b, need);
-    if (work)
-        nc_conv2d(g, cout, groups, rows, in, weight, bias, out, work, cpu_of(b)->work_floats);
+    int64_t p = (int64_t)g->oh * g->ow, k = (int64_t)g->c / groups * g->kernel[0] * g->kernel[1];
+    layer_job j = {.conv = 1, .g = g, .cout = cout, .groups = groups, .in = in, .weight = weight, .bias = bias,
+                   .out = out, .in_row = (int64_t)g->c * g->h * g->w, .out_row = cout * p};
+    run_layer(b, &j, rows, rows * cout * p * k, nc_conv2d_work_floats, 0);
 }
 
 static void cpu_dense(nc_train_backend *b, int64_t rows, int fin, int fout, const float *in, const float *weight,
                       const float *bias, float *out)
 {
-    (void)b;
-    nc_dense(rows, fin, fout, in, weight, bias, out);
+    layer_job j = {.cout = fout, .groups = fin, .in = in, .weight = weight, .bias = bias, .out = out,
+                   .in_row = fin, .out_row = fout};
+    run_layer(b, &j, rows, rows * fin * fout, NULL, 0);
 }
 
 static void cpu_avgpool(nc_train_backend *b, const nc_window *g, int cip, int64_t rows, const float *in, float *out)
@@ -185,18 +278,21 @@ static void cpu_conv2d_backward(nc_train_backend *b, const nc_window *g, int cou
                                 const float *in, const float *weight, const float *dout, float *din, float *dweight,
                                 float *dbias)
 {
-    size_t need = nc_conv2d_backward_work_floats(g, cout, groups, rows);
-    float *work = cpu_work(b, need);
-    if (work)
-        nc_conv2d_backward(g, cout, groups, rows, in, weight, dout, din, dweight, dbias, work,
-                           cpu_of(b)->work_floats);
+    int64_t p = (int64_t)g->oh * g->ow, k = (int64_t)g->c / groups * g->kernel[0] * g->kernel[1];
+    layer_job j = {.conv = 1, .backward = 1, .g = g, .cout = cout, .groups = groups, .in = in, .weight = weight,
+                   .dout = dout, .din = din, .dweight = dweight, .dbias = dbias,
+                   .in_row = (int64_t)g->c * g->h * g->w, .out_row = cout * p,
+                   .n_weight = (size_t)(cout * k), .n_bias = (size_t)cout};
+    run_layer(b, &j, rows, 2 * rows * cout * p * k, nc_conv2d_backward_work_floats, 1);
 }
 
 static void cpu_dense_backward(nc_train_backend *b, int64_t rows, int fin, int fout, const float *in,
                                const float *weight, const float *dout, float *din, float *dweight, float *dbias)
 {
-    (void)b;
-    nc_dense_backward(rows, fin, fout, in, weight, dout, din, dweight, dbias);
+    layer_job j = {.backward = 1, .cout = fout, .groups = fin, .in = in, .weight = weight, .dout = dout, .din = din,
+                   .dweight = dweight, .dbias = dbias, .in_row = fin, .out_row = fout,
+                   .n_weight = (size_t)fin * (size_t)fout, .n_bias = (size_t)fout};
+    run_layer(b, &j, rows, 2 * rows * fin * fout, NULL, 0);
 }
 
 static void cpu_avgpool_backward(nc_train_backend *b, const nc_window *g, int cip, int64_t rows, const float *dout,
@@ -348,6 +444,10 @@ nc_status nc_train_backend_cpu_new(nc_train_backend **out, nc_error *err)
      * as OpenBLAS's waiting threads yield the CPU and lose it. */
     c->blas_threads = openblas_get_num_threads();
     openblas_set_num_threads(1);
+    /* our own threads instead, which wait on a condition variable, not in
+     * sched_yield (nc_workers.h) */
+    c->threads = nc_workers_count(0);
+    c->workers = c->threads > 1 ? nc_workers_new() : NULL;
     *out = b;
     return NC_OK;
 }

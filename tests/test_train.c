@@ -8,7 +8,10 @@
  *     it was; nodes that cannot be trained are named. */
 #include "nc_test.h"
 
+#include "../sim/nc_grad_ops.h"
 #include "../sim/nc_train.h"
+#include "../sim/nc_train_backend.h"
+#include "../sim/nc_workers.h"
 
 #include <stdint.h>
 
@@ -479,6 +482,92 @@ static void test_loss_horizons(void)
     nc_net_free(net);
 }
 
+/* The CPU backend splits big conv and dense layers over the cores, each slice
+ * with its own parameter-gradient buffer added in slice order: forward
+ * outputs, input gradients and accumulated parameter gradients equal the
+ * one-call kernels' (within float rounding: the sums are grouped by slice). */
+static float *random_floats(size_t n, uint64_t *state, float scale)
+{
+    float *a = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+        a[i] = scale * ((float)(*state >> 40) / (float)(1 << 24) * 2.0f - 1.0f);
+    }
+    return a;
+}
+
+/* Within 1e-5 of the largest |want| (sums of thousands of products cancel:
+ * their rounding is relative to the terms, not to the result) or 1e-4 of
+ * |want[i]|. */
+static int close_to(const char *what, const float *got, const float *want, size_t n)
+{
+    size_t bad = 0;
+    float scale = 0;
+    for (size_t i = 0; i < n; i++)
+        scale = fabsf(want[i]) > scale ? fabsf(want[i]) : scale;
+    for (size_t i = 0; i < n; i++)
+        if (!(fabsf(got[i] - want[i]) <= 1e-5f * scale + 1e-4f * fabsf(want[i])) && bad++ < 3)
+            printf("# %s[%zu]: %.8g, expected %.8g\n", what, i, got[i], want[i]);
+    return bad == 0;
+}
+
+static void test_cpu_backend_slices(void)
+{
+    nc_train_backend *b = NULL;
+    nc_error err = {0};
+    NC_CHECK(nc_train_backend_new("cpu", &b, &err) == NC_OK, "cpu backend: %s", err.message);
+    if (!b)
+        return;
+    enum { ROWS = 37, CIN = 16, COUT = 24, H = 14, FIN = 300, FOUT = 70 };
+    uint64_t state = 99;
+    nc_window g;
+    int k3[2] = {3, 3}, one[2] = {1, 1}, p1[4] = {1, 1, 1, 1};
+    nc_window_init(&g, CIN, H, H, k3, one, p1, one, 0);
+    size_t n_in = (size_t)ROWS * CIN * H * H, n_out = (size_t)ROWS * COUT * H * H, n_w = (size_t)COUT * CIN * 9;
+    float *in = random_floats(n_in, &state, 1), *w = random_floats(n_w, &state, 0.2f);
+    float *bias = random_floats(COUT, &state, 0.1f), *dout = random_floats(n_out, &state, 1);
+    float *out = malloc(n_out * sizeof(float)), *ref = malloc(n_out * sizeof(float));
+    float *din = malloc(n_in * sizeof(float)), *din_ref = malloc(n_in * sizeof(float));
+    /* parameter gradients start non-zero: the backward passes accumulate */
+    float *dw = random_floats(n_w, &state, 1), *dw_ref = malloc(n_w * sizeof(float));
+    float *db = random_floats(COUT, &state, 1), *db_ref = malloc(COUT * sizeof(float));
+    memcpy(dw_ref, dw, n_w * sizeof(float));
+    memcpy(db_ref, db, COUT * sizeof(float));
+    size_t work_floats = nc_conv2d_backward_work_floats(&g, COUT, 1, ROWS);
+    if (nc_conv2d_work_floats(&g, COUT, 1, ROWS) > work_floats)
+        work_floats = nc_conv2d_work_floats(&g, COUT, 1, ROWS);
+    float *work = malloc(work_floats * sizeof(float));
+    b->ops->conv2d(b, &g, COUT, 1, ROWS, in, w, bias, out);
+    nc_conv2d(&g, COUT, 1, ROWS, in, w, bias, ref, work, work_floats);
+    NC_CHECK(close_to("conv forward", out, ref, n_out), "conv forward in slices");
+    b->ops->conv2d_backward(b, &g, COUT, 1, ROWS, in, w, dout, din, dw, db);
+    nc_conv2d_backward(&g, COUT, 1, ROWS, in, w, dout, din_ref, dw_ref, db_ref, work, work_floats);
+    NC_CHECK(close_to("conv din", din, din_ref, n_in) && close_to("conv dweight", dw, dw_ref, n_w) &&
+                 close_to("conv dbias", db, db_ref, COUT),
+             "conv backward in slices");
+    /* dense */
+    size_t n_dw = (size_t)FIN * FOUT;
+    float *x = random_floats((size_t)ROWS * FIN, &state, 1), *wd = random_floats(n_dw, &state, 0.1f);
+    float *dy = random_floats((size_t)ROWS * FOUT, &state, 1), *y = malloc((size_t)ROWS * FOUT * sizeof(float));
+    float *y_ref = malloc((size_t)ROWS * FOUT * sizeof(float)), *dx = malloc((size_t)ROWS * FIN * sizeof(float));
+    float *dx_ref = malloc((size_t)ROWS * FIN * sizeof(float));
+    float *dwd = random_floats(n_dw, &state, 1), *dwd_ref = malloc(n_dw * sizeof(float));
+    memcpy(dwd_ref, dwd, n_dw * sizeof(float));
+    b->ops->dense(b, ROWS, FIN, FOUT, x, wd, NULL, y);
+    nc_dense(ROWS, FIN, FOUT, x, wd, NULL, y_ref);
+    b->ops->dense_backward(b, ROWS, FIN, FOUT, x, wd, dy, dx, dwd, NULL);
+    nc_dense_backward(ROWS, FIN, FOUT, x, wd, dy, dx_ref, dwd_ref, NULL);
+    NC_CHECK(close_to("dense forward", y, y_ref, (size_t)ROWS * FOUT) &&
+                 close_to("dense din", dx, dx_ref, (size_t)ROWS * FIN) && close_to("dense dweight", dwd, dwd_ref, n_dw),
+             "dense forward and backward in slices");
+    NC_CHECK(b->ops->sync(b, &err) == NC_OK, "no failure recorded: %s", err.message);
+    printf("# %d cores\n", nc_workers_count(0));
+    free(in), free(w), free(bias), free(dout), free(out), free(ref), free(din), free(din_ref);
+    free(dw), free(dw_ref), free(db), free(db_ref), free(work);
+    free(x), free(wd), free(dy), free(y), free(y_ref), free(dx), free(dx_ref), free(dwd), free(dwd_ref);
+    nc_train_backend_free(b);
+}
+
 int main(void)
 {
     NC_RUN(test_qcfs_step_matches_pytorch);
@@ -489,5 +578,6 @@ int main(void)
     NC_RUN(test_memory_budget_refuses);
     NC_RUN(test_untrainable_nodes_named);
     NC_RUN(test_loss_horizons);
+    NC_RUN(test_cpu_backend_slices);
     return nc_test_done();
 }
