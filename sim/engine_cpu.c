@@ -374,6 +374,7 @@ static nc_status value_like_input(run_ctx *c, int i, cpu_value *out, const float
     *src = in->data;
     if (in->owned && c->st->last_use[from] == i && numel_of(c, from) == numel_of(c, i)) {
         *out = *in;
+        out->ready = 0; /* node i's value is computed now, in this buffer */
         in->data = NULL;
         in->owned = 0;
         return NC_OK;
