@@ -128,13 +128,14 @@ static void cpu_broadcast_steps(nc_train_backend *b, int T, int64_t per, const f
             out[t * per + k] = in[k] * scale;
 }
 
-/* ---- forward ---- */
+/* ---- conv and dense, forward and backward, in row slices ---- */
 
 /* One conv or dense layer, forward or backward, as slices of rows. */
 typedef struct layer_job {
     int conv, backward;
     const nc_window *g;        /* conv */
-    int cout, groups;          /* conv; dense: cout = fout, groups = fin */
+    int cout, groups;          /* conv */
+    int fin, fout;             /* dense */
     const float *in, *weight, *bias, *dout;
     float *out, *din, *dweight, *dbias;
     int64_t in_row, out_row, chunk;
@@ -155,7 +156,7 @@ static void layer_rows(void *ctx, int64_t r0, int64_t r1, int slot)
         if (j->conv)
             nc_conv2d(j->g, j->cout, j->groups, n, in, j->weight, j->bias, out, work, j->per_slot);
         else
-            nc_dense(n, j->groups, j->cout, in, j->weight, j->bias, out);
+            nc_dense(n, j->fin, j->fout, in, j->weight, j->bias, out);
         return;
     }
     float *own = slice == 0 ? NULL : j->partial + (size_t)(slice - 1) * (j->n_weight + j->n_bias);
@@ -166,14 +167,14 @@ static void layer_rows(void *ctx, int64_t r0, int64_t r1, int slot)
     if (j->conv)
         nc_conv2d_backward(j->g, j->cout, j->groups, n, in, j->weight, dout, din, dweight, dbias, work, j->per_slot);
     else
-        nc_dense_backward(n, j->groups, j->cout, in, j->weight, dout, din, dweight, dbias);
+        nc_dense_backward(n, j->fin, j->fout, in, j->weight, dout, din, dweight, dbias);
 }
 
 /* Runs j over `rows` rows in slices: sizes the slices, the conv workspaces
  * (per_slot(rows of a slice)) and the parameter-gradient buffers, then adds
  * those buffers into dweight / dbias in slice order. */
 static void run_layer(nc_train_backend *b, layer_job *j, int64_t rows, int64_t macs,
-                      size_t (*per_slot)(const nc_window *, int, int, int64_t), int backward_conv)
+                      size_t (*per_slot)(const nc_window *, int, int, int64_t))
 {
     cpu_backend *c = cpu_of(b);
     if (rows < 1 || c->failed)
@@ -186,7 +187,7 @@ static void run_layer(nc_train_backend *b, layer_job *j, int64_t rows, int64_t m
     if (j->conv) {
         j->per_slot = per_slot(j->g, j->cout, j->groups, j->chunk);
         j->work = grown(b, &c->work, &c->work_floats, j->per_slot * (size_t)slices,
-                        backward_conv ? "conv backward workspace" : "conv workspace");
+                        j->backward ? "conv backward workspace" : "conv workspace");
         if (!j->work)
             return;
     }
@@ -214,15 +215,15 @@ static void cpu_conv2d(nc_train_backend *b, const nc_window *g, int cout, int gr
     int64_t p = (int64_t)g->oh * g->ow, k = (int64_t)g->c / groups * g->kernel[0] * g->kernel[1];
     layer_job j = {.conv = 1, .g = g, .cout = cout, .groups = groups, .in = in, .weight = weight, .bias = bias,
                    .out = out, .in_row = (int64_t)g->c * g->h * g->w, .out_row = cout * p};
-    run_layer(b, &j, rows, rows * cout * p * k, nc_conv2d_work_floats, 0);
+    run_layer(b, &j, rows, rows * cout * p * k, nc_conv2d_work_floats);
 }
 
 static void cpu_dense(nc_train_backend *b, int64_t rows, int fin, int fout, const float *in, const float *weight,
                       const float *bias, float *out)
 {
-    layer_job j = {.cout = fout, .groups = fin, .in = in, .weight = weight, .bias = bias, .out = out,
+    layer_job j = {.fin = fin, .fout = fout, .in = in, .weight = weight, .bias = bias, .out = out,
                    .in_row = fin, .out_row = fout};
-    run_layer(b, &j, rows, rows * fin * fout, NULL, 0);
+    run_layer(b, &j, rows, rows * fin * fout, NULL);
 }
 
 static void cpu_avgpool(nc_train_backend *b, const nc_window *g, int cip, int64_t rows, const float *in, float *out)
@@ -283,16 +284,16 @@ static void cpu_conv2d_backward(nc_train_backend *b, const nc_window *g, int cou
                    .dout = dout, .din = din, .dweight = dweight, .dbias = dbias,
                    .in_row = (int64_t)g->c * g->h * g->w, .out_row = cout * p,
                    .n_weight = (size_t)(cout * k), .n_bias = (size_t)cout};
-    run_layer(b, &j, rows, 2 * rows * cout * p * k, nc_conv2d_backward_work_floats, 1);
+    run_layer(b, &j, rows, 2 * rows * cout * p * k, nc_conv2d_backward_work_floats);
 }
 
 static void cpu_dense_backward(nc_train_backend *b, int64_t rows, int fin, int fout, const float *in,
                                const float *weight, const float *dout, float *din, float *dweight, float *dbias)
 {
-    layer_job j = {.backward = 1, .cout = fout, .groups = fin, .in = in, .weight = weight, .dout = dout, .din = din,
+    layer_job j = {.backward = 1, .fin = fin, .fout = fout, .in = in, .weight = weight, .dout = dout, .din = din,
                    .dweight = dweight, .dbias = dbias, .in_row = fin, .out_row = fout,
                    .n_weight = (size_t)fin * (size_t)fout, .n_bias = (size_t)fout};
-    run_layer(b, &j, rows, 2 * rows * fin * fout, NULL, 0);
+    run_layer(b, &j, rows, 2 * rows * fin * fout, NULL);
 }
 
 static void cpu_avgpool_backward(nc_train_backend *b, const nc_window *g, int cip, int64_t rows, const float *dout,
