@@ -10,7 +10,8 @@
 #    and PyTorch's ANN forward+backward of the same network at batch 2048;
 # 3. the fine-tuning runs of the "Fine-tuning" issue, all at once on the one
 #    GPU (each is small): every RUN is NAME:MODEL:ARGS, ARGS with '+' for ' '.
-#    Without RUN arguments the default set below runs.
+#    Without RUN arguments the default set below runs: the best recipe found
+#    per model and latency (docs/BENCHMARKS.md §6b; about 9 minutes together).
 # Every log lands in $OUT; stdout is line-buffered so a run cut short by the
 # time limit still shows its finished epochs.  NC_RUN_BUDGET (s, default 560)
 # bounds the whole script.
@@ -26,9 +27,11 @@ common="--engine gpu --data $FMNIST --mean 0.2860 --std 0.3530 --eval-T 32 --jso
 runs=("$@")
 if [ ${#runs[@]} -eq 0 ]; then
   runs=(
-    "vgg:tests/fixtures/models/vgg_bn.onnx:--finetune-bptt+8+--train-T+8+--train-horizons+4,8"
-    "resnet:tests/fixtures/models/resnet.onnx:--per-channel+--finetune-bptt+10+--train-T+8+--train-horizons+4,8"
-    "bundled:assets/models/fmnist_cnn.onnx:--finetune-bptt+4+--train-T+8+--train-horizons+4,8+--augment"
+    "vgg_t4:tests/fixtures/models/vgg_bn.onnx:--L+4+--finetune-qcfs+4+--finetune-bptt+6+--train-T+4"
+    "vgg_t8:tests/fixtures/models/vgg_bn.onnx:--L+4+--finetune-qcfs+4+--finetune-bptt+6+--train-T+8"
+    "resnet_t4:tests/fixtures/models/resnet.onnx:--per-channel+--L+4+--finetune-qcfs+4+--finetune-bptt+6+--train-T+4"
+    "resnet_t8:tests/fixtures/models/resnet.onnx:--per-channel+--finetune-qcfs+3+--finetune-bptt+7+--train-T+8+--train-horizons+4,8+--lr+3e-4"
+    "bundled_t8:assets/models/fmnist_cnn.onnx:--finetune-qcfs+2+--finetune-bptt+2+--train-T+8+--train-horizons+4,8"
   )
 fi
 
