@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define LOIHI_PARALLEL_MIN (1 << 15) /* below this much work, one thread */
 

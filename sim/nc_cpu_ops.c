@@ -629,18 +629,27 @@ static void conv_events_lists(const nc_window *g, int cout, const float *x, cons
     cw->start[hw] = ne;
 }
 
+/* Output positions [q0, q0 + nq) (nq ≤ 8) of the row whose lists cw holds,
+ * as [nq][Cout] in dst: bias plus the gathered events. */
+static void conv_events_block(const nc_window *g, int cout, int64_t q0, int nq, const float *wt, const float *bias,
+                              const conv_events_work *cw, float *dst)
+{
+    int taps = g->kernel[0] * g->kernel[1];
+    ev_gather(dst, cout, nq, cout, bias, wt, cw->n_s + q0, taps, cw->s_lo + q0 * taps, cw->s_hi + q0 * taps,
+              cw->soff + q0 * taps, cw->start, cw->off, cw->val);
+}
+
 /* One row (sample) of the conv, once the segment tables are made. */
 static void conv_events_row(const nc_window *g, int cout, const float *x, const float *wt, const float *bias,
                             float *o, const conv_events_work *cw)
 {
-    int taps = g->kernel[0] * g->kernel[1], m8 = cout & ~7;
+    int m8 = cout & ~7;
     int64_t p = (int64_t)g->oh * g->ow;
     conv_events_lists(g, cout, x, cw);
     /* the outputs, 8 positions at a time: [8][Cout] in L1 → [Cout][P] */
     for (int64_t q0 = 0; q0 < p; q0 += 8) {
         int nq = p - q0 < 8 ? (int)(p - q0) : 8;
-        ev_gather(cw->acc, cout, nq, cout, bias, wt, cw->n_s + q0, taps, cw->s_lo + q0 * taps,
-                  cw->s_hi + q0 * taps, cw->soff + q0 * taps, cw->start, cw->off, cw->val);
+        conv_events_block(g, cout, q0, nq, wt, bias, cw, cw->acc);
         for (int m = 0; m < cout; m += 8)
             if (nq == 8 && m < m8)
                 transpose8(cw->acc + m, cout, o + m * p + q0, p);
@@ -1067,7 +1076,6 @@ void nc_conv2d_events_maxpool(const nc_window *conv, int cout, const nc_window *
 {
     int64_t in_row = (int64_t)conv->c * conv->h * conv->w, p = (int64_t)conv->oh * conv->ow;
     int64_t pooled_n = (int64_t)pool->oh * pool->ow, out_row = (int64_t)cout * pooled_n;
-    int taps = conv->kernel[0] * conv->kernel[1];
     float *sum = work + (nc_conv2d_events_work_floats(conv, cout) + 15) / 16 * 16;
     float *pooled = sum + p * cout, *prev = pooled + out_row;
     conv_events_work cw = conv_events_carve(conv, cout, work);
@@ -1081,8 +1089,7 @@ void nc_conv2d_events_maxpool(const nc_window *conv, int cout, const nc_window *
                 int nq = p - q0 < 8 ? (int)(p - q0) : 8;
                 /* step 0's currents are the sums; later steps add theirs */
                 float *dst = t == 0 ? sum + q0 * cout : cw.acc;
-                ev_gather(dst, cout, nq, cout, bias, wt, cw.n_s + q0, taps, cw.s_lo + q0 * taps,
-                          cw.s_hi + q0 * taps, cw.soff + q0 * taps, cw.start, cw.off, cw.val);
+                conv_events_block(conv, cout, q0, nq, wt, bias, &cw, dst);
                 if (t > 0)
                     add_into((int64_t)nq * cout, cw.acc, sum + q0 * cout);
             }
