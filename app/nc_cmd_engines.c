@@ -6,6 +6,7 @@
 
 #include "nc_cli.h"
 #include "nc_config.h"
+#include "sim/nc_cpu_ops.h"
 #if NC_HAVE_CUDA
 #include "gpu/nc_gpu.h"
 #endif
@@ -44,12 +45,16 @@ int nc_cmd_engines(int argc, char **argv)
             json = 1;
         else if (opt == 'h') {
             puts("Usage: neurocuda engines [--json]\n\nLists the engines compiled into this build, whether each "
-                 "can run on this machine,\nand the GPU's name, memory and SM count (or why it is unavailable).");
+                 "can run on this machine,\nthe build of the CPU kernels in use (avx512, avx2 or baseline; "
+                 "NC_CPU_PATH asks for one),\nand the GPU's name, memory and SM count (or why it is unavailable).");
             return 0;
         } else
             return 2;
     }
-    engine_row rows[3] = {{"cpu", 1, 1, "float32 reference (OpenBLAS)"}};
+    engine_row rows[3] = {{"cpu", 1, 1, ""}};
+    /* the build of the CPU kernels this machine runs (sim/nc_cpu_dispatch.c) */
+    snprintf(rows[0].detail, sizeof rows[0].detail, "float32 reference (OpenBLAS); CPU kernels: %s%s%s",
+             nc_cpu_path(), *nc_cpu_path_note() ? " — " : "", nc_cpu_path_note());
     gpu_row(&rows[1]);
     rows[2] = (engine_row){"loihi", 1, 1, "Loihi-2-style fixed point: bit-accurate integer IF neurons (CPU)"};
     for (int i = 0; i < 3; i++) {
@@ -77,6 +82,8 @@ int nc_cmd_engines(int argc, char **argv)
             nc_json_bool(&j, "compiled", rows[i].compiled);
             nc_json_bool(&j, "available", rows[i].available);
             nc_json_string(&j, "details", rows[i].detail);
+            if (i == 0)
+                nc_json_string(&j, "cpu_kernels", nc_cpu_path());
             nc_json_close(&j, '}');
         }
         nc_json_close(&j, ']');

@@ -5,6 +5,7 @@
 
 #include "nc_cli.h"
 #include "nc_config.h"
+#include "sim/nc_cpu_ops.h"
 
 typedef struct command {
     const char *name;
@@ -33,7 +34,7 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fputs("\n`neurocuda COMMAND --help` describes a command's options.\n"
-          "  --version  print the version\n"
+          "  --version [--verbose]  print the version (and the CPU kernels and GPU engine in use)\n"
           "\nEnvironment: NC_MEMORY_BUDGET (default 4G) caps what reading one file may allocate;\n"
           "Ctrl-C stops a job at its next batch (exit status 130) and writes no file.\n",
           out);
@@ -52,6 +53,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("neurocuda %s\n", NC_VERSION);
+        if (argc > 2 && strcmp(argv[2], "--verbose") == 0)
+            printf("CPU kernels: %s%s%s\nGPU engine: %s\n", nc_cpu_path(), *nc_cpu_path_note() ? " — " : "",
+                   nc_cpu_path_note(), NC_HAVE_CUDA ? "compiled in (see `neurocuda engines`)" : "not compiled in");
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -1,6 +1,11 @@
-/* nc_cpu_ops.c — plain-C float32 kernels (see nc_cpu_ops.h for the contract).
- * Fast kernels first, each followed by its naive reference. */
-#include "nc_cpu_ops.h"
+/* nc_cpu_ops.c — the fast float32 kernels of nc_cpu_ops.h (the contract is
+ * there).  Compiled once per instruction set (sim/meson.build): the AVX2
+ * intrinsics below are used where the build has AVX2 + FMA, the other loops
+ * are vectorised by the compiler for the build's vector width, and the file
+ * exports only its table of kernels (nc_cpu_kernels.h), named by
+ * NC_CPU_KERNELS_TABLE, for sim/nc_cpu_dispatch.c to choose from.  The
+ * references are in nc_cpu_ref_ops.c. */
+#include "nc_cpu_kernels.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -21,78 +26,6 @@
  * block walks over all T steps. */
 #define NC_IF_BLOCK 256
 
-static int ceil_div(int a, int b) { return (a + b - 1) / b; } /* a ≥ 0, b > 0 */
-
-int nc_window_out_size(int in, int k, int stride, int pad0, int pad1, int dil, int ceil_mode)
-{
-    int span = in + pad0 + pad1 - dil * (k - 1) - 1; /* last valid window start */
-    if (span < 0)
-        return 0;
-    int out = (ceil_mode ? ceil_div(span, stride) : span / stride) + 1;
-    /* ONNX / PyTorch: a ceil-mode window starting in the end padding is dropped */
-    if (ceil_mode && (out - 1) * stride >= in + pad0)
-        out--;
-    return out;
-}
-
-int nc_window_init(nc_window *g, int c, int h, int w, const int kernel[2], const int stride[2],
-                   const int pad[4], const int dilation[2], int ceil_mode)
-{
-    memset(g, 0, sizeof *g);
-    if (c < 1 || h < 1 || w < 1)
-        return -1;
-    for (int i = 0; i < 2; i++)
-        if (kernel[i] < 1 || stride[i] < 1 || dilation[i] < 1)
-            return -1;
-    for (int i = 0; i < 4; i++)
-        if (pad[i] < 0)
-            return -1;
-    g->c = c;
-    g->h = h;
-    g->w = w;
-    memcpy(g->kernel, kernel, sizeof g->kernel);
-    memcpy(g->stride, stride, sizeof g->stride);
-    memcpy(g->pad, pad, sizeof g->pad);
-    memcpy(g->dilation, dilation, sizeof g->dilation);
-    g->oh = nc_window_out_size(h, kernel[0], stride[0], pad[0], pad[2], dilation[0], ceil_mode);
-    g->ow = nc_window_out_size(w, kernel[1], stride[1], pad[1], pad[3], dilation[1], ceil_mode);
-    return g->oh > 0 && g->ow > 0 ? 0 : -1;
-}
-
-/* The kernel taps k in [lo, hi) of output position o that land on real input
- * along one axis, and in *n_padded how many land inside the padded input.
- * The input positions start + k·dil grow with k, so both sets are ranges. */
-typedef struct axis_taps {
-    int start, lo, hi, n_padded;
-} axis_taps;
-
-static axis_taps taps_of(int o, int k, int stride, int pad0, int pad1, int dil, int in)
-{
-    axis_taps a;
-    a.start = o * stride - pad0;
-    if (dil == 1) { /* the common case, without divisions: this runs per output */
-        a.lo = a.start >= 0 ? 0 : -a.start;
-        a.hi = in - a.start < k ? in - a.start : k;
-        a.n_padded = in + pad1 - a.start < k ? in + pad1 - a.start : k;
-        if (a.hi < 0)
-            a.hi = 0;
-        if (a.lo > a.hi)
-            a.lo = a.hi;
-        if (a.n_padded < 0)
-            a.n_padded = 0;
-        return a;
-    }
-    a.lo = a.start >= 0 ? 0 : ceil_div(-a.start, dil);
-    a.hi = in - a.start > 0 ? ceil_div(in - a.start, dil) : 0;
-    a.n_padded = in + pad1 - a.start > 0 ? ceil_div(in + pad1 - a.start, dil) : 0;
-    if (a.hi > k)
-        a.hi = k;
-    if (a.lo > a.hi)
-        a.lo = a.hi;
-    if (a.n_padded > k)
-        a.n_padded = k;
-    return a;
-}
 
 /* ---- conv2d ------------------------------------------------------------- */
 
@@ -178,7 +111,7 @@ static void conv_thin(const nc_window *g, int cout, int64_t rows, const float *i
 }
 #endif
 
-size_t nc_conv2d_work_floats(const nc_window *g, int cout, int groups, int64_t rows)
+static size_t fast_conv2d_work_floats(const nc_window *g, int cout, int groups, int64_t rows)
 {
     if (rows < 1)
         return 0;
@@ -196,8 +129,8 @@ static void im2col_tap(const nc_window *g, const float *src, int ki, int kj, flo
     int sh = g->stride[0], sw = g->stride[1];
     int off_x = kj * g->dilation[1] - g->pad[1];
     /* ox range whose input column ix = ox·sw + off_x lies in [0, W) */
-    int ox_lo = off_x >= 0 ? 0 : ceil_div(-off_x, sw);
-    int ox_hi = g->w - off_x > 0 ? ceil_div(g->w - off_x, sw) : 0;
+    int ox_lo = off_x >= 0 ? 0 : nc_ceil_div(-off_x, sw);
+    int ox_hi = g->w - off_x > 0 ? nc_ceil_div(g->w - off_x, sw) : 0;
     if (ox_hi > g->ow)
         ox_hi = g->ow;
     if (ox_lo > ox_hi)
@@ -271,7 +204,7 @@ static void conv_pointwise(const nc_window *g, int cout, int groups, int64_t row
     add_bias_planes(rows, cout, p, bias, out);
 }
 
-void nc_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const float *in,
+static void fast_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const float *in,
                const float *weight, const float *bias, float *out, float *work, size_t work_floats)
 {
     if (conv_is_pointwise(g)) {
@@ -280,7 +213,7 @@ void nc_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const flo
     }
 #if defined(__AVX2__) && defined(__FMA__)
     if (conv_is_thin(g, groups)) {
-        if (work_floats >= nc_conv2d_work_floats(g, cout, groups, 1))
+        if (work_floats >= fast_conv2d_work_floats(g, cout, groups, 1))
             conv_thin(g, cout, rows, in, weight, bias, out, work);
         return;
     }
@@ -312,38 +245,13 @@ void nc_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const flo
     }
 }
 
-void nc_ref_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const float *in,
-                   const float *weight, const float *bias, float *out)
-{
-    int cg = g->c / groups, mg = cout / groups, kh = g->kernel[0], kw = g->kernel[1];
-    for (int64_t r = 0; r < rows; r++)
-        for (int m = 0; m < cout; m++)
-            for (int oy = 0; oy < g->oh; oy++)
-                for (int ox = 0; ox < g->ow; ox++) {
-                    double acc = bias ? bias[m] : 0.0;
-                    int grp = m / mg;
-                    for (int ci = 0; ci < cg; ci++)
-                        for (int ki = 0; ki < kh; ki++)
-                            for (int kj = 0; kj < kw; kj++) {
-                                int iy = oy * g->stride[0] - g->pad[0] + ki * g->dilation[0];
-                                int ix = ox * g->stride[1] - g->pad[1] + kj * g->dilation[1];
-                                if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
-                                    continue;
-                                double x = in[((r * g->c + grp * cg + ci) * g->h + iy) * g->w + ix];
-                                double wv = weight[(((int64_t)m * cg + ci) * kh + ki) * kw + kj];
-                                acc += x * wv;
-                            }
-                    out[((r * cout + m) * g->oh + oy) * g->ow + ox] = (float)acc;
-                }
-}
-
 /* ---- event-driven conv2d and dense --------------------------------------- */
 
 #if defined(__AVX2__) && defined(__FMA__)
 #define NC_EV_AVX2 1
 #endif
 
-int64_t nc_count_nonzero(int64_t n, const float *x)
+static int64_t fast_count_nonzero(int64_t n, const float *x)
 {
     int64_t count = 0, i = 0;
 #if NC_EV_AVX2
@@ -357,7 +265,7 @@ int64_t nc_count_nonzero(int64_t n, const float *x)
     return count;
 }
 
-void nc_conv2d_events_weight(const nc_window *g, int cout, const float *weight, float *wt)
+static void fast_conv2d_events_weight(const nc_window *g, int cout, const float *weight, float *wt)
 {
     int cin = g->c, kh = g->kernel[0], kw = g->kernel[1];
     for (int m = 0; m < cout; m++)
@@ -368,7 +276,7 @@ void nc_conv2d_events_weight(const nc_window *g, int cout, const float *weight, 
                         weight[(((int64_t)m * cin + ci) * kh + ky) * kw + kx];
 }
 
-size_t nc_conv2d_events_work_floats(const nc_window *g, int cout)
+static size_t fast_conv2d_events_work_floats(const nc_window *g, int cout)
 {
     size_t hw = (size_t)g->h * g->w, p = (size_t)g->oh * g->ow, taps = (size_t)g->kernel[0] * g->kernel[1];
     /* event offsets (int64) and values, segment offsets (int64) and bounds,
@@ -660,7 +568,7 @@ static void conv_events_row(const nc_window *g, int cout, const float *x, const 
     }
 }
 
-void nc_conv2d_events(const nc_window *g, int cout, int64_t rows, const float *in, const float *wt,
+static void fast_conv2d_events(const nc_window *g, int cout, int64_t rows, const float *in, const float *wt,
                       const float *bias, float *out, float *work)
 {
     int64_t in_row = (int64_t)g->c * g->h * g->w, out_row = (int64_t)cout * g->oh * g->ow;
@@ -670,7 +578,7 @@ void nc_conv2d_events(const nc_window *g, int cout, int64_t rows, const float *i
         conv_events_row(g, cout, in + r * in_row, wt, bias, out + r * out_row, &cw);
 }
 
-void nc_dense_events_weight(int fin, int fout, const float *weight, float *wt)
+static void fast_dense_events_weight(int fin, int fout, const float *weight, float *wt)
 {
     for (int o = 0; o < fout; o++)
         for (int i = 0; i < fin; i++)
@@ -681,12 +589,12 @@ void nc_dense_events_weight(int fin, int fout, const float *weight, float *wt)
  * each 64-output slice of the weight serves all of them while in cache. */
 #define NC_DENSE_EV_ROWS 16
 
-size_t nc_dense_events_work_floats(int fin)
+static size_t fast_dense_events_work_floats(int fin)
 {
     return 3 * (size_t)NC_DENSE_EV_ROWS * (size_t)fin + NC_DENSE_EV_ROWS + 1 + 16;
 }
 
-void nc_dense_events(int64_t rows, int fin, int fout, const float *in, const float *wt,
+static void fast_dense_events(int64_t rows, int fin, int fout, const float *in, const float *wt,
                      const float *bias, float *out, float *work)
 {
     int64_t *off = (int64_t *)work;
@@ -718,7 +626,7 @@ void nc_dense_events(int64_t rows, int fin, int fout, const float *in, const flo
 
 /* ---- dense -------------------------------------------------------------- */
 
-void nc_dense(int64_t rows, int fin, int fout, const float *in, const float *weight,
+static void fast_dense(int64_t rows, int fin, int fout, const float *in, const float *weight,
               const float *bias, float *out)
 {
     float beta = 0.0f;
@@ -731,7 +639,7 @@ void nc_dense(int64_t rows, int fin, int fout, const float *in, const float *wei
                 weight, fin, beta, out, fout);
 }
 
-void nc_dense_cols(int64_t rows, int fin, int fout, int o0, int o1, const float *in, const float *weight,
+static void fast_dense_cols(int64_t rows, int fin, int fout, int o0, int o1, const float *in, const float *weight,
                    const float *bias, float *out)
 {
     float beta = 0.0f;
@@ -744,18 +652,6 @@ void nc_dense_cols(int64_t rows, int fin, int fout, int o0, int o1, const float 
                 weight + (int64_t)o0 * fin, fin, beta, out + o0, fout);
 }
 
-void nc_ref_dense(int64_t rows, int fin, int fout, const float *in, const float *weight,
-                  const float *bias, float *out)
-{
-    for (int64_t r = 0; r < rows; r++)
-        for (int o = 0; o < fout; o++) {
-            double acc = bias ? bias[o] : 0.0;
-            for (int i = 0; i < fin; i++)
-                acc += (double)in[r * fin + i] * weight[(int64_t)o * fin + i];
-            out[r * fout + o] = (float)acc;
-        }
-}
-
 /* ---- pools -------------------------------------------------------------- */
 
 /* Column taps of every output column, computed once per call instead of per
@@ -763,16 +659,16 @@ void nc_ref_dense(int64_t rows, int fin, int fout, const float *in, const float 
  * theirs on the fly. */
 #define NC_POOL_TAB 1024
 
-static void column_taps(const nc_window *g, axis_taps *tab)
+static void column_taps(const nc_window *g, nc_axis_taps *tab)
 {
     for (int ox = 0; ox < g->ow && ox < NC_POOL_TAB; ox++)
-        tab[ox] = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], g->dilation[1], g->w);
+        tab[ox] = nc_taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], g->dilation[1], g->w);
 }
 
-static axis_taps column_tap(const nc_window *g, const axis_taps *tab, int ox)
+static nc_axis_taps column_tap(const nc_window *g, const nc_axis_taps *tab, int ox)
 {
     return ox < NC_POOL_TAB ? tab[ox]
-                            : taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], g->dilation[1], g->w);
+                            : nc_taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], g->dilation[1], g->w);
 }
 
 /* 2×2 windows of stride 2, no padding, no dilation, every window inside the
@@ -831,7 +727,7 @@ static void avgpool_2x2(const nc_window *g, int64_t rows, const float *in, float
     }
 }
 
-void nc_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const float *in, float *out)
+static void fast_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const float *in, float *out)
 {
     if (pool_is_2x2(g)) {
         avgpool_2x2(g, rows, in, out);
@@ -839,16 +735,16 @@ void nc_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const f
     }
     int64_t hw = (int64_t)g->h * g->w;
     int dh = g->dilation[0], dw = g->dilation[1];
-    axis_taps tab[NC_POOL_TAB];
+    nc_axis_taps tab[NC_POOL_TAB];
     column_taps(g, tab);
     /* one plane at a time, so that its rows stay in cache while it is pooled */
     for (int64_t pl = 0; pl < rows * g->c; pl++) {
         const float *x = in + pl * hw;
         float *y = out + pl * g->oh * g->ow;
         for (int oy = 0; oy < g->oh; oy++) {
-            axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
+            nc_axis_taps ty = nc_taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
             for (int ox = 0; ox < g->ow; ox++) {
-                axis_taps tx = column_tap(g, tab, ox);
+                nc_axis_taps tx = column_tap(g, tab, ox);
                 int count = count_include_pad ? ty.n_padded * tx.n_padded
                                               : (ty.hi - ty.lo) * (tx.hi - tx.lo);
                 float sum = 0.0f;
@@ -861,28 +757,6 @@ void nc_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const f
             }
         }
     }
-}
-
-void nc_ref_avgpool(const nc_window *g, int count_include_pad, int64_t rows, const float *in,
-                    float *out)
-{
-    for (int64_t pl = 0; pl < rows * g->c; pl++)
-        for (int oy = 0; oy < g->oh; oy++)
-            for (int ox = 0; ox < g->ow; ox++) {
-                double sum = 0.0;
-                int count = 0;
-                for (int ki = 0; ki < g->kernel[0]; ki++)
-                    for (int kj = 0; kj < g->kernel[1]; kj++) {
-                        int iy = oy * g->stride[0] - g->pad[0] + ki * g->dilation[0];
-                        int ix = ox * g->stride[1] - g->pad[1] + kj * g->dilation[1];
-                        int real = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w;
-                        int padded = iy < g->h + g->pad[2] && ix < g->w + g->pad[3];
-                        if (real)
-                            sum += in[(pl * g->h + iy) * g->w + ix];
-                        count += count_include_pad ? padded : real;
-                    }
-                out[(pl * g->oh + oy) * g->ow + ox] = count ? (float)(sum / count) : 0.0f;
-            }
 }
 
 /* The 2×2, stride-2 max pool (windows as in pool_is_2x2), taken in the
@@ -920,7 +794,7 @@ static void maxpool_2x2(const nc_window *g, int64_t rows, const float *in, float
     }
 }
 
-void nc_maxpool(const nc_window *g, int64_t rows, const float *in, float *out)
+static void fast_maxpool(const nc_window *g, int64_t rows, const float *in, float *out)
 {
     if (pool_is_2x2(g)) {
         maxpool_2x2(g, rows, in, out);
@@ -928,15 +802,15 @@ void nc_maxpool(const nc_window *g, int64_t rows, const float *in, float *out)
     }
     int64_t hw = (int64_t)g->h * g->w;
     int dh = g->dilation[0], dw = g->dilation[1];
-    axis_taps tab[NC_POOL_TAB];
+    nc_axis_taps tab[NC_POOL_TAB];
     column_taps(g, tab);
     for (int64_t pl = 0; pl < rows * g->c; pl++) {
         const float *x = in + pl * hw;
         float *y = out + pl * g->oh * g->ow;
         for (int oy = 0; oy < g->oh; oy++) {
-            axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
+            nc_axis_taps ty = nc_taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
             for (int ox = 0; ox < g->ow; ox++) {
-                axis_taps tx = column_tap(g, tab, ox);
+                nc_axis_taps tx = column_tap(g, tab, ox);
                 float best = -INFINITY;
                 for (int ki = ty.lo; ki < ty.hi; ki++) {
                     const float *row = x + (int64_t)(ty.start + ki * dh) * g->w + tx.start;
@@ -985,14 +859,14 @@ static void diff_and_keep(int64_t n, float *restrict y, float *restrict prev)
 static void running_max_step(const nc_window *g, int t, const float *sum, float *prev, float *y)
 {
     int64_t out_row = (int64_t)g->c * g->oh * g->ow;
-    nc_maxpool(g, 1, sum, y);
+    fast_maxpool(g, 1, sum, y);
     if (t == 0)
         memcpy(prev, y, (size_t)out_row * sizeof(float));
     else
         diff_and_keep(out_row, y, prev);
 }
 
-void nc_maxpool_running(const nc_window *g, int T, int64_t n, const float *in, int64_t in_step, float *out,
+static void fast_maxpool_running(const nc_window *g, int T, int64_t n, const float *in, int64_t in_step, float *out,
                         int64_t out_step, float *work)
 {
     int64_t in_row = (int64_t)g->c * g->h * g->w, out_row = (int64_t)g->c * g->oh * g->ow;
@@ -1009,12 +883,12 @@ void nc_maxpool_running(const nc_window *g, int T, int64_t n, const float *in, i
     }
 }
 
-size_t nc_conv2d_events_maxpool_work_floats(const nc_window *conv, int cout, const nc_window *pool)
+static size_t fast_conv2d_events_maxpool_work_floats(const nc_window *conv, int cout, const nc_window *pool)
 {
     size_t conv_out = (size_t)cout * conv->oh * conv->ow, pooled = (size_t)pool->c * pool->oh * pool->ow;
     /* the conv's workspace (its int64 tables first), then the running sums,
      * this step's pooled sums and the last step's */
-    return (nc_conv2d_events_work_floats(conv, cout) + 15) / 16 * 16 + conv_out + 2 * pooled;
+    return (fast_conv2d_events_work_floats(conv, cout) + 15) / 16 * 16 + conv_out + 2 * pooled;
 }
 
 /* Max pool of a channel-last plane, in [H·W][C] → out [OH·OW][C]: the
@@ -1024,9 +898,9 @@ static void maxpool_channels_last(const nc_window *g, const float *in, float *ou
 {
     int c = g->c, dh = g->dilation[0], dw = g->dilation[1];
     for (int oy = 0; oy < g->oh; oy++) {
-        axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
+        nc_axis_taps ty = nc_taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
         for (int ox = 0; ox < g->ow; ox++) {
-            axis_taps tx = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], dw, g->w);
+            nc_axis_taps tx = nc_taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], dw, g->w);
             float *y = out + ((int64_t)oy * g->ow + ox) * c;
             int empty = ty.lo == ty.hi || tx.lo == tx.hi, ch = 0;
 #if NC_EV_AVX2
@@ -1070,13 +944,13 @@ static void transpose_plane(int64_t rows, int cols, const float *src, float *dst
  * added to running sums kept as [P][Cout], pooled 8 channels at a time, and
  * only the pooled increments are transposed to [C][OH·OW].  Every sum,
  * comparison and difference is the one the unfused path makes, in its order. */
-void nc_conv2d_events_maxpool(const nc_window *conv, int cout, const nc_window *pool, int T, int64_t n,
+static void fast_conv2d_events_maxpool(const nc_window *conv, int cout, const nc_window *pool, int T, int64_t n,
                               const float *in, int64_t in_step, const float *wt, const float *bias, float *out,
                               int64_t out_step, float *work)
 {
     int64_t in_row = (int64_t)conv->c * conv->h * conv->w, p = (int64_t)conv->oh * conv->ow;
     int64_t pooled_n = (int64_t)pool->oh * pool->ow, out_row = (int64_t)cout * pooled_n;
-    float *sum = work + (nc_conv2d_events_work_floats(conv, cout) + 15) / 16 * 16;
+    float *sum = work + (fast_conv2d_events_work_floats(conv, cout) + 15) / 16 * 16;
     float *pooled = sum + p * cout, *prev = pooled + out_row;
     conv_events_work cw = conv_events_carve(conv, cout, work);
     conv_events_segments(conv, cout, &cw);
@@ -1103,30 +977,8 @@ void nc_conv2d_events_maxpool(const nc_window *conv, int cout, const nc_window *
     }
 }
 
-void nc_ref_maxpool(const nc_window *g, int64_t rows, const float *in, float *out)
-{
-    for (int64_t pl = 0; pl < rows * g->c; pl++)
-        for (int oy = 0; oy < g->oh; oy++)
-            for (int ox = 0; ox < g->ow; ox++) {
-                float best = -INFINITY;
-                int any = 0;
-                for (int ki = 0; ki < g->kernel[0]; ki++)
-                    for (int kj = 0; kj < g->kernel[1]; kj++) {
-                        int iy = oy * g->stride[0] - g->pad[0] + ki * g->dilation[0];
-                        int ix = ox * g->stride[1] - g->pad[1] + kj * g->dilation[1];
-                        if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
-                            continue;
-                        float v = in[(pl * g->h + iy) * g->w + ix];
-                        if (!any || v > best)
-                            best = v;
-                        any = 1;
-                    }
-                out[(pl * g->oh + oy) * g->ow + ox] = any ? best : 0.0f;
-            }
-}
-
 /* Index (in the plane) of the first real tap with the largest count. */
-static int64_t gated_pick(const nc_window *g, const int *counts, axis_taps ty, axis_taps tx)
+static int64_t gated_pick(const nc_window *g, const int *counts, nc_axis_taps ty, nc_axis_taps tx)
 {
     int64_t best = -1;
     int best_count = -1;
@@ -1148,16 +1000,16 @@ static void gated_plane(const nc_window *g, const float *x, float *y, int *count
     for (int64_t i = 0; i < (int64_t)g->h * g->w; i++)
         counts[i] += x[i] > 0.0f;
     for (int oy = 0; oy < g->oh; oy++) {
-        axis_taps ty = taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], g->dilation[0], g->h);
+        nc_axis_taps ty = nc_taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], g->dilation[0], g->h);
         for (int ox = 0; ox < g->ow; ox++) {
-            axis_taps tx = taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], g->dilation[1], g->w);
+            nc_axis_taps tx = nc_taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], g->dilation[1], g->w);
             int64_t idx = gated_pick(g, counts, ty, tx);
             y[oy * g->ow + ox] = idx >= 0 ? x[idx] : 0.0f;
         }
     }
 }
 
-void nc_maxpool_gated(const nc_window *g, int T, int64_t n, const float *in, int64_t in_step,
+static void fast_maxpool_gated(const nc_window *g, int T, int64_t n, const float *in, int64_t in_step,
                       float *out, int64_t out_step, int *counts)
 {
     int64_t planes = n * g->c, hw = (int64_t)g->h * g->w, ohw = (int64_t)g->oh * g->ow;
@@ -1167,7 +1019,7 @@ void nc_maxpool_gated(const nc_window *g, int T, int64_t n, const float *in, int
             gated_plane(g, in + t * in_step + pl * hw, out + t * out_step + pl * ohw, counts + pl * hw);
 }
 
-void nc_global_avgpool(int64_t rows, int c, int64_t hw, const float *in, float *out)
+static void fast_global_avgpool(int64_t rows, int c, int64_t hw, const float *in, float *out)
 {
     float inv = 1.0f / (float)hw;
     for (int64_t pl = 0; pl < rows * c; pl++) {
@@ -1181,7 +1033,7 @@ void nc_global_avgpool(int64_t rows, int c, int64_t hw, const float *in, float *
 
 /* ---- element-wise ------------------------------------------------------- */
 
-void nc_affine(int64_t rows, int c, int64_t inner, const float *scale, const float *shift,
+static void fast_affine(int64_t rows, int c, int64_t inner, const float *scale, const float *shift,
                const float *in, float *out)
 {
     for (int64_t r = 0; r < rows; r++)
@@ -1193,7 +1045,7 @@ void nc_affine(int64_t rows, int c, int64_t inner, const float *scale, const flo
         }
 }
 
-void nc_scale(int64_t rows, int64_t numel, const float *w, int64_t n_w, const float *in, float *out)
+static void fast_scale(int64_t rows, int64_t numel, const float *w, int64_t n_w, const float *in, float *out)
 {
     for (int64_t r = 0; r < rows; r++) {
         const float *x = in + r * numel;
@@ -1207,13 +1059,13 @@ void nc_scale(int64_t rows, int64_t numel, const float *w, int64_t n_w, const fl
     }
 }
 
-void nc_add(int64_t n, const float *a, const float *b, float *out)
+static void fast_add(int64_t n, const float *a, const float *b, float *out)
 {
     for (int64_t i = 0; i < n; i++)
         out[i] = a[i] + b[i];
 }
 
-void nc_concat(int64_t rows, int n_inputs, const float *const *in, const int64_t *per_row,
+static void fast_concat(int64_t rows, int n_inputs, const float *const *in, const int64_t *per_row,
                float *out)
 {
     for (int64_t r = 0; r < rows; r++)
@@ -1225,13 +1077,13 @@ void nc_concat(int64_t rows, int n_inputs, const float *const *in, const int64_t
 
 /* ---- neuron functions --------------------------------------------------- */
 
-void nc_relu(int64_t n, const float *in, float *out)
+static void fast_relu(int64_t n, const float *in, float *out)
 {
     for (int64_t i = 0; i < n; i++)
         out[i] = in[i] > 0.0f ? in[i] : 0.0f;
 }
 
-void nc_clip(int64_t n, float lo, float hi, const float *in, float *out)
+static void fast_clip(int64_t n, float lo, float hi, const float *in, float *out)
 {
     for (int64_t i = 0; i < n; i++) {
         float v = in[i] < lo ? lo : in[i];
@@ -1239,16 +1091,7 @@ void nc_clip(int64_t n, float lo, float hi, const float *in, float *out)
     }
 }
 
-/* The operation order of the QCFS reference code (x/λ, ·L, +φ, floor, /L,
- * ·λ), so that results match a PyTorch export bit for bit where possible. */
-float nc_qcfs1(float x, float lambda, int levels, float shift)
-{
-    float q = floorf(x / lambda * (float)levels + shift);
-    q = q < 0.0f ? 0.0f : (q > (float)levels ? (float)levels : q);
-    return q / (float)levels * lambda;
-}
-
-void nc_qcfs(int64_t rows, int c, int64_t inner, const float *lambda, int n_lambda, int levels,
+static void fast_qcfs(int64_t rows, int c, int64_t inner, const float *lambda, int n_lambda, int levels,
              float shift, const float *in, float *out)
 {
     for (int64_t r = 0; r < rows; r++)
@@ -1351,42 +1194,23 @@ static void if_all(const nc_if_params *p, int T, int64_t n, int c, int64_t inner
     }
 }
 
-void nc_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
+static void fast_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
                int64_t in_step, float *out, int64_t out_step, float *v_final)
 {
     if_all(p, T, n, c, inner, in, in_step, out, out_step, NULL, v_final);
 }
 
-void nc_if_state_init(const nc_if_params *p, int64_t n, int c, int64_t inner, float *v)
+static void fast_if_state_init(const nc_if_params *p, int64_t n, int c, int64_t inner, float *v)
 {
     for (int64_t e = 0; e < n * c * inner; e++)
         v[e] = p->v0_fraction * if_theta(p, c, inner, e);
 }
 
-void nc_if_run_state(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
+static void fast_if_run_state(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
                      int64_t in_step, float *out, int64_t out_step, float *v)
 {
     /* each block reads its membranes before it writes them: v may be both */
     if_all(p, T, n, c, inner, in, in_step, out, out_step, v, v);
-}
-
-void nc_ref_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
-                   int64_t in_step, float *out, int64_t out_step, float *v)
-{
-    int64_t total = n * c * inner;
-    for (int64_t e = 0; e < total; e++)
-        v[e] = p->v0_fraction * p->threshold[p->n_threshold == c ? (e / inner) % c : 0];
-    for (int t = 0; t < T; t++)
-        for (int64_t e = 0; e < total; e++) {
-            float th = p->threshold[p->n_threshold == c ? (e / inner) % c : 0];
-            float m = v[e] + in[t * in_step + e];
-            int fire = p->compare == NC_FIRE_GE ? m >= th : m > th;
-            out[t * out_step + e] = fire ? th : 0.0f;
-            if (fire)
-                v[e] = p->reset == NC_RESET_SUBTRACT ? m - th : 0.0f;
-            else
-                v[e] = m;
-        }
 }
 
 /* ---- input encoding ----------------------------------------------------- */
@@ -1401,7 +1225,7 @@ static uint64_t splitmix_at(uint64_t seed, uint64_t counter)
     return z ^ (z >> 31);
 }
 
-void nc_poisson_encode(uint64_t seed, int first_step, int T, int64_t n, const float *in, float *out)
+static void fast_poisson_encode(uint64_t seed, int first_step, int T, int64_t n, const float *in, float *out)
 {
     for (int t = 0; t < T; t++) {
         uint64_t base = (uint64_t)(first_step + t) * (uint64_t)n;
@@ -1413,3 +1237,42 @@ void nc_poisson_encode(uint64_t seed, int first_step, int T, int64_t n, const fl
         }
     }
 }
+
+/* ---- this build's table ------------------------------------------------- */
+
+#if !defined(NC_CPU_KERNELS_TABLE) || !defined(NC_CPU_ISA)
+#error "compile with -DNC_CPU_KERNELS_TABLE=nc_cpu_kernels_<isa> -DNC_CPU_ISA=\"<isa>\" (sim/meson.build)"
+#endif
+
+const nc_cpu_kernels NC_CPU_KERNELS_TABLE = {
+    .isa = NC_CPU_ISA,
+    .conv2d_work_floats = fast_conv2d_work_floats,
+    .conv2d = fast_conv2d,
+    .count_nonzero = fast_count_nonzero,
+    .conv2d_events_weight = fast_conv2d_events_weight,
+    .conv2d_events_work_floats = fast_conv2d_events_work_floats,
+    .conv2d_events = fast_conv2d_events,
+    .dense_events_weight = fast_dense_events_weight,
+    .dense_events_work_floats = fast_dense_events_work_floats,
+    .dense_events = fast_dense_events,
+    .dense = fast_dense,
+    .dense_cols = fast_dense_cols,
+    .avgpool = fast_avgpool,
+    .maxpool = fast_maxpool,
+    .maxpool_running = fast_maxpool_running,
+    .conv2d_events_maxpool_work_floats = fast_conv2d_events_maxpool_work_floats,
+    .conv2d_events_maxpool = fast_conv2d_events_maxpool,
+    .maxpool_gated = fast_maxpool_gated,
+    .global_avgpool = fast_global_avgpool,
+    .affine = fast_affine,
+    .scale = fast_scale,
+    .add = fast_add,
+    .concat = fast_concat,
+    .relu = fast_relu,
+    .clip = fast_clip,
+    .qcfs = fast_qcfs,
+    .if_run = fast_if_run,
+    .if_state_init = fast_if_state_init,
+    .if_run_state = fast_if_run_state,
+    .poisson_encode = fast_poisson_encode,
+};

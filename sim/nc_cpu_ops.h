@@ -10,11 +10,9 @@
  * given except the GEMMs (OpenBLAS threads); the engine splits rows over
  * threads by offsetting the pointers.
  *
- * Windows (conv and pools) follow ONNX: pad = {top, left, bottom, right};
- * the output size along one axis is
- *     floor_or_ceil((in + pad0 + pad1 − dil·(k−1) − 1) / stride) + 1
- * and with ceil_mode a last window that would START in the right/bottom
- * padding is dropped (so every window covers at least one real input). */
+ * Every fast kernel runs in the build of sim/nc_cpu_ops.c that fits the CPU
+ * (AVX-512, AVX2 + FMA, or plain x86-64; nc_cpu_kernels.h); the references
+ * and the window geometry (nc_window.h) are plain C. */
 #ifndef NC_CPU_OPS_H
 #define NC_CPU_OPS_H
 
@@ -22,25 +20,9 @@
 #include <stdint.h>
 
 #include "../core/nc_net.h"
+#include "nc_window.h"
 
-/* Geometry of a sliding window over [C, H, W] (conv2d, avgpool, maxpool). */
-typedef struct nc_window {
-    int c, h, w;      /* input channels and size per sample                  */
-    int oh, ow;       /* output size, filled by nc_window_init               */
-    int kernel[2];    /* KH, KW                                              */
-    int stride[2];
-    int pad[4];       /* top, left, bottom, right                            */
-    int dilation[2];
-} nc_window;
-
-/* Output size along one axis (formula above); 0 or less when no window fits. */
-int nc_window_out_size(int in, int k, int stride, int pad0, int pad1, int dil, int ceil_mode);
-
-/* Fills g from the input size and the node's window parameters; returns 0, or
- * -1 when a parameter is out of range (k, stride, dilation < 1, pad < 0) or
- * no window fits. */
-int nc_window_init(nc_window *g, int c, int h, int w, const int kernel[2], const int stride[2],
-                   const int pad[4], const int dilation[2], int ceil_mode);
+#include <math.h>
 
 /* ---- conv2d --------------------------------------------------------------
  * in [rows, Cin, H, W], weight [Cout, Cin/groups, KH, KW], bias [Cout] or
@@ -158,7 +140,15 @@ void nc_clip(int64_t n, float lo, float hi, const float *in, float *out);
  * n_lambda values, 1 (per layer) or C (per channel). */
 void nc_qcfs(int64_t rows, int c, int64_t inner, const float *lambda, int n_lambda, int levels,
              float shift, const float *in, float *out);
-float nc_qcfs1(float x, float lambda, int levels, float shift); /* one value */
+/* One value, in the operation order of the QCFS reference code (x/λ, ·L, +φ,
+ * floor, /L, ·λ), so that results match a PyTorch export bit for bit where
+ * possible.  Inline: the kernels call it per element. */
+static inline float nc_qcfs1(float x, float lambda, int levels, float shift)
+{
+    float q = floorf(x / lambda * (float)levels + shift);
+    q = q < 0.0f ? 0.0f : (q > (float)levels ? (float)levels : q);
+    return q / (float)levels * lambda;
+}
 
 /* ---- integrate-and-fire --------------------------------------------------
  * The IF recurrence over T steps for n samples of [C, inner] values each,
@@ -201,5 +191,15 @@ void nc_ref_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner
  * work is split over threads.  first_step lets a caller do steps
  * [first_step, first_step + T) only; out then holds those T steps. */
 void nc_poisson_encode(uint64_t seed, int first_step, int T, int64_t n, const float *in, float *out);
+
+/* ---- the CPU path --------------------------------------------------------
+ * Which build of the fast kernels runs: "avx512", "avx2" or "baseline"
+ * (chosen at the first kernel call from what the CPU supports, or from
+ * NC_CPU_PATH when the CPU can run the build it names). */
+const char *nc_cpu_path(void);
+/* "" or, when NC_CPU_PATH was not followed, why (for `neurocuda engines`). */
+const char *nc_cpu_path_note(void);
+/* 1 when this CPU can run the build named isa and the program contains it. */
+int nc_cpu_path_supported(const char *isa);
 
 #endif

@@ -21,8 +21,6 @@
  * (backward) stay in L1 while the block walks over all T steps. */
 #define NC_GRAD_IF_BLOCK 256
 
-static int ceil_div(int a, int b) { return (a + b - 1) / b; } /* a ≥ 0, b > 0 */
-
 /* ---- conv2d --------------------------------------------------------------
  * Per chunk of nb samples and per group, with col = im2col(in) [Kg, nb·P]
  * and dy = dout of the group gathered to [Mg, nb·P] (the layout of the
@@ -54,26 +52,12 @@ size_t nc_conv2d_backward_work_floats(const nc_window *g, int cout, int groups, 
     return (size_t)(nb * (conv_k_group(g, groups) + cout / groups) * p);
 }
 
-/* The output columns ox of kernel column kj whose input column
- * ix = ox·stride + off_x lies inside [0, W): [*lo, *hi). */
-static void tap_columns(const nc_window *g, int kj, int *off_x, int *lo, int *hi)
-{
-    int sw = g->stride[1];
-    *off_x = kj * g->dilation[1] - g->pad[1];
-    *lo = *off_x >= 0 ? 0 : ceil_div(-*off_x, sw);
-    *hi = g->w - *off_x > 0 ? ceil_div(g->w - *off_x, sw) : 0;
-    if (*hi > g->ow)
-        *hi = g->ow;
-    if (*lo > *hi)
-        *lo = *hi;
-}
-
 /* One row of im2col (as im2col_tap in nc_cpu_ops.c): tap (ki, kj) of the
  * plane src (H×W) for every output position into dst (OH×OW), 0 in padding. */
 static void im2col_tap(const nc_window *g, const float *src, int ki, int kj, float *dst)
 {
     int off_x, lo, hi;
-    tap_columns(g, kj, &off_x, &lo, &hi);
+    nc_tap_columns(g, kj, &off_x, &lo, &hi);
     for (int oy = 0; oy < g->oh; oy++, dst += g->ow) {
         int iy = oy * g->stride[0] + ki * g->dilation[0] - g->pad[0];
         memset(dst, 0, (size_t)g->ow * sizeof(float));
@@ -90,7 +74,7 @@ static void im2col_tap(const nc_window *g, const float *src, int ki, int kj, flo
 static void col2im_tap(const nc_window *g, const float *src, int ki, int kj, float *dst)
 {
     int off_x, lo, hi;
-    tap_columns(g, kj, &off_x, &lo, &hi);
+    nc_tap_columns(g, kj, &off_x, &lo, &hi);
     for (int oy = 0; oy < g->oh; oy++, src += g->ow) {
         int iy = oy * g->stride[0] + ki * g->dilation[0] - g->pad[0];
         if (iy < 0 || iy >= g->h)
@@ -228,39 +212,8 @@ void nc_dense_backward(int64_t rows, int fin, int fout, const float *in, const f
 }
 
 /* ---- pools ---------------------------------------------------------------
- * The window of output (oy, ox) as the range of taps that land on real input
- * along one axis (taps_of in nc_cpu_ops.c): taps k in [lo, hi) read input
- * start + k·dil, and n_padded of them lie inside the padded input. */
-typedef struct axis_taps {
-    int start, lo, hi, n_padded;
-} axis_taps;
-
-static axis_taps taps_of(int o, int k, int stride, int pad0, int pad1, int dil, int in)
-{
-    axis_taps a;
-    a.start = o * stride - pad0;
-    a.lo = a.start >= 0 ? 0 : ceil_div(-a.start, dil);
-    a.hi = in - a.start > 0 ? ceil_div(in - a.start, dil) : 0;
-    a.n_padded = in + pad1 - a.start > 0 ? ceil_div(in + pad1 - a.start, dil) : 0;
-    if (a.hi > k)
-        a.hi = k;
-    if (a.lo > a.hi)
-        a.lo = a.hi;
-    if (a.n_padded > k)
-        a.n_padded = k;
-    return a;
-}
-
-static axis_taps row_taps(const nc_window *g, int oy)
-{
-    return taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], g->dilation[0], g->h);
-}
-
-static axis_taps col_taps(const nc_window *g, int ox)
-{
-    return taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], g->dilation[1], g->w);
-}
-
+ * The window of output (oy, ox) as the ranges of taps that land on real input
+ * (nc_row_taps, nc_col_taps of nc_window.h). */
 void nc_avgpool_backward(const nc_window *g, int count_include_pad, int64_t rows,
                          const float *dout, float *din)
 {
@@ -271,9 +224,9 @@ void nc_avgpool_backward(const nc_window *g, int count_include_pad, int64_t rows
         float *dx = din + pl * hw;
         const float *dy = dout + pl * ohw;
         for (int oy = 0; oy < g->oh; oy++) {
-            axis_taps ty = row_taps(g, oy);
+            nc_axis_taps ty = nc_row_taps(g, oy);
             for (int ox = 0; ox < g->ow; ox++) {
-                axis_taps tx = col_taps(g, ox);
+                nc_axis_taps tx = nc_col_taps(g, ox);
                 /* the forward's divisor: y = Σ x / count, so ∂y/∂x = 1/count */
                 int count = count_include_pad ? ty.n_padded * tx.n_padded
                                               : (ty.hi - ty.lo) * (tx.hi - tx.lo);
@@ -294,7 +247,7 @@ void nc_avgpool_backward(const nc_window *g, int count_include_pad, int64_t rows
  * (row-major taps, `v > best` from −inf), so the first maximum wins ties.
  * −1 when nothing beats −inf (only padding, or only −inf/NaN inputs): such
  * an output does not depend on any input value and passes no gradient. */
-static int64_t max_position(const nc_window *g, const float *x, axis_taps ty, axis_taps tx)
+static int64_t max_position(const nc_window *g, const float *x, nc_axis_taps ty, nc_axis_taps tx)
 {
     float best = -INFINITY;
     int64_t pick = -1;
@@ -320,9 +273,9 @@ void nc_maxpool_backward(const nc_window *g, int64_t rows, const float *in, cons
         const float *x = in + pl * hw, *dy = dout + pl * ohw;
         float *dx = din + pl * hw;
         for (int oy = 0; oy < g->oh; oy++) {
-            axis_taps ty = row_taps(g, oy);
+            nc_axis_taps ty = nc_row_taps(g, oy);
             for (int ox = 0; ox < g->ow; ox++) {
-                int64_t at = max_position(g, x, ty, col_taps(g, ox));
+                int64_t at = max_position(g, x, ty, nc_col_taps(g, ox));
                 if (at >= 0) /* overlapping windows may pick one input twice: add */
                     dx[at] += dy[oy * g->ow + ox];
             }

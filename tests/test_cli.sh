@@ -138,6 +138,14 @@ expect "engines --json" 0 "$BIN" engines --json
 check "engines lists cpu as available" python3 -c "
 import json,sys; d=json.loads([l for l in open('$WORK/out') if l.startswith('{')][-1])
 sys.exit(not any(e['name'] == 'cpu' and e['available'] for e in d['engines']))"
+NC_CPU_PATH=baseline expect "engines --json with NC_CPU_PATH=baseline" 0 "$BIN" engines --json
+check "engines names the baseline CPU kernels when asked for" python3 -c "
+import json,sys; d=json.loads([l for l in open('$WORK/out') if l.startswith('{')][-1])
+sys.exit(not any(e.get('cpu_kernels') == 'baseline' for e in d['engines']))"
+NC_CPU_PATH=sse9 expect "engines with an unknown NC_CPU_PATH" 0 "$BIN" engines
+check "engines says why NC_CPU_PATH was not followed" grep -q "NC_CPU_PATH=sse9 is not a CPU path" "$WORK/out"
+expect "--version --verbose" 0 "$BIN" --version --verbose
+check "--version --verbose names the CPU kernels" grep -Eq "^CPU kernels: (avx512|avx2|baseline)" "$WORK/out"
 
 echo "1..$n"
 [ $failed -eq 0 ]

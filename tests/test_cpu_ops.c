@@ -1,6 +1,7 @@
 /* test_cpu_ops.c — every fast CPU kernel against its naive reference on random
  * shapes, plus hand-checked values for the window rules and QCFS. */
 #include "nc_test.h"
+#include "nc_test_cpu_path.h"
 
 #include "../sim/nc_cpu_ops.h"
 
@@ -646,6 +647,9 @@ static void test_poisson(void)
 
 int main(void)
 {
+    if (nc_test_cpu_path_skip())
+        return 0;
+    NC_RUN(test_cpu_path_taken);
     NC_RUN(test_window_sizes);
     NC_RUN(test_conv_random);
     NC_RUN(test_conv_chunked);

@@ -2,6 +2,7 @@
  * the naive kernels, the IF/QCFS identity, hand-computed spike trains, SNN
  * convergence, Poisson encoding, cancel, observers, MaxPool strategies. */
 #include "nc_test.h"
+#include "nc_test_cpu_path.h"
 
 #include "../sim/nc_cpu_ops.h"
 #include "../sim/nc_engine.h"
@@ -1058,6 +1059,9 @@ static void test_registry(void)
 
 int main(void)
 {
+    if (nc_test_cpu_path_skip())
+        return 0;
+    NC_RUN(test_cpu_path_taken);
     NC_RUN(test_ann_cnn);
     NC_RUN(test_residual_concat);
     NC_RUN(test_threads);

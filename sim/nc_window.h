@@ -1,0 +1,96 @@
+/* nc_window.h — the geometry of a sliding window (conv2d, average and max
+ * pools), shared by the CPU forward kernels (nc_cpu_ops.c), their backward
+ * twins (nc_grad_ops.c) and the references.
+ *
+ * Windows follow ONNX: pad = {top, left, bottom, right}; the output size
+ * along one axis is
+ *     floor_or_ceil((in + pad0 + pad1 − dil·(k−1) − 1) / stride) + 1
+ * and with ceil_mode a last window that would START in the right/bottom
+ * padding is dropped (so every window covers at least one real input). */
+#ifndef NC_WINDOW_H
+#define NC_WINDOW_H
+
+/* Geometry of a sliding window over [C, H, W]. */
+typedef struct nc_window {
+    int c, h, w;      /* input channels and size per sample                  */
+    int oh, ow;       /* output size, filled by nc_window_init               */
+    int kernel[2];    /* KH, KW                                              */
+    int stride[2];
+    int pad[4];       /* top, left, bottom, right                            */
+    int dilation[2];
+} nc_window;
+
+/* Output size along one axis (formula above); 0 or less when no window fits. */
+int nc_window_out_size(int in, int k, int stride, int pad0, int pad1, int dil, int ceil_mode);
+
+/* Fills g from the input size and the node's window parameters; returns 0, or
+ * -1 when a parameter is out of range (k, stride, dilation < 1, pad < 0) or
+ * no window fits. */
+int nc_window_init(nc_window *g, int c, int h, int w, const int kernel[2], const int stride[2],
+                   const int pad[4], const int dilation[2], int ceil_mode);
+
+/* ⌈a / b⌉ for a ≥ 0, b > 0. */
+static inline int nc_ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+/* The kernel taps k in [lo, hi) of output position o that land on real input
+ * along one axis (input position start + k·dil), and in n_padded how many
+ * land inside the padded input.  The input positions grow with k, so both
+ * sets are ranges.  Inline: the kernels ask for it once per output. */
+typedef struct nc_axis_taps {
+    int start, lo, hi, n_padded;
+} nc_axis_taps;
+
+static inline nc_axis_taps nc_taps_of(int o, int k, int stride, int pad0, int pad1, int dil, int in)
+{
+    nc_axis_taps a;
+    a.start = o * stride - pad0;
+    if (dil == 1) { /* the common case, without divisions */
+        a.lo = a.start >= 0 ? 0 : -a.start;
+        a.hi = in - a.start < k ? in - a.start : k;
+        a.n_padded = in + pad1 - a.start < k ? in + pad1 - a.start : k;
+        if (a.hi < 0)
+            a.hi = 0;
+        if (a.lo > a.hi)
+            a.lo = a.hi;
+        if (a.n_padded < 0)
+            a.n_padded = 0;
+        return a;
+    }
+    a.lo = a.start >= 0 ? 0 : nc_ceil_div(-a.start, dil);
+    a.hi = in - a.start > 0 ? nc_ceil_div(in - a.start, dil) : 0;
+    a.n_padded = in + pad1 - a.start > 0 ? nc_ceil_div(in + pad1 - a.start, dil) : 0;
+    if (a.hi > k)
+        a.hi = k;
+    if (a.lo > a.hi)
+        a.lo = a.hi;
+    if (a.n_padded > k)
+        a.n_padded = k;
+    return a;
+}
+
+/* The taps of output row oy and of output column ox. */
+static inline nc_axis_taps nc_row_taps(const nc_window *g, int oy)
+{
+    return nc_taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], g->dilation[0], g->h);
+}
+
+static inline nc_axis_taps nc_col_taps(const nc_window *g, int ox)
+{
+    return nc_taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], g->dilation[1], g->w);
+}
+
+/* The output columns ox of kernel column kj whose input column
+ * ix = ox·stride + off_x lies inside [0, W): [*lo, *hi) (one row of im2col). */
+static inline void nc_tap_columns(const nc_window *g, int kj, int *off_x, int *lo, int *hi)
+{
+    int sw = g->stride[1];
+    *off_x = kj * g->dilation[1] - g->pad[1];
+    *lo = *off_x >= 0 ? 0 : nc_ceil_div(-*off_x, sw);
+    *hi = g->w - *off_x > 0 ? nc_ceil_div(g->w - *off_x, sw) : 0;
+    if (*hi > g->ow)
+        *hi = g->ow;
+    if (*lo > *hi)
+        *lo = *hi;
+}
+
+#endif
