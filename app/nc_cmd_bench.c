@@ -498,6 +498,13 @@ static int bench(const bench_args *a, nc_net *net, int builtin)
                                   peak > 0 ? b_tf / peak : 0, bptt_bytes};
         }
         print_rows(a, e->ops->name, precision, peak, rows, a->train ? 4 : 2);
+#if NC_HAVE_CUDA
+        if (precision) { /* which kernels ran the convolutions (stderr: the JSON line stays last on stdout) */
+            char convs[4096];
+            nc_engine_gpu_describe_convs(e, convs, sizeof convs);
+            fputs(convs, stderr);
+        }
+#endif
     } else
         rc = nc_cli_error(&err);
     nc_tensor_free(input);

@@ -13,6 +13,7 @@
 //
 // Backward passes (BPTT, QCFS fine-tuning) are not implemented here yet: they
 // belong to the "Fine-tuning" issue; NC_CAP_TRAINING is not claimed.
+#include "gpu/nc_gpu_cudnn.h"
 #include "gpu/nc_gpu_internal.h"
 
 #include <stdio.h>
@@ -106,6 +107,12 @@ struct gnode {
     nc_bf16 *ws[3] = {nullptr, nullptr, nullptr}; // θ/D-scaled weights in parts hi, mid, lo
     int ws_parts = 0;
     float *opscale = nullptr;            // D/θ per input channel
+    // cuDNN path of a conv node (freed with the caches above)
+    float *w_krsc = nullptr;             // the weight as [Cout, KH, KW, Cin]
+    nc_bf16 *wk16_analog = nullptr;      // its bf16 rounding, for an analog operand
+    nc_bf16 *wk16_spike = nullptr;       // θ/D-scaled bf16, for spike counts
+    float *k_opscale = nullptr;          // D/θ per input channel, for those counts
+    std::vector<nc_conv_plan> plans;     // chosen algorithms, one per (rows, precision)
 };
 
 struct block {
@@ -114,9 +121,16 @@ struct block {
     int in_use, used_this_run;
 };
 
+// How convolutions run (NC_GPU_CONV): auto = cuDNN where it is faster than
+// im2col + cuBLAS (tf32, bf16), cudnn = cuDNN in every precision it has,
+// im2col = never cuDNN.
+enum conv_impl { CONV_AUTO, CONV_CUDNN, CONV_IM2COL };
+
 struct gpu_state {
     cudaStream_t stream = nullptr;
     cublasHandle_t blas = nullptr;
+    void *cudnn = nullptr;              // cuDNN handle, NULL without cuDNN
+    conv_impl conv = CONV_AUTO;
     cudaEvent_t ev0 = nullptr, ev1 = nullptr;
     nc_gpu_precision prec = NC_GPU_FP32;
     size_t chunk_bytes = 48u << 20;
@@ -143,6 +157,16 @@ void free_caches(gnode &g)
     g.ws[0] = g.ws[1] = g.ws[2] = nullptr;
     g.ws_parts = 0;
     g.opscale = nullptr;
+    cudaFree(g.w_krsc);
+    cudaFree(g.wk16_analog);
+    cudaFree(g.wk16_spike);
+    cudaFree(g.k_opscale);
+    g.w_krsc = nullptr;
+    g.wk16_analog = g.wk16_spike = nullptr;
+    g.k_opscale = nullptr;
+    for (nc_conv_plan &p : g.plans)
+        nc_cudnn_plan_free(&p);
+    g.plans.clear();
 }
 
 void free_params(gpu_state *st)
@@ -233,6 +257,7 @@ struct gval {
     int constant;      // SNN: one step of N rows that holds at every step
     int owned;         // 1: a pool block; 0: borrowed
     const float *pbias; // a conv/dense bias not yet added (per channel)
+    int nhwc;          // channels last: each row is [H·W, C] (a cuDNN conv's output and what follows it)
 };
 
 struct grun {
@@ -326,17 +351,67 @@ void value_free(grun *r, gval *v)
     *v = gval{nullptr, 0, 0, 0, nullptr};
 }
 
-// Adds a pending bias into the value (in place).
-nc_status materialize(grun *r, int i)
+// Per-channel kernels see a value as rows of [channels, inner]: a
+// channels-last value is rows·inner rows of [channels, 1].
+struct channel_view {
+    int64_t rows;
+    int channels;
+    int64_t inner;
+};
+
+channel_view view_of(const grun *r, int i, const gval *v)
+{
+    const gnode &g = r->st->nodes[i];
+    if (v->nhwc)
+        return {v->rows * g.inner, g.channels, 1};
+    return {v->rows, g.channels, g.inner};
+}
+
+// Adds a pending bias into the value (in place), in its layout.
+nc_status add_pending_bias(grun *r, int i)
 {
     gval *v = &r->val[i];
     if (!v->pbias)
         return NC_OK;
-    const gnode &g = r->st->nodes[i];
-    nc_status s = launch_check(r, "add_bias kernel",
-                               nc_launch_add_bias(r->st->stream, v->rows, g.channels, g.inner, v->pbias, v->data, v->data));
+    channel_view cv = view_of(r, i, v);
+    nc_status s = launch_check(r, "add_bias kernel", nc_launch_add_bias(r->st->stream, cv.rows, cv.channels, cv.inner,
+                                                                         v->pbias, v->data, v->data));
     v->pbias = nullptr;
     return s;
+}
+
+// Puts value i in the layout asked for (nhwc 1: channels last), through a
+// new block; a pending bias stays pending (it is per channel either way).
+nc_status to_layout(grun *r, int i, int nhwc)
+{
+    gval *v = &r->val[i];
+    if (v->nhwc == nhwc || !v->data)
+        return NC_OK;
+    const gnode &g = r->st->nodes[i];
+    void *p = nullptr;
+    nc_status s = alloc_floats(r, v->rows, g.numel, sizeof(float), "channels-last copy", &p);
+    if (s != NC_OK)
+        return s;
+    int64_t a = nhwc ? g.channels : g.inner, b = nhwc ? g.inner : g.channels;
+    s = launch_check(r, "transpose kernel",
+                     nc_launch_transpose_rows(r->st->stream, v->rows, a, b, v->data, (float *)p));
+    if (s != NC_OK) {
+        pool_put(r->st, p);
+        return s;
+    }
+    if (v->owned)
+        pool_put(r->st, v->data);
+    v->data = (float *)p;
+    v->owned = 1;
+    v->nhwc = nhwc;
+    return NC_OK;
+}
+
+// The plain value: the standard layout, and its pending bias added.
+nc_status materialize(grun *r, int i)
+{
+    nc_status s = to_layout(r, i, 0);
+    return s == NC_OK ? add_pending_bias(r, i) : s;
 }
 
 const gval *input_value(const grun *r, int i, int k) { return &r->val[r->net->nodes[i].inputs[k]]; }
@@ -357,7 +432,9 @@ nc_status value_like_input(grun *r, int i, gval *out, const float **src, const f
         in->pbias = nullptr;
         return NC_OK;
     }
-    return value_alloc(r, i, in->rows, in->constant, out);
+    nc_status s = value_alloc(r, i, in->rows, in->constant, out);
+    out->nhwc = in->nhwc;
+    return s;
 }
 
 // A conv/dense bias is left for the only reader when that reader adds it for
@@ -507,8 +584,182 @@ nc_status run_input(grun *r, int i, float *d_input, gval *out)
                         nc_launch_poisson(r->st->stream, r->o->seed, r->T, r->N * numel_of(r, i), d_input, out->data));
 }
 
+// ---- convolutions through cuDNN ----------------------------------------------------------
+
+// The cuDNN arithmetic of the engine's precision, or -1 where the engine
+// keeps im2col + cuBLAS (the split modes: cuDNN's bf16 convolutions write
+// bf16, which would lose the split weights' low parts).
+int cudnn_math(nc_gpu_precision p)
+{
+    switch (p) {
+    case NC_GPU_FP32: return NC_CONV_FP32;
+    case NC_GPU_TF32: return NC_CONV_TF32;
+    case NC_GPU_BF16: return NC_CONV_BF16;
+    default: return -1;
+    }
+}
+
+// Does conv node i run through cuDNN in this pass?
+int use_cudnn(const grun *r, int i)
+{
+    const gpu_state *st = r->st;
+    const gnode &g = st->nodes[i];
+    const nc_gwin &w = g.win;
+    if (!st->cudnn || st->conv == CONV_IM2COL || cudnn_math(st->prec) < 0)
+        return 0;
+    if (g.groups != 1 || w.pt != w.pb || w.pl != w.pr)
+        return 0; /* cuDNN's legacy API: symmetric padding only; grouped convs keep their kernels */
+    if (st->conv == CONV_AUTO && st->prec == NC_GPU_FP32)
+        return 0; /* cuDNN's fp32 FMA kernels are slower than im2col + cuBLAS sgemm */
+    return 1;
+}
+
+// The weight of conv node i as cuDNN reads it ([Cout, KH, KW, Cin]): fp32,
+// or bf16 (rounded; or, for spike counts, scaled by θ/D first).  Built on
+// first use.
+nc_status cudnn_weights(grun *r, int i, nc_conv_math m, int spike, const void **out)
+{
+    gnode &g = r->st->nodes[i];
+    const nc_node *n = &r->net->nodes[i];
+    cudaStream_t st = r->st->stream;
+    int64_t khw = (int64_t)g.win.kh * g.win.kw, k = khw * g.win.c;
+    nc_status s = NC_OK;
+    if (!g.w_krsc) {
+        if ((s = cuda_alloc(r, (size_t)(g.cout * k) * sizeof(float), (void **)&g.w_krsc, "channels-last weights")) != NC_OK)
+            return s;
+        if ((s = launch_check(r, "transpose kernel",
+                              nc_launch_transpose_rows(st, g.cout, g.win.c, khw, g.w, g.w_krsc))) != NC_OK)
+            return s;
+    }
+    if (m != NC_CONV_BF16) {
+        *out = g.w_krsc;
+        return NC_OK;
+    }
+    nc_bf16 **dst = spike ? &g.wk16_spike : &g.wk16_analog;
+    if (!*dst) {
+        if ((s = cuda_alloc(r, (size_t)(g.cout * k) * sizeof(nc_bf16), (void **)dst, "bf16 weights")) != NC_OK)
+            return s;
+        float *mul = nullptr;
+        if (spike) {
+            const gnode &src = r->st->nodes[n->inputs[0]];
+            const gnode &neuron = r->st->nodes[src.spike_src];
+            if ((s = cuda_alloc(r, (size_t)g.win.c * sizeof(float), (void **)&g.k_opscale, "spike scales")) != NC_OK)
+                return s;
+            if ((s = scratch(r, 1, g.win.c, sizeof(float), "spike scales", (void **)&mul)) != NC_OK)
+                return s;
+            s = launch_check(r, "scale kernel",
+                             nc_launch_inv_scale(st, g.win.c, neuron.th, neuron.n_th, src.spike_d, g.k_opscale));
+            if (s == NC_OK)
+                s = launch_check(r, "scale kernel",
+                                 nc_launch_scale(st, g.win.c, neuron.th, neuron.n_th, src.spike_d, mul));
+            if (s != NC_OK)
+                return s;
+        }
+        // column j of a KRSC row reads input channel j % Cin
+        nc_bf16 *parts[1] = {*dst};
+        if ((s = launch_check(r, "weight_parts kernel",
+                              nc_launch_weight_parts(st, g.cout, k, g.w_krsc, mul, g.cout, g.win.c, 1, 1, parts))) != NC_OK)
+            return s;
+    }
+    *out = *dst;
+    return NC_OK;
+}
+
+// The plan of conv node i for `rows` rows in precision m: chosen at the
+// first pass of that shape (cuDNN times its algorithms on these buffers).
+nc_status cudnn_plan_for(grun *r, int i, nc_conv_math m, int64_t rows, const void *x, const void *w, void *y,
+                         const nc_conv_plan **out)
+{
+    gnode &g = r->st->nodes[i];
+    for (const nc_conv_plan &p : g.plans)
+        if (p.shape.rows == rows && p.math == m) {
+            *out = &p;
+            return NC_OK;
+        }
+    const nc_gwin &wn = g.win;
+    nc_conv_shape shape = {rows, wn.c, wn.h, wn.w, g.cout, wn.oh, wn.ow, wn.kh, wn.kw, wn.sh, wn.sw, wn.dh, wn.dw,
+                           wn.pt, wn.pl};
+    // room for the algorithms to try: up to 256 MiB, less when memory is short
+    size_t free_bytes = 0, total = 0;
+    cudaMemGetInfo(&free_bytes, &total);
+    size_t ws_bytes = std::min<size_t>(256u << 20, free_bytes / 8);
+    void *ws = nullptr;
+    nc_status s = scratch(r, 1, (int64_t)ws_bytes, 1, "cuDNN workspace", &ws);
+    if (s != NC_OK)
+        return s;
+    nc_conv_plan plan;
+    if ((s = nc_cudnn_plan(r->st->cudnn, &shape, m, x, w, y, ws, ws_bytes, &plan, r->where, r->err)) != NC_OK)
+        return s;
+    g.plans.push_back(plan);
+    *out = &g.plans.back();
+    return NC_OK;
+}
+
+// Conv node i through cuDNN: channels-last input and output (T folded into
+// the rows); in bf16 the operand is converted first (spikes to their integer
+// counts) and the bf16 output back to fp32.
+nc_status run_conv_cudnn(grun *r, int i, gval *out)
+{
+    const nc_node *n = &r->net->nodes[i];
+    gnode &g = r->st->nodes[i];
+    const nc_gwin &w = g.win;
+    int src = n->inputs[0];
+    nc_status s = add_pending_bias(r, src);
+    if (s == NC_OK && w.c > 1) /* with one channel both layouts are the same bytes */
+        s = to_layout(r, src, 1);
+    if (s != NC_OK)
+        return s;
+    const gval *in = &r->val[src];
+    int64_t R = in->rows, in_numel = (int64_t)w.c * w.h * w.w, P = (int64_t)w.oh * w.ow;
+    if ((s = value_alloc(r, i, R, in->constant, out)) != NC_OK)
+        return s;
+    out->nhwc = 1;
+    nc_conv_math m = (nc_conv_math)cudnn_math(r->st->prec);
+    const gnode &sg = r->st->nodes[src];
+    int spike = m == NC_CONV_BF16 && spike_operand(r, i, in) && sg.spike_c == w.c;
+    const void *wk = nullptr;
+    if ((s = cudnn_weights(r, i, m, spike, &wk)) != NC_OK)
+        return s;
+    cudaStream_t st = r->st->stream;
+    const void *x = in->data;
+    void *y = out->data;
+    if (m == NC_CONV_BF16) {
+        void *xb = nullptr, *yb = nullptr;
+        if ((s = scratch(r, R, in_numel, sizeof(nc_bf16), "bf16 operand", &xb)) != NC_OK ||
+            (s = scratch(r, R, g.cout * P, sizeof(nc_bf16), "bf16 conv output", &yb)) != NC_OK)
+            return s;
+        s = launch_check(r, "to_bf16 kernel", nc_launch_to_bf16(st, R * w.h * w.w, w.c, in->data,
+                                                                  spike ? g.k_opscale : nullptr, w.c, 1, (nc_bf16 *)xb));
+        if (s != NC_OK)
+            return s;
+        x = xb;
+        y = yb;
+    }
+    const nc_conv_plan *plan = nullptr;
+    if ((s = cudnn_plan_for(r, i, m, R, x, wk, y, &plan)) != NC_OK)
+        return s;
+    void *ws = nullptr;
+    if (plan->workspace && (s = scratch(r, 1, (int64_t)plan->workspace, 1, "cuDNN workspace", &ws)) != NC_OK)
+        return s;
+    if ((s = nc_cudnn_conv(r->st->cudnn, plan, x, wk, y, ws, r->where, r->err)) != NC_OK)
+        return s;
+    if (m == NC_CONV_BF16 &&
+        (s = launch_check(r, "bf16_to_f32 kernel",
+                          nc_launch_bf16_to_f32(st, R * g.cout * P, (const nc_bf16 *)y, out->data))) != NC_OK)
+        return s;
+    if (n->bias) {
+        if (bias_fusable(r, i))
+            out->pbias = g.b;
+        else
+            s = launch_check(r, "add_bias kernel", nc_launch_add_bias(st, R * P, g.cout, 1, g.b, out->data, out->data));
+    }
+    return s;
+}
+
 nc_status run_conv(grun *r, int i, gval *out)
 {
+    if (use_cudnn(r, i))
+        return run_conv_cudnn(r, i, out);
     const nc_node *n = &r->net->nodes[i];
     gnode &g = r->st->nodes[i];
     nc_status s = materialize(r, n->inputs[0]);
@@ -725,15 +976,23 @@ nc_status run_pool(grun *r, int i, gval *out)
     int gated = n->kind == NC_NODE_MAXPOOL && r->snn && n->maxpool_strategy == NC_MAXPOOL_GATED;
     int as_avg = n->kind == NC_NODE_AVGPOOL || (n->kind == NC_NODE_MAXPOOL && r->snn && n->maxpool_strategy == NC_MAXPOOL_AVG);
     int as_max = n->kind == NC_NODE_MAXPOOL && !gated && !as_avg;
-    nc_status s = as_max && !r->snn ? NC_OK : materialize(r, n->inputs[0]);
+    const gval *in = input_value(r, i, 0);
+    cudaStream_t st = r->st->stream;
+    nc_status s;
+    if (as_avg && in->nhwc) { /* stays channels last, for the next cuDNN conv */
+        if ((s = add_pending_bias(r, n->inputs[0])) != NC_OK || (s = value_alloc(r, i, in->rows, in->constant, out)) != NC_OK)
+            return s;
+        out->nhwc = 1;
+        return launch_check(r, "avgpool kernel",
+                            nc_launch_avgpool_nhwc(st, &g.win, n->count_include_pad, in->rows, in->data, out->data));
+    }
+    s = as_max && !r->snn ? to_layout(r, n->inputs[0], 0) : materialize(r, n->inputs[0]);
     if (s != NC_OK)
         return s;
     if (gated)
         return run_gated(r, i, out);
-    const gval *in = input_value(r, i, 0);
     if ((s = value_alloc(r, i, in->rows, in->constant, out)) != NC_OK)
         return s;
-    cudaStream_t st = r->st->stream;
     if (n->kind == NC_NODE_GLOBAL_AVGPOOL) {
         int c = (int)n->shape[0];
         return launch_check(r, "global avgpool kernel",
@@ -794,10 +1053,13 @@ nc_status run_scale(grun *r, int i, gval *out)
 nc_status run_merge(grun *r, int i, gval *out)
 {
     const nc_node *n = &r->net->nodes[i];
-    int constant = 1;
+    int constant = 1, all_nhwc = n->kind == NC_NODE_ADD;
     nc_status s = NC_OK;
+    for (int k = 0; k < n->n_inputs; k++)
+        all_nhwc &= input_value(r, i, k)->nhwc;
     for (int k = 0; k < n->n_inputs && s == NC_OK; k++) {
-        s = materialize(r, n->inputs[k]);
+        // a sum is element-wise: inputs that are all channels last stay so
+        s = all_nhwc ? add_pending_bias(r, n->inputs[k]) : materialize(r, n->inputs[k]);
         constant &= input_value(r, i, k)->constant;
     }
     if (s != NC_OK)
@@ -805,6 +1067,7 @@ nc_status run_merge(grun *r, int i, gval *out)
     int steps = r->snn && !constant ? r->T : 1;
     if ((s = value_alloc(r, i, (int64_t)steps * r->N, r->snn && constant, out)) != NC_OK)
         return s;
+    out->nhwc = all_nhwc;
     int64_t rows = (int64_t)steps * r->N, out_numel = numel_of(r, i);
     cudaStream_t st = r->st->stream;
     if (n->kind == NC_NODE_CONCAT) {
@@ -936,23 +1199,24 @@ nc_status run_neuron(grun *r, int i, gval *out)
     }
     if (s != NC_OK)
         return s;
+    out->nhwc = in->nhwc; /* element-wise: the layout carries over */
+    channel_view cv = view_of(r, i, out);
     cudaStream_t st = r->st->stream;
     const nc_neuron *nr = &n->neuron;
     switch (op) {
     case OP_IF:
         return launch_check(r, "IF kernel",
-                            nc_launch_if(st, r->T, r->N * g.numel, g.channels, g.inner, g.th, g.n_th, nr->v0_fraction,
+                            nc_launch_if(st, r->T, r->N * g.numel, cv.channels, cv.inner, g.th, g.n_th, nr->v0_fraction,
                                          nr->reset == NC_RESET_ZERO, nr->compare == NC_FIRE_GT, pb, src, in_step,
                                          out->data, r->N * g.numel));
     case OP_RELU:
-        return launch_check(r, "relu kernel", nc_launch_relu(st, out->rows, g.channels, g.inner, pb, src, out->data));
+        return launch_check(r, "relu kernel", nc_launch_relu(st, cv.rows, cv.channels, cv.inner, pb, src, out->data));
     case OP_CLIP:
-        return launch_check(r, "clip kernel",
-                            nc_launch_clip(st, out->rows, g.channels, g.inner, pb, nr->clip_min, nr->clip_max, src, out->data));
+        return launch_check(r, "clip kernel", nc_launch_clip(st, cv.rows, cv.channels, cv.inner, pb, nr->clip_min,
+                                                             nr->clip_max, src, out->data));
     case OP_QCFS:
-        return launch_check(r, "qcfs kernel",
-                            nc_launch_qcfs(st, out->rows, g.channels, g.inner, pb, g.th, g.n_th, nr->levels, nr->shift, src,
-                                           out->data));
+        return launch_check(r, "qcfs kernel", nc_launch_qcfs(st, cv.rows, cv.channels, cv.inner, pb, g.th, g.n_th,
+                                                             nr->levels, nr->shift, src, out->data));
     }
     return NC_OK;
 }
@@ -1468,6 +1732,7 @@ void gpu_destroy(nc_engine *e)
         cudaEventDestroy(st->ev1);
     if (st->blas)
         cublasDestroy(st->blas);
+    nc_cudnn_destroy(st->cudnn);
     if (st->stream)
         cudaStreamDestroy(st->stream);
     (void)cudaGetLastError();
@@ -1532,6 +1797,29 @@ extern "C" nc_status nc_engine_gpu_set_precision(nc_engine *e, nc_gpu_precision 
     return NC_OK;
 }
 
+extern "C" void nc_engine_gpu_describe_convs(const nc_engine *e, char *buf, size_t size)
+{
+    if (!size)
+        return;
+    buf[0] = 0;
+    if (!nc_engine_is_gpu(e) || !state_of(e)->net)
+        return;
+    const gpu_state *st = state_of(e);
+    char why[400];
+    int have = nc_cudnn_status(why, sizeof why);
+    size_t len = (size_t)snprintf(buf, size, "convolutions (NC_GPU_CONV=%s; %s%s)\n",
+                                  st->conv == CONV_CUDNN ? "cudnn" : st->conv == CONV_IM2COL ? "im2col" : "auto",
+                                  have ? "" : "no cuDNN: ", why);
+    for (int i = 0; i < st->net->n_nodes && len < size; i++) {
+        const nc_node *n = &st->net->nodes[i];
+        if (n->kind != NC_NODE_CONV2D)
+            continue;
+        const gnode &g = st->nodes[i];
+        len += (size_t)snprintf(buf + len, size - len, "  %s: %s\n", n->name,
+                                g.plans.empty() ? "im2col + cuBLAS GEMM" : g.plans.back().desc);
+    }
+}
+
 extern "C" nc_gpu_precision nc_engine_gpu_get_precision(const nc_engine *e)
 {
     return nc_engine_is_gpu(e) ? state_of(e)->prec : NC_GPU_FP32;
@@ -1559,6 +1847,19 @@ extern "C" nc_status nc_engine_gpu_new(nc_engine **out, nc_error *err)
     e->ops = &gpu_ops;
     e->impl = st;
     st->prec = prec;
+    const char *conv = getenv("NC_GPU_CONV");
+    if (conv && *conv) {
+        if (strcmp(conv, "cudnn") == 0)
+            st->conv = CONV_CUDNN;
+        else if (strcmp(conv, "im2col") == 0)
+            st->conv = CONV_IM2COL;
+        else if (strcmp(conv, "auto") != 0) {
+            delete st;
+            free(e);
+            return nc_fail(err, NC_ERR_ARGUMENT, "NC_GPU_CONV='%s' is not a convolution path (auto, cudnn, im2col)",
+                           conv);
+        }
+    }
     nc_status s = NC_OK;
     const char *where = "gpu engine";
     auto init = [&]() -> nc_status {
@@ -1576,7 +1877,7 @@ extern "C" nc_status nc_engine_gpu_new(nc_engine **out, nc_error *err)
         const char *mb = getenv("NC_GPU_CHUNK_MB");
         if (mb && atol(mb) >= 1 && atol(mb) <= 65536)
             st->chunk_bytes = (size_t)atol(mb) << 20;
-        return NC_OK;
+        return nc_cudnn_create(st->stream, &st->cudnn, err);
     };
     s = init();
     if (s != NC_OK) {
@@ -1630,9 +1931,10 @@ void profile_pass(nc_engine *e, const grun *r0, float *d_input)
                 float t = 0;
                 cudaEventElapsedTime(&t, ev[i], ev[i + 1]);
                 const nc_node *nd = &st->net->nodes[i];
-                fprintf(stderr, "#   %-24.24s %-14s %9.3f ms %5.1f%%\n", nd->name,
+                const gnode &g = st->nodes[i];
+                fprintf(stderr, "#   %-24.24s %-14s %9.3f ms %5.1f%%  %s\n", nd->name,
                         nd->kind == NC_NODE_NEURON ? nc_neuron_model_name(nd->neuron.model) : kind_name(nd), t,
-                        total > 0 ? 100.0 * t / total : 0.0);
+                        total > 0 ? 100.0 * t / total : 0.0, g.plans.empty() ? "" : g.plans.back().desc);
             }
         } else
             fprintf(stderr, "# gpu profile failed: %s\n", err.message);
@@ -1762,6 +2064,36 @@ extern "C" nc_status nc_gpu_test_if(int T, long long n, int c, long long inner, 
                                          din, in_step, dout, out_step));
     NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
     NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, out_floats * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
+
+extern "C" nc_status nc_gpu_test_avgpool_nhwc(long long rows, int c, int h, int w, const int kernel[2],
+                                              const int stride[2], const int pad[4], const int dilation[2],
+                                              int ceil_mode, int count_include_pad, const float *in, float *out,
+                                              nc_error *err)
+{
+    const char *where = "gpu channels-last avgpool test";
+    nc_gwin g = {c, h, w, 0, 0, kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1],
+                 pad[0], pad[1], pad[2], pad[3]};
+    g.oh = window_out_size(h, g.kh, g.sh, g.pt, g.pb, g.dh, ceil_mode);
+    g.ow = window_out_size(w, g.kw, g.sw, g.pl, g.pr, g.dw, ceil_mode);
+    if (rows < 1 || g.oh < 1 || g.ow < 1)
+        return nc_fail(err, NC_ERR_ARGUMENT, "%s: no window fits", where);
+    size_t in_n = (size_t)(rows * c * h * w), out_n = (size_t)(rows * c * g.oh * g.ow);
+    dev_buffers d;
+    float *din, *dnhwc, *dpool, *dout;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.get(in_n * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.get(in_n * 4, (void **)&dnhwc));
+    NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dpool));
+    NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, cudaMemcpy(din, in, in_n * 4, cudaMemcpyHostToDevice));
+    NC_CUDA_TRY(err, where, cudaMemset(dpool, 0xff, out_n * 4)); /* poison: every output must be written */
+    NC_CUDA_TRY(err, where, nc_launch_transpose_rows(0, rows, c, (int64_t)h * w, din, dnhwc));
+    NC_CUDA_TRY(err, where, nc_launch_avgpool_nhwc(0, &g, count_include_pad, rows, dnhwc, dpool));
+    NC_CUDA_TRY(err, where, nc_launch_transpose_rows(0, rows, (int64_t)g.oh * g.ow, c, dpool, dout));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, out_n * 4, cudaMemcpyDeviceToHost));
     return NC_OK;
 }
 

@@ -117,6 +117,13 @@ int nc_engine_is_gpu(const nc_engine *e);
 nc_status nc_engine_gpu_set_precision(nc_engine *e, nc_gpu_precision p, nc_error *err);
 nc_gpu_precision nc_engine_gpu_get_precision(const nc_engine *e);
 
+/* What ran each convolution of the loaded net in the last passes: one line a
+ * conv node ("cuDNN IMPLICIT_PRECOMP_GEMM, bf16 tensor cores, NHWC, ..." or
+ * "im2col + cuBLAS GEMM"), after a line that says whether cuDNN was found.
+ * Convolutions run through cuDNN (loaded at run time) in tf32 and bf16, and
+ * as im2col + cuBLAS otherwise; NC_GPU_CONV=cudnn|im2col|auto overrides. */
+void nc_engine_gpu_describe_convs(const nc_engine *e, char *buf, size_t size);
+
 /* Times forward passes of e on `input` with CUDA events on the engine's
  * stream: the input is uploaded once, then `warmup` untimed and `repeats`
  * timed passes run on the device (the output stays on the device, no
@@ -153,6 +160,13 @@ nc_status nc_gpu_test_if(int T, long long n, int c, long long inner, const float
  * with θ folded into the weights, the engine's exact spike path. */
 nc_status nc_gpu_test_gemm(nc_gpu_precision p, long long rows, int fin, int fout, const float *in,
                            const float *weight, const float *spike_scale, float *out, nc_error *err);
+
+/* The channels-last average pool on host arrays: in [rows, C, H, W] goes to
+ * channels last on the device (the transpose kernel), is pooled there
+ * (ONNX window rules, as nc_avgpool), and comes back: out [rows, C, OH, OW]. */
+nc_status nc_gpu_test_avgpool_nhwc(long long rows, int c, int h, int w, const int kernel[2], const int stride[2],
+                                   const int pad[4], const int dilation[2], int ceil_mode, int count_include_pad,
+                                   const float *in, float *out, nc_error *err);
 
 /* Poisson encoding on the device (same stream of numbers as
  * nc_poisson_encode in sim/nc_cpu_ops.h). */

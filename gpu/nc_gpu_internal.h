@@ -137,6 +137,18 @@ cudaError_t nc_launch_fill_random_f32(cudaStream_t s, int64_t n, uint64_t seed, 
 cudaError_t nc_launch_fill_random_bf16(cudaStream_t s, int64_t n, uint64_t seed, float lo, float hi,
                                        nc_bf16 *out);
 
+// ---- channels-last values (the layout of cuDNN's convolutions) -------------
+// out[r, b, a] = in[r, a, b] for r < rows (not in place): a sample [C, HW]
+// becomes [HW, C] with (a, b) = (C, HW), and back with (HW, C).
+cudaError_t nc_launch_transpose_rows(cudaStream_t s, int64_t rows, int64_t a, int64_t b, const float *in,
+                                     float *out);
+// nc_launch_avgpool over [rows, H, W, C] → [rows, OH, OW, C]; the same sums
+// in the same order, so the two layouts give the same values bit for bit.
+cudaError_t nc_launch_avgpool_nhwc(cudaStream_t s, const nc_gwin *g, int count_include_pad, int64_t rows,
+                                   const float *in, float *out);
+// out[i] = in[i] as fp32, for n values.
+cudaError_t nc_launch_bf16_to_f32(cudaStream_t s, int64_t n, const nc_bf16 *in, float *out);
+
 // ---- GEMM (nc_gpu_blas.cu) -------------------------------------------------
 
 // How one product of the engine is computed.

@@ -444,6 +444,67 @@ __global__ void fill_random_kernel(int64_t n, uint64_t seed, float lo, float hi,
     }
 }
 
+// ---- layouts (channels-last values for cuDNN) -------------------------------
+
+// out[r, b, a] = in[r, a, b] for r < rows: NCHW ↔ NHWC of one sample is the
+// transpose of its [C, HW] (or [HW, C]) matrix.  32×32 tiles through shared
+// memory, so that reads and writes are both coalesced; blockIdx.z walks rows.
+constexpr int kTile = 32;
+
+__global__ void transpose_rows_kernel(int64_t rows, int64_t A, int64_t B, const float *in, float *out)
+{
+    __shared__ float tile[kTile][kTile + 1];
+    int64_t a0 = (int64_t)blockIdx.y * kTile, b0 = (int64_t)blockIdx.x * kTile;
+    for (int64_t r = blockIdx.z; r < rows; r += gridDim.z) {
+        const float *x = in + r * A * B;
+        float *y = out + r * A * B;
+        for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+            int64_t a = a0 + i, b = b0 + threadIdx.x;
+            if (a < A && b < B)
+                tile[i][threadIdx.x] = x[a * B + b];
+        }
+        __syncthreads();
+        for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+            int64_t b = b0 + i, a = a0 + threadIdx.x;
+            if (a < A && b < B)
+                y[b * A + a] = tile[threadIdx.x][i];
+        }
+        __syncthreads();
+    }
+}
+
+// Average pool over channels-last values [rows, H, W, C] → [rows, OH, OW, C],
+// one thread per output, channels fastest (coalesced); the sum in the order
+// of avgpool_kernel (and of the CPU engine), so both layouts agree bit for bit.
+__global__ void avgpool_nhwc_kernel(nc_gwin g, int cip, int64_t total, const float *in, float *out)
+{
+    int64_t hwc = (int64_t)g.h * g.w * g.c;
+    for (int64_t e = gtid(); e < total; e += gstride()) {
+        int ch = (int)(e % g.c);
+        int ox = (int)((e / g.c) % g.ow);
+        int oy = (int)((e / ((int64_t)g.c * g.ow)) % g.oh);
+        int64_t r = e / ((int64_t)g.c * g.ow * g.oh);
+        const float *x = in + r * hwc + ch;
+        axis_taps ty = taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
+        axis_taps tx = taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+        int count = cip ? ty.n_padded * tx.n_padded : (ty.hi - ty.lo) * (tx.hi - tx.lo);
+        float sum = 0.0f;
+        for (int ki = ty.lo; ki < ty.hi; ki++) {
+            int64_t iy = ty.start + ki * g.dh;
+            for (int kj = tx.lo; kj < tx.hi; kj++)
+                sum = __fadd_rn(sum, x[(iy * g.w + tx.start + kj * g.dw) * g.c]);
+        }
+        out[e] = count > 0 ? __fdiv_rn(sum, (float)count) : 0.0f;
+    }
+}
+
+__global__ void bf16_to_f32_kernel(int64_t n, const nc_bf16 *in, float *out)
+{
+    for (int64_t i = gtid(); i < n; i += gstride())
+        out[i] = __bfloat162float(in[i]);
+}
+
+
 } // namespace
 
 // ---- launchers ---------------------------------------------------------------
@@ -773,5 +834,36 @@ cudaError_t nc_launch_fill_random_bf16(cudaStream_t s, int64_t n, uint64_t seed,
     if (n <= 0)
         return cudaSuccess;
     fill_random_kernel<nc_bf16><<<grid_for(n), kThreads, 0, s>>>(n, seed, lo, hi, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_transpose_rows(cudaStream_t s, int64_t rows, int64_t a, int64_t b, const float *in, float *out)
+{
+    if (rows <= 0 || a <= 0 || b <= 0)
+        return cudaSuccess;
+    if (in == out || (a + kTile - 1) / kTile > 65535)
+        return cudaErrorInvalidValue;
+    dim3 block(kTile, 8);
+    dim3 grid((unsigned)((b + kTile - 1) / kTile), (unsigned)((a + kTile - 1) / kTile),
+              (unsigned)(rows < 65535 ? rows : 65535));
+    transpose_rows_kernel<<<grid, block, 0, s>>>(rows, a, b, in, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_avgpool_nhwc(cudaStream_t s, const nc_gwin *g, int count_include_pad, int64_t rows,
+                                   const float *in, float *out)
+{
+    int64_t total = rows * g->c * g->oh * g->ow;
+    if (total <= 0)
+        return cudaSuccess;
+    avgpool_nhwc_kernel<<<grid_for(total), kThreads, 0, s>>>(*g, count_include_pad, total, in, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_bf16_to_f32(cudaStream_t s, int64_t n, const nc_bf16 *in, float *out)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    bf16_to_f32_kernel<<<grid_for(n), kThreads, 0, s>>>(n, in, out);
     return cudaGetLastError();
 }

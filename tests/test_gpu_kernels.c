@@ -230,6 +230,16 @@ static void test_conv_kernels(void)
                     printf("# %s: relative error %.3g\n", what, rel);
                 NC_CHECK(rel < (p == NC_GPU_BF16 ? 3e-2 : p == NC_GPU_TF32 ? 3e-3 : 1e-5), "%s: relative error %.3g",
                          what, rel);
+                /* with cuDNN present, tf32 and bf16 convolutions with symmetric padding run through it */
+                char convs[1024];
+                nc_engine_gpu_describe_convs(e, convs, sizeof convs);
+                int cudnn_case = cc->groups == 1 && cc->pad[0] == cc->pad[2] && cc->pad[1] == cc->pad[3] &&
+                                 (p == NC_GPU_TF32 || p == NC_GPU_BF16) && !strstr(convs, "no cuDNN") &&
+                                 !getenv("NC_GPU_CONV");
+                if (cudnn_case)
+                    NC_CHECK(strstr(convs, "conv: cuDNN") != NULL, "%s: cuDNN ran it:\n%s", what, convs);
+                if (k == 0 && p == NC_GPU_BF16)
+                    printf("# %s", convs);
             }
             nc_tensor_free(out);
         }
@@ -307,6 +317,18 @@ static void test_pool_kernels(void)
             snprintf(what, sizeof what, "%s vs cpu engine (bit-identical)", pc->name);
             if (cpu)
                 NC_CHECK(compare_report(what, out->data, cpu->data, N * out_numel, 0, 0) == 0, "%s", what);
+        }
+        if (pc->kind == NC_NODE_AVGPOOL && cpu) { /* the channels-last kernel: the same sums, bit for bit */
+            float *got = malloc((size_t)(N * out_numel) * sizeof(float));
+            nc_error err = {0};
+            nc_status s = nc_gpu_test_avgpool_nhwc(N, C, H, W, pc->k, pc->stride, pc->pad, pc->dil, pc->ceil, pc->cip,
+                                                   in->data, got, &err);
+            NC_CHECK(s == NC_OK, "%s channels last: %s", pc->name, err.message);
+            char what[96];
+            snprintf(what, sizeof what, "%s channels last vs cpu engine (bit-identical)", pc->name);
+            if (s == NC_OK)
+                NC_CHECK(compare_report(what, got, cpu->data, N * out_numel, 0, 0) == 0, "%s", what);
+            free(got);
         }
         nc_tensor_free(out);
         nc_tensor_free(cpu);

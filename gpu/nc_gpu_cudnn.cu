@@ -1,0 +1,303 @@
+// nc_gpu_cudnn.cu — 2-D convolutions through cuDNN, loaded at run time
+// (see nc_gpu_cudnn.h for the contract).
+#include <dlfcn.h>
+#include <mutex>
+#include <stdio.h>
+#include <string.h>
+
+#include <cudnn.h>
+
+#include "gpu/nc_gpu_cudnn.h"
+#include "gpu/nc_gpu_internal.h"
+
+namespace {
+
+// ---- the library, loaded once ------------------------------------------------
+
+// The functions of cuDNN's API that the engine calls, looked up by name in
+// libcudnn.so.9 (types spelled out here: the header's declarations are only
+// used for the enums and structs).
+struct cudnn_api {
+    size_t (*GetVersion)(void);
+    const char *(*GetErrorString)(cudnnStatus_t);
+    cudnnStatus_t (*Create)(cudnnHandle_t *);
+    cudnnStatus_t (*Destroy)(cudnnHandle_t);
+    cudnnStatus_t (*SetStream)(cudnnHandle_t, cudaStream_t);
+    cudnnStatus_t (*CreateTensorDescriptor)(cudnnTensorDescriptor_t *);
+    cudnnStatus_t (*SetTensor4dDescriptor)(cudnnTensorDescriptor_t, cudnnTensorFormat_t, cudnnDataType_t, int, int,
+                                           int, int);
+    cudnnStatus_t (*DestroyTensorDescriptor)(cudnnTensorDescriptor_t);
+    cudnnStatus_t (*CreateFilterDescriptor)(cudnnFilterDescriptor_t *);
+    cudnnStatus_t (*SetFilter4dDescriptor)(cudnnFilterDescriptor_t, cudnnDataType_t, cudnnTensorFormat_t, int, int,
+                                           int, int);
+    cudnnStatus_t (*DestroyFilterDescriptor)(cudnnFilterDescriptor_t);
+    cudnnStatus_t (*CreateConvolutionDescriptor)(cudnnConvolutionDescriptor_t *);
+    cudnnStatus_t (*SetConvolution2dDescriptor)(cudnnConvolutionDescriptor_t, int, int, int, int, int, int,
+                                                cudnnConvolutionMode_t, cudnnDataType_t);
+    cudnnStatus_t (*SetConvolutionMathType)(cudnnConvolutionDescriptor_t, cudnnMathType_t);
+    cudnnStatus_t (*DestroyConvolutionDescriptor)(cudnnConvolutionDescriptor_t);
+    cudnnStatus_t (*GetConvolution2dForwardOutputDim)(cudnnConvolutionDescriptor_t, cudnnTensorDescriptor_t,
+                                                      cudnnFilterDescriptor_t, int *, int *, int *, int *);
+    cudnnStatus_t (*FindConvolutionForwardAlgorithmEx)(cudnnHandle_t, cudnnTensorDescriptor_t, const void *,
+                                                       cudnnFilterDescriptor_t, const void *,
+                                                       cudnnConvolutionDescriptor_t, cudnnTensorDescriptor_t, void *,
+                                                       int, int *, cudnnConvolutionFwdAlgoPerf_t *, void *, size_t);
+    cudnnStatus_t (*ConvolutionForward)(cudnnHandle_t, const void *, cudnnTensorDescriptor_t, const void *,
+                                        cudnnFilterDescriptor_t, const void *, cudnnConvolutionDescriptor_t,
+                                        cudnnConvolutionFwdAlgo_t, void *, size_t, const void *,
+                                        cudnnTensorDescriptor_t, void *);
+};
+
+// The oldest cuDNN whose legacy convolution API and bf16 support we rely on.
+const size_t kMinVersion = 90000;
+
+cudnn_api api;
+int api_ok = 0;
+char api_why[400];
+std::once_flag api_once;
+
+int look_up(void *lib, const char *name, void **slot)
+{
+    *slot = dlsym(lib, name);
+    if (!*slot)
+        snprintf(api_why, sizeof api_why, "cuDNN's libcudnn.so.9 lacks %s", name);
+    return *slot != nullptr;
+}
+
+void load_api()
+{
+    void *lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(api_why, sizeof api_why,
+                 "cuDNN 9 was not found (%.200s): convolutions run as im2col + cuBLAS, which is slower; install "
+                 "cuDNN 9 (libcudnn9) for the fast path",
+                 e ? e : "dlopen libcudnn.so.9 failed");
+        return;
+    }
+    struct entry {
+        const char *name;
+        void **slot;
+    } table[] = {
+        {"cudnnGetVersion", (void **)&api.GetVersion},
+        {"cudnnGetErrorString", (void **)&api.GetErrorString},
+        {"cudnnCreate", (void **)&api.Create},
+        {"cudnnDestroy", (void **)&api.Destroy},
+        {"cudnnSetStream", (void **)&api.SetStream},
+        {"cudnnCreateTensorDescriptor", (void **)&api.CreateTensorDescriptor},
+        {"cudnnSetTensor4dDescriptor", (void **)&api.SetTensor4dDescriptor},
+        {"cudnnDestroyTensorDescriptor", (void **)&api.DestroyTensorDescriptor},
+        {"cudnnCreateFilterDescriptor", (void **)&api.CreateFilterDescriptor},
+        {"cudnnSetFilter4dDescriptor", (void **)&api.SetFilter4dDescriptor},
+        {"cudnnDestroyFilterDescriptor", (void **)&api.DestroyFilterDescriptor},
+        {"cudnnCreateConvolutionDescriptor", (void **)&api.CreateConvolutionDescriptor},
+        {"cudnnSetConvolution2dDescriptor", (void **)&api.SetConvolution2dDescriptor},
+        {"cudnnSetConvolutionMathType", (void **)&api.SetConvolutionMathType},
+        {"cudnnDestroyConvolutionDescriptor", (void **)&api.DestroyConvolutionDescriptor},
+        {"cudnnGetConvolution2dForwardOutputDim", (void **)&api.GetConvolution2dForwardOutputDim},
+        {"cudnnFindConvolutionForwardAlgorithmEx", (void **)&api.FindConvolutionForwardAlgorithmEx},
+        {"cudnnConvolutionForward", (void **)&api.ConvolutionForward},
+    };
+    for (const entry &t : table)
+        if (!look_up(lib, t.name, t.slot)) {
+            dlclose(lib);
+            return;
+        }
+    size_t version = api.GetVersion();
+    if (version < kMinVersion) {
+        snprintf(api_why, sizeof api_why,
+                 "cuDNN %zu.%zu is older than 9.0: convolutions run as im2col + cuBLAS, which is slower; install "
+                 "cuDNN 9",
+                 version / 10000, version / 100 % 100);
+        dlclose(lib);
+        return;
+    }
+    snprintf(api_why, sizeof api_why, "cuDNN %zu.%zu.%zu", version / 10000, version / 100 % 100, version % 100);
+    api_ok = 1; // the library stays loaded for the life of the process
+}
+
+nc_status fail_cudnn(nc_error *err, const char *where, const char *call, cudnnStatus_t s)
+{
+    return nc_fail(err, s == CUDNN_STATUS_ALLOC_FAILED ? NC_ERR_MEMORY : NC_ERR_DEVICE, "%s: %s failed: %s", where,
+                   call, api.GetErrorString ? api.GetErrorString(s) : "cuDNN error");
+}
+
+#define NC_CUDNN_TRY(err, where, call)                                                        \
+    do {                                                                                      \
+        cudnnStatus_t nc_s_ = api.call;                                                       \
+        if (nc_s_ != CUDNN_STATUS_SUCCESS)                                                    \
+            return fail_cudnn((err), (where), #call, nc_s_);                                  \
+    } while (0)
+
+const char *algo_name(int a)
+{
+    switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+    default: return "?";
+    }
+}
+
+const char *math_name(nc_conv_math m)
+{
+    return m == NC_CONV_BF16 ? "bf16 tensor cores" : m == NC_CONV_TF32 ? "tf32 tensor cores" : "fp32 FMA";
+}
+
+// May algorithm result p run in precision m?  Deterministic only; the fp32
+// mode also keeps exact products (no FFT or Winograd, no tensor cores).
+int algo_allowed(const cudnnConvolutionFwdAlgoPerf_t &p, nc_conv_math m)
+{
+    if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC)
+        return 0;
+    if (m != NC_CONV_FP32)
+        return 1;
+    int exact_algo = p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+                     p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+                     p.algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || p.algo == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
+    return exact_algo && p.mathType == CUDNN_FMA_MATH;
+}
+
+nc_status make_descriptors(const nc_conv_shape *s, nc_conv_math m, nc_conv_plan *plan, const char *where,
+                           nc_error *err)
+{
+    cudnnDataType_t data = m == NC_CONV_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t c;
+    NC_CUDNN_TRY(err, where, CreateTensorDescriptor(&x));
+    plan->x_desc = x;
+    NC_CUDNN_TRY(err, where, CreateTensorDescriptor(&y));
+    plan->y_desc = y;
+    NC_CUDNN_TRY(err, where, CreateFilterDescriptor(&w));
+    plan->w_desc = w;
+    NC_CUDNN_TRY(err, where, CreateConvolutionDescriptor(&c));
+    plan->conv_desc = c;
+    NC_CUDNN_TRY(err, where, SetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, data, (int)s->rows, s->c, s->h, s->w));
+    NC_CUDNN_TRY(err, where, SetFilter4dDescriptor(w, data, CUDNN_TENSOR_NHWC, s->cout, s->c, s->kh, s->kw));
+    NC_CUDNN_TRY(err, where,
+                 SetConvolution2dDescriptor(c, s->ph, s->pw, s->sh, s->sw, s->dh, s->dw, CUDNN_CROSS_CORRELATION,
+                                            CUDNN_DATA_FLOAT));
+    NC_CUDNN_TRY(err, where, SetConvolutionMathType(c, m == NC_CONV_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+    int n = 0, k = 0, oh = 0, ow = 0;
+    NC_CUDNN_TRY(err, where, GetConvolution2dForwardOutputDim(c, x, w, &n, &k, &oh, &ow));
+    if (n != s->rows || k != s->cout || oh != s->oh || ow != s->ow)
+        return nc_fail(err, NC_ERR_SHAPE, "%s: cuDNN computes a %dx%dx%d output where the net has %dx%dx%d", where, k,
+                       oh, ow, s->cout, s->oh, s->ow);
+    NC_CUDNN_TRY(err, where, SetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, data, n, k, oh, ow));
+    return NC_OK;
+}
+
+} // namespace
+
+int nc_cudnn_status(char *why, size_t why_size)
+{
+    std::call_once(api_once, load_api);
+    if (why && why_size)
+        snprintf(why, why_size, "%s", api_why);
+    return api_ok;
+}
+
+nc_status nc_cudnn_create(cudaStream_t stream, void **handle, nc_error *err)
+{
+    *handle = nullptr;
+    if (!nc_cudnn_status(nullptr, 0))
+        return NC_OK;
+    cudnnHandle_t h = nullptr;
+    NC_CUDNN_TRY(err, "gpu engine", Create(&h));
+    cudnnStatus_t s = api.SetStream(h, stream);
+    if (s != CUDNN_STATUS_SUCCESS) {
+        api.Destroy(h);
+        return fail_cudnn(err, "gpu engine", "SetStream", s);
+    }
+    *handle = h;
+    return NC_OK;
+}
+
+void nc_cudnn_destroy(void *handle)
+{
+    if (handle && api_ok)
+        api.Destroy((cudnnHandle_t)handle);
+}
+
+int nc_cudnn_shape_ok(const nc_conv_shape *s, char *why, size_t why_size)
+{
+    const int64_t int_max = 0x7fffffff;
+    if (s->rows > int_max || s->rows * s->c * s->h * s->w > int_max ||
+        s->rows * s->cout * s->oh * s->ow > int_max) {
+        snprintf(why, why_size, "more than 2^31 values in one tensor");
+        return 0;
+    }
+    return 1;
+}
+
+nc_status nc_cudnn_plan(void *handle, const nc_conv_shape *s, nc_conv_math m, const void *x, const void *w, void *y,
+                        void *ws, size_t ws_bytes, nc_conv_plan *plan, const char *where, nc_error *err)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->shape = *s;
+    plan->math = m;
+    nc_status st = make_descriptors(s, m, plan, where, err);
+    if (st != NC_OK) {
+        nc_cudnn_plan_free(plan);
+        return st;
+    }
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int found = 0;
+    cudnnStatus_t cs = api.FindConvolutionForwardAlgorithmEx(
+        (cudnnHandle_t)handle, (cudnnTensorDescriptor_t)plan->x_desc, x, (cudnnFilterDescriptor_t)plan->w_desc, w,
+        (cudnnConvolutionDescriptor_t)plan->conv_desc, (cudnnTensorDescriptor_t)plan->y_desc, y,
+        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, ws, ws_bytes);
+    if (cs != CUDNN_STATUS_SUCCESS) {
+        nc_cudnn_plan_free(plan);
+        return fail_cudnn(err, where, "FindConvolutionForwardAlgorithmEx", cs);
+    }
+    int best = -1; // results come fastest first
+    for (int k = 0; k < found && best < 0; k++)
+        if (algo_allowed(perf[k], m) && perf[k].memory <= ws_bytes)
+            best = k;
+    if (best < 0) {
+        nc_cudnn_plan_free(plan);
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: cuDNN has no deterministic %s algorithm for this convolution",
+                       where, math_name(m));
+    }
+    plan->algo = perf[best].algo;
+    plan->workspace = perf[best].memory;
+    plan->find_ms = perf[best].time;
+    snprintf(plan->desc, sizeof plan->desc, "cuDNN %s, %s, NHWC, workspace %zu bytes, %.3f ms",
+             algo_name(plan->algo), math_name(m), plan->workspace, plan->find_ms);
+    return NC_OK;
+}
+
+void nc_cudnn_plan_free(nc_conv_plan *plan)
+{
+    if (api_ok) {
+        if (plan->x_desc)
+            api.DestroyTensorDescriptor((cudnnTensorDescriptor_t)plan->x_desc);
+        if (plan->y_desc)
+            api.DestroyTensorDescriptor((cudnnTensorDescriptor_t)plan->y_desc);
+        if (plan->w_desc)
+            api.DestroyFilterDescriptor((cudnnFilterDescriptor_t)plan->w_desc);
+        if (plan->conv_desc)
+            api.DestroyConvolutionDescriptor((cudnnConvolutionDescriptor_t)plan->conv_desc);
+    }
+    plan->x_desc = plan->y_desc = plan->w_desc = plan->conv_desc = nullptr;
+}
+
+nc_status nc_cudnn_conv(void *handle, const nc_conv_plan *plan, const void *x, const void *w, void *y, void *ws,
+                        const char *where, nc_error *err)
+{
+    const float one = 1.0f, zero = 0.0f;
+    NC_CUDNN_TRY(err, where,
+                 ConvolutionForward((cudnnHandle_t)handle, &one, (cudnnTensorDescriptor_t)plan->x_desc, x,
+                                    (cudnnFilterDescriptor_t)plan->w_desc, w,
+                                    (cudnnConvolutionDescriptor_t)plan->conv_desc,
+                                    (cudnnConvolutionFwdAlgo_t)plan->algo, ws, plan->workspace, &zero,
+                                    (cudnnTensorDescriptor_t)plan->y_desc, y));
+    return NC_OK;
+}

@@ -1,0 +1,74 @@
+// nc_gpu_cudnn.h — 2-D convolutions through cuDNN (C++, gpu/ only).
+//
+// cuDNN is loaded at run time (dlopen of libcudnn.so.9), not linked: a
+// program built here starts on a machine without cuDNN and its GPU engine
+// then convolves with im2col + cuBLAS, saying why once (nc_cudnn_status).
+//
+// Layout: channels last everywhere — x [rows, H, W, C], the filter
+// [Cout, KH, KW, C] (KRSC) and y [rows, OH, OW, Cout] — the layout cuDNN's
+// tensor-core kernels read without transposing.  T is folded into rows.
+//
+// A plan is chosen once per shape (nc_cudnn_plan, at the first pass of a
+// batch shape): cudnnFindConvolutionForwardAlgorithmEx times every algorithm
+// on the real buffers and the fastest deterministic one that fits the
+// precision is kept, with its workspace size and a line that says what runs
+// (for `neurocuda bench` and NC_GPU_PROFILE).
+#ifndef NC_GPU_CUDNN_H
+#define NC_GPU_CUDNN_H
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/nc_gpu.h"
+
+// The arithmetic of one convolution.
+enum nc_conv_math {
+    NC_CONV_FP32, // fp32 data, fp32 FMA (no tensor cores; no FFT or Winograd: exact products)
+    NC_CONV_TF32, // fp32 data, TF32 tensor cores
+    NC_CONV_BF16  // bf16 x, filter and y; fp32 accumulation on tensor cores
+};
+
+struct nc_conv_shape {
+    int64_t rows;
+    int c, h, w;    // input channels and size
+    int cout, oh, ow;
+    int kh, kw, sh, sw, dh, dw;
+    int ph, pw;     // symmetric zero padding (cuDNN has no other)
+};
+
+struct nc_conv_plan {
+    nc_conv_shape shape;
+    nc_conv_math math;
+    int algo;             // cudnnConvolutionFwdAlgo_t
+    size_t workspace;     // bytes the algorithm needs
+    float find_ms;        // its time when it was chosen
+    char desc[160];       // e.g. "cuDNN IMPLICIT_PRECOMP_GEMM, bf16 tensor cores, NHWC, workspace 0 bytes"
+    void *x_desc, *y_desc, *w_desc, *conv_desc; // cuDNN descriptors (opaque here)
+};
+
+// 1 when cuDNN 9 was found and loaded; else 0 and `why` says what is missing
+// and what runs instead.  Loads it at the first call (thread-safe).
+int nc_cudnn_status(char *why, size_t why_size);
+
+// A cuDNN handle on `stream` (*handle stays NULL and NC_OK is returned when
+// cuDNN is absent: the caller checks nc_cudnn_status first).
+nc_status nc_cudnn_create(cudaStream_t stream, void **handle, nc_error *err);
+void nc_cudnn_destroy(void *handle);
+
+// 1 if cuDNN can run this shape at all (sizes within cuDNN's int range);
+// else 0 and a reason.  Asymmetric padding cannot be said in a shape: the
+// caller keeps such convolutions on im2col.
+int nc_cudnn_shape_ok(const nc_conv_shape *s, char *why, size_t why_size);
+
+// Chooses the algorithm for shape s in precision m (see above), timing them
+// on x, w, y (y is overwritten) with up to ws_bytes of workspace at ws.
+nc_status nc_cudnn_plan(void *handle, const nc_conv_shape *s, nc_conv_math m, const void *x, const void *w, void *y,
+                        void *ws, size_t ws_bytes, nc_conv_plan *plan, const char *where, nc_error *err);
+void nc_cudnn_plan_free(nc_conv_plan *plan);
+
+// y = conv(x, w) with the plan's algorithm; ws: plan->workspace bytes.
+nc_status nc_cudnn_conv(void *handle, const nc_conv_plan *plan, const void *x, const void *w, void *y, void *ws,
+                        const char *where, nc_error *err);
+
+#endif
