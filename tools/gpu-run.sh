@@ -7,23 +7,26 @@
 # Unpacks the bundle into /tmp/nc, then, each step with its own time limit and
 # its full log under $OUT:
 #   1. device facts (nvidia-smi, `neurocuda engines`);
-#   2. the GPU tests (test_gpu_kernels, test_gpu_engine; fixtures read from
+#   2. the GPU tests (test_gpu_kernels, test_gpu_engine, and both again with
+#      NC_GPU_CONV=cudnn; test_gpu_train, test_gpu_faults; fixtures read from
 #      this checkout through NC_SOURCE_DIR);
 #   3. `neurocuda bench` on the issue's networks (builtin:vgg-fmnist and
 #      builtin:cnn-fmnist at batch 1024, builtin:vgg16-cifar at batch 256;
-#      T = 8) in every precision: CUDA events, median of 20 after 3 warm-ups,
-#      TFLOP/s and fraction of the measured peak; an im2col chunk-size sweep;
-#      the cnn_maxpool ONNX fixture on real Fashion-MNIST images;
-#   4. the dense floor: the same networks as plain ANNs in PyTorch (batch
-#      8192; VGG16 2048 = 256 × 8), fp32 with TF32 off, tf32, bf16;
-#   5. if time is left: test_gpu_kernels under compute-sanitizer memcheck.
+#      T = 8) in fp32, tf32 and bf16, and the VGG-style net with the other
+#      convolution path (NC_GPU_CONV): CUDA events, median of 20 after 3
+#      warm-ups; the cnn_maxpool ONNX fixture on real Fashion-MNIST images;
+#   4. the anchors: the same networks as plain ANNs in PyTorch (batch 8192;
+#      VGG16 2048 = 256 × 8) and as SpikingJelly-style multi-step SNNs in
+#      eager PyTorch (batch 1024 / 256, T = 8), fp32 with TF32 off, tf32, bf16;
+#   5. one nsys profile (VGG-style, bf16);
+#   6. if time is left: test_gpu_kernels under compute-sanitizer memcheck.
 # The last lines printed are a summary table (the device reply keeps the end
 # of the output).  NC_RUN_BUDGET (seconds, default 540) bounds the whole run.
 set -uo pipefail
 OUT=${OUT:-/tmp/nc-out}
 mkdir -p "$OUT"
 root=$(pwd)
-budget=${NC_RUN_BUDGET:-540}
+budget=${NC_RUN_BUDGET:-560}
 start=$SECONDS
 left() { echo $((budget - (SECONDS - start))); }
 log() { echo "[$((SECONDS - start))s] $*"; }
@@ -55,41 +58,53 @@ nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,temperature.gpu
   2>&1 | tee "$OUT/gpu.csv"
 "$B/neurocuda" engines 2>&1 | tee "$OUT/engines.txt"
 
-# ---- 2. tests ---------------------------------------------------------------------
+# ---- 2. tests -------------------------------------------------------------------
+# Each GPU test once as built (cuDNN convolutions where the engine picks them),
+# and test_gpu_kernels / test_gpu_engine again with NC_GPU_CONV=cudnn (every
+# precision cuDNN has, fp32 included: channels-last values against the CPU
+# engine) and NC_GPU_CONV=im2col (the path without cuDNN).
 declare -A test_rc
-for t in test_gpu_kernels test_gpu_engine; do
-  if [ $t = test_gpu_kernels ]; then lim=150; else lim=$(( $(left) - 210 )); fi
-  [ $lim -gt 300 ] && lim=300; [ $lim -lt 60 ] && lim=60
-  log "$t (limit ${lim}s)"
-  timeout "$lim" "$B/$t" > "$OUT/$t.log" 2>&1
-  test_rc[$t]=$?
-  grep -E '^(not ok|ok .*SKIP)|# FAILED' "$OUT/$t.log" | head -20
-  log "$t: rc=${test_rc[$t]}, $(grep -c '^ok' "$OUT/$t.log") ok, $(grep -c '^not ok' "$OUT/$t.log") not ok"
-done
+run_test() { # name binary limit [env...]
+  local name=$1 bin=$2 lim=$3
+  shift 3
+  [ "$(left)" -lt $((lim / 2 + 60)) ] && { log "skip $name: out of time"; return; }
+  log "$name (limit ${lim}s)"
+  env "$@" timeout "$lim" "$B/$bin" > "$OUT/$name.log" 2>&1
+  test_rc[$name]=$?
+  grep -E '^(not ok|ok .*SKIP)|# FAILED' "$OUT/$name.log" | head -20
+  log "$name: rc=${test_rc[$name]}, $(grep -c '^ok' "$OUT/$name.log") ok, $(grep -c '^not ok' "$OUT/$name.log") not ok"
+}
+tests=(test_gpu_kernels test_gpu_engine test_gpu_train test_gpu_faults)
+run_test test_gpu_kernels test_gpu_kernels 90
+run_test test_gpu_engine test_gpu_engine 150
+run_test test_gpu_kernels_cudnn test_gpu_kernels 90 NC_GPU_CONV=cudnn
+run_test test_gpu_engine_cudnn test_gpu_engine 150 NC_GPU_CONV=cudnn
+[ -x "$B/test_gpu_train" ] && run_test test_gpu_train test_gpu_train 90
+[ -x "$B/test_gpu_faults" ] && run_test test_gpu_faults test_gpu_faults 60
+tests+=(test_gpu_kernels_cudnn test_gpu_engine_cudnn)
 
 # ---- 3. benchmarks ------------------------------------------------------------------
 export NC_GPU_PROFILE=1  # one extra pass after the timed ones: per-node times on stderr (in the logs)
-bench() { # name precision batch [extra env]
+bench() { # net precision batch [tag [env...]]
   local net=$1 p=$2 b=$3 tag=${4:-}
+  shift 4 2>/dev/null || shift $#
   local f="$OUT/bench_${net}_${p}${tag}.txt"
   [ "$(left)" -lt 90 ] && { log "skip bench $net $p$tag: out of time"; return; }
-  timeout 120 "$B/neurocuda" bench "builtin:$net" --engine gpu --precision "$p" --batch "$b" -T 8 \
-    --repeats 20 --warmup 3 --json > "$f" 2>&1
+  log "bench $net $p$tag"
+  env "$@" timeout 120 "$B/neurocuda" bench "builtin:$net" --engine gpu --precision "$p" --batch "$b" -T 8 \
+    --repeats 20 --warmup 3 --no-peak --json > "$f" 2>&1
   echo "rc=$?" >> "$f"
 }
 for net in vgg-fmnist cnn-fmnist vgg16-cifar; do
   b=1024; [ $net = vgg16-cifar ] && b=256
-  for p in fp32 tf32 bf16 split-bf16 split-bf16x2; do
-    log "bench $net $p"
+  for p in fp32 tf32 bf16; do
     bench $net $p $b
   done
 done
-for mb in 16 128; do
-  for p in fp32 bf16; do
-    log "bench vgg-fmnist $p, NC_GPU_CHUNK_MB=$mb"
-    NC_GPU_CHUNK_MB=$mb bench vgg-fmnist $p 1024 "_chunk$mb"
-  done
-done
+bench vgg-fmnist fp32 1024 _cudnn NC_GPU_CONV=cudnn
+bench vgg-fmnist tf32 1024 _im2col NC_GPU_CONV=im2col
+bench vgg-fmnist bf16 1024 _im2col NC_GPU_CONV=im2col
+bench vgg-fmnist split-bf16 1024
 if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt 60 ]; then
   log "bench cnn_maxpool.onnx (Fashion-MNIST subset)"
   timeout 120 "$B/neurocuda" bench tests/fixtures/models/cnn_maxpool.onnx --engine gpu --data /tmp/nc/data/fmnist \
@@ -147,14 +162,57 @@ for name, make, shape, batch in [("vgg-fmnist", vgg_fmnist, (1, 28, 28), 8192), 
         ms = time_ms(m, x)
         rows.append({"net": name, "precision": prec, "batch": batch, "ms": ms})
         print(json.dumps(rows[-1]), flush=True)
+# The SpikingJelly-style anchor: the same nets as multi-step SNNs in eager
+# PyTorch (SpikingJelly's torch backend): every conv / linear / pool on all
+# B·T rows at once (cuDNN, channels_last), the IF neuron (soft reset, v0 =
+# θ/2, fire on ≥) a loop over T on the [T, B, ...] view; batch B = 1024 (VGG16
+# 256), T = 8, the image repeated over the steps as SpikingJelly's direct
+# encoding does.
+T = 8
+class IF(nn.Module):
+    def forward(self, x):
+        xs = x.view(T, -1, *x.shape[1:])
+        v = torch.full_like(xs[0], 0.5)
+        out = torch.empty_like(xs)
+        for t in range(T):
+            v = v + xs[t]
+            s = (v >= 1.0).to(x.dtype)
+            v = v - s
+            out[t] = s
+        return out.view_as(x)
+
+def spiking(model):
+    return nn.Sequential(*[IF() if isinstance(m, nn.ReLU) else m for m in model])
+
+for name, make, shape, batch in [("vgg-fmnist", vgg_fmnist, (1, 28, 28), 1024), ("cnn-fmnist", cnn_fmnist, (1, 28, 28), 1024),
+                                 ("vgg16-cifar", vgg16_cifar, (3, 32, 32), 256)]:
+    for prec in ["fp32", "tf32", "bf16"]:
+        set_tf32(prec == "tf32")
+        dt = torch.bfloat16 if prec == "bf16" else torch.float32
+        m = spiking(make()).cuda().eval().to(dtype=dt).to(memory_format=torch.channels_last)
+        x = torch.rand(batch, *shape, device="cuda", dtype=dt)
+        xt = x.unsqueeze(0).expand(T, *x.shape).reshape(T * batch, *shape).contiguous(memory_format=torch.channels_last)
+        ms = time_ms(m, xt)
+        rows.append({"net": name, "precision": prec, "batch": batch, "T": T, "kind": "snn-multistep", "ms": ms})
+        print(json.dumps(rows[-1]), flush=True)
 print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version(), file=sys.stderr)
 EOF
-  lim=$(( $(left) - 20 )); [ $lim -gt 150 ] && lim=150
+  lim=$(( $(left) - 20 )); [ $lim -gt 200 ] && lim=200
   timeout "$lim" python3 "$OUT/torch_floor.py" > "$OUT/torch_floor.jsonl" 2> "$OUT/torch_floor.err"
   log "PyTorch rc=$?"
 fi
 
-# ---- 5. sanitizer, if time is left ---------------------------------------------------------
+# ---- 5. one profile: where the time of the bf16 VGG-style pass goes -------------------------
+if command -v nsys > /dev/null && [ "$(left)" -gt 120 ]; then
+  log "nsys profile vgg-fmnist bf16"
+  timeout 90 nsys profile -o "$OUT/nsys_vgg_bf16" --force-overwrite true --stats=true \
+    "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision bf16 --batch 1024 -T 8 --repeats 5 --warmup 2 \
+    --no-peak > "$OUT/nsys_vgg_bf16.txt" 2>&1
+  log "nsys rc=$?"
+  rm -f "$OUT"/nsys_vgg_bf16.qdrep "$OUT"/nsys_vgg_bf16.sqlite
+fi
+
+# ---- 6. sanitizer, if time is left ---------------------------------------------------------
 if command -v compute-sanitizer > /dev/null && [ "$(left)" -gt 150 ]; then
   lim=$(( $(left) - 30 ))
   log "compute-sanitizer memcheck test_gpu_kernels (limit ${lim}s)"
@@ -165,17 +223,21 @@ fi
 # ---- summary ------------------------------------------------------------------------------
 echo
 echo "==== summary ($((SECONDS - start))s; logs in \$OUT) ===="
-for t in test_gpu_kernels test_gpu_engine; do
+for t in "${tests[@]}"; do
   printf '%-18s rc=%s  %s ok, %s not ok\n' "$t" "${test_rc[$t]:-?}" "$(grep -c '^ok' "$OUT/$t.log" 2>/dev/null)" \
     "$(grep -c '^not ok' "$OUT/$t.log" 2>/dev/null)"
 done
 python3 - "$OUT" <<'EOF'
 import glob, json, os, sys
 out = sys.argv[1]
-floor = {}
+floor, sj = {}, {}
 try:
     for line in open(os.path.join(out, "torch_floor.jsonl")):
-        r = json.loads(line); floor[(r["net"], r["precision"])] = r["ms"]
+        r = json.loads(line)
+        if r.get("kind") == "snn-multistep":
+            sj[(r["net"], r["precision"])] = r["ms"]
+        else:
+            floor[(r["net"], r["precision"])] = r["ms"]
 except Exception:
     pass
 print(f"{'bench':34s} {'ann ms':>8s} {'snn ms':>8s} {'TFLOP/s':>8s} {'%peak':>6s} {'peak':>7s} {'floor ms':>8s}")
@@ -198,6 +260,8 @@ for f in sorted(glob.glob(os.path.join(out, "bench_*.txt"))):
           f"{(f'{fl:8.2f}' if fl else '       -')}")
 for (net, p), ms in sorted(floor.items()):
     print(f"torch floor {net:12s} {p:5s} {ms:8.2f} ms")
+for (net, p), ms in sorted(sj.items()):
+    print(f"torch multi-step SNN {net:12s} {p:5s} {ms:8.2f} ms")
 EOF
 for t in test_gpu_kernels test_gpu_engine; do
   [ "${test_rc[$t]:-1}" = 0 ] || exit 1
