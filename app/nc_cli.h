@@ -19,6 +19,13 @@ int nc_cmd_bench(int argc, char **argv);
 int nc_cmd_export_nir(int argc, char **argv);
 int nc_cmd_export_lava(int argc, char **argv);
 
+/* The pipeline runner's description of `convert ARGS` (argv[0] = "convert")
+ * for `net`, without running it: what the command would run.  0, or the
+ * exit code of a bad command line (the message printed).  The description
+ * points into static storage: one at a time. */
+struct nc_runner_desc;
+int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, struct nc_runner_desc *out);
+
 /* Loads a model by its extension (.onnx, or a converted project .ncsnn).  On
  * failure prints the one-line error and returns NULL.  When pp is not NULL
  * and the file is a project with stored preprocessing, *pp receives it and
