@@ -235,6 +235,8 @@ static nc_status run_open(nc_runner *r, nc_error *err)
     if (st == NC_OK)
         st = open_split(r, NC_SPLIT_TEST, r->desc.test_images, &r->test_set, err);
     if (st == NC_OK)
+        st = nc_check_dataset_fits(r->net, r->test_set, err);
+    if (st == NC_OK)
         st = make_engine(r, err);
     if (st == NC_OK)
         st = nc_engine_load(r->engine, r->net, err);
