@@ -207,6 +207,7 @@ static nc_runner_desc describe(const convert_args *a, const nc_net *net)
     d.pp = a->data.pp;
     d.test_images = a->data.limit;
     d.engine = a->engine;
+    d.engine_settings = &nc_cli_engine_settings;
     d.pipeline = a->opts;
     d.held_out = a->ft.val_images_set ? a->opts.train.val_count : -1;
     d.eval_T = a->ft.eval_T;

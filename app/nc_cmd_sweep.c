@@ -181,6 +181,7 @@ static nc_runner_desc describe(const sweep_args *a, const nc_net *net)
     d.pp = a->data.pp;
     d.test_images = a->data.limit;
     d.engine = a->engine;
+    d.engine_settings = &nc_cli_engine_settings;
     d.pipeline = a->opts;
     d.n_methods = a->n_methods;
     memcpy(d.methods, a->methods, sizeof a->methods);

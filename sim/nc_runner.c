@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nc_engine_registry.h"
 #include "nc_evaluate.h"
 
 struct nc_runner {
@@ -215,7 +216,7 @@ static nc_status make_engine(nc_runner *r, nc_error *err)
         r->engine = r->desc.engine_instance;
         return NC_OK;
     }
-    nc_status st = nc_engine_new(r->desc.engine, &r->engine, err);
+    nc_status st = nc_engine_new_with(r->desc.engine, r->desc.engine_settings, &r->engine, err);
     if (st == NC_OK)
         r->engine->threads = r->desc.threads;
     return st;

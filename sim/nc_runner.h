@@ -53,6 +53,7 @@ typedef struct nc_runner_desc {
     const char *engine;           /* engine name ("cpu" when NULL) …                     */
     nc_engine *engine_instance;   /* … or an engine made by the caller (borrowed)        */
     int threads;                  /* CPU threads of a named engine (0: all cores)        */
+    const struct nc_engine_settings *engine_settings; /* KEY=VALUE options (may be NULL) */
     nc_pipeline_options pipeline; /* conversion and fine-tuning                          */
     int64_t held_out;             /* fine-tuning's held-out images; < 0: the default     */
     /* a sweep: each method converts a clone of one calibration and is measured;
