@@ -19,13 +19,6 @@ int nc_cmd_bench(int argc, char **argv);
 int nc_cmd_export_nir(int argc, char **argv);
 int nc_cmd_export_lava(int argc, char **argv);
 
-/* The pipeline runner's description of `convert ARGS` (argv[0] = "convert")
- * for `net`, without running it: what the command would run.  0, or the
- * exit code of a bad command line (the message printed).  The description
- * points into static storage: one at a time. */
-struct nc_runner_desc;
-int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, struct nc_runner_desc *out);
-
 /* Loads a model by its extension (.onnx, or a converted project .ncsnn).  On
  * failure prints the one-line error and returns NULL.  When pp is not NULL
  * and the file is a project with stored preprocessing, *pp receives it and
@@ -85,6 +78,19 @@ nc_dataset *nc_cli_open_data(const nc_cli_data *d, nc_split split);
 /* Creates and loads an engine by name for `net` (printing errors), with the
  * --engine-opt settings of the command line. */
 nc_engine *nc_cli_engine(const char *name, const nc_net *net, int threads);
+/* The pipeline runner's description of `convert ARGS` (argv[0] = "convert")
+ * for `net`, without running it: what the command would run.  0, or the
+ * exit code of a bad command line (the message printed).  The description
+ * points into static storage: one at a time. */
+struct nc_runner_desc;
+struct nc_pipeline_options;
+/* The part of a runner description every command fills the same way: the
+ * model, the dataset options, the engine (with --engine-opt) and the
+ * conversion options. */
+struct nc_runner_desc nc_cli_runner_desc(const nc_net *net, const char *model, const nc_cli_data *data,
+                                         const char *engine, const struct nc_pipeline_options *opts);
+int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, struct nc_runner_desc *out);
+
 /* The --engine-opt KEY=VALUE settings given (nc_cli_data_option reads them). */
 struct nc_engine_settings;
 extern struct nc_engine_settings nc_cli_engine_settings;

@@ -7,6 +7,7 @@
 
 #include "nc_engine_registry.h"
 #include "nc_nir.h"
+#include "nc_runner.h"
 #include "nc_onnx.h"
 
 int nc_cli_error(const nc_error *err)
@@ -134,6 +135,21 @@ nc_dataset *nc_cli_open_data(const nc_cli_data *d, nc_split split)
 }
 
 nc_engine_settings nc_cli_engine_settings;
+
+nc_runner_desc nc_cli_runner_desc(const nc_net *net, const char *model, const nc_cli_data *data, const char *engine,
+                                  const nc_pipeline_options *opts)
+{
+    nc_runner_desc d = nc_runner_desc_default();
+    d.source = net;
+    d.source_path = model;
+    d.dataset = data->spec;
+    d.pp = data->pp;
+    d.test_images = data->limit;
+    d.engine = engine;
+    d.engine_settings = &nc_cli_engine_settings;
+    d.pipeline = *opts;
+    return d;
+}
 
 nc_engine *nc_cli_engine(const char *name, const nc_net *net, int threads)
 {

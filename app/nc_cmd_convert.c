@@ -200,15 +200,7 @@ static void print_json(const convert_args *a, const nc_runner *r)
 
 static nc_runner_desc describe(const convert_args *a, const nc_net *net)
 {
-    nc_runner_desc d = nc_runner_desc_default();
-    d.source = net;
-    d.source_path = a->model;
-    d.dataset = a->data.spec;
-    d.pp = a->data.pp;
-    d.test_images = a->data.limit;
-    d.engine = a->engine;
-    d.engine_settings = &nc_cli_engine_settings;
-    d.pipeline = a->opts;
+    nc_runner_desc d = nc_cli_runner_desc(net, a->model, &a->data, a->engine, &a->opts);
     d.held_out = a->ft.val_images_set ? a->opts.train.val_count : -1;
     d.eval_T = a->ft.eval_T;
     d.output = a->output;

@@ -174,15 +174,7 @@ static void print_curves(const sweep_args *a, const sweep_curves *c, const nc_da
  * plan for a description with several methods. */
 static nc_runner_desc describe(const sweep_args *a, const nc_net *net)
 {
-    nc_runner_desc d = nc_runner_desc_default();
-    d.source = net;
-    d.source_path = a->model;
-    d.dataset = a->data.spec;
-    d.pp = a->data.pp;
-    d.test_images = a->data.limit;
-    d.engine = a->engine;
-    d.engine_settings = &nc_cli_engine_settings;
-    d.pipeline = a->opts;
+    nc_runner_desc d = nc_cli_runner_desc(net, a->model, &a->data, a->engine, &a->opts);
     d.n_methods = a->n_methods;
     memcpy(d.methods, a->methods, sizeof a->methods);
     d.eval_T = a->T;

@@ -91,14 +91,20 @@ static nc_runner_desc cli_desc(void)
     return d;
 }
 
+/* The job as each front end describes it; s must be cleared after. */
+static void describe_both(nc_runner_desc *c, NcJobSettings *s, nc_runner_desc *w)
+{
+    *c = cli_desc();
+    workbench_settings(s);
+    nc_job_settings_describe_run(s, model, model_path, w);
+}
+
 /* Both descriptions plan the same stages, in the same order. */
 static void test_same_plan(void)
 {
-    nc_runner_desc c = cli_desc();
+    nc_runner_desc c, w;
     NcJobSettings s;
-    workbench_settings(&s);
-    nc_runner_desc w;
-    nc_job_settings_describe_run(&s, model, model_path, &w);
+    describe_both(&c, &s, &w);
     nc_runner *a = NULL, *b = NULL;
     nc_error err = {0};
     NC_CHECK(nc_runner_new(&c, &a, &err) == NC_OK && nc_runner_new(&w, &b, &err) == NC_OK, "%s", err.message);
@@ -137,11 +143,9 @@ static NcJob *run_job(const NcJobSettings *s)
 /* The CLI's runner, the workbench's runner and the real job: one table. */
 static void test_same_tables(void)
 {
-    nc_runner_desc c = cli_desc();
+    nc_runner_desc c, w;
     NcJobSettings s;
-    workbench_settings(&s);
-    nc_runner_desc w;
-    nc_job_settings_describe_run(&s, model, model_path, &w);
+    describe_both(&c, &s, &w);
     nc_runner *a = run_desc(&c), *b = run_desc(&w);
     NC_CHECK(a && b && nc_runner_row_count(a) == 3, "three rows: converted, QCFS, BPTT");
     NC_CHECK(a && b && same_rows(a, b), "the CLI's and the workbench's descriptions give identical rows");
