@@ -47,14 +47,15 @@ typedef struct nc_cli_data {
 enum { NC_OPT_DATA = 1000, NC_OPT_MEAN, NC_OPT_STD, NC_OPT_SCALE, NC_OPT_LIMIT, NC_OPT_JSON, NC_OPT_ENGINE,
        NC_OPT_BATCH, NC_OPT_THREADS, NC_OPT_THRESHOLD, NC_OPT_PER_CHANNEL, NC_OPT_L, NC_OPT_MAXPOOL,
        NC_OPT_CALIB_IMAGES, NC_OPT_V0, NC_OPT_RESET, NC_OPT_FIRE, NC_OPT_ENCODING, NC_OPT_SEED, NC_OPT_RECORD,
-       NC_OPT_PNG, NC_OPT_REPEATS, NC_OPT_WARMUP, NC_OPT_PLOTS, NC_OPT_DT, NC_OPT_APPROX };
+       NC_OPT_PNG, NC_OPT_REPEATS, NC_OPT_WARMUP, NC_OPT_PLOTS, NC_OPT_DT, NC_OPT_APPROX, NC_OPT_ENGINE_OPT };
 
 /* getopt_long entries shared by the commands that read a dataset and by
  * those that convert; each command lists them in its own option table. */
 #define NC_CLI_DATA_LONG_OPTIONS                                                                   \
     {"data", required_argument, NULL, NC_OPT_DATA}, {"mean", required_argument, NULL, NC_OPT_MEAN}, \
     {"std", required_argument, NULL, NC_OPT_STD}, {"scale", required_argument, NULL, NC_OPT_SCALE},  \
-    {"limit", required_argument, NULL, NC_OPT_LIMIT}
+    {"limit", required_argument, NULL, NC_OPT_LIMIT},                                              \
+    {"engine-opt", required_argument, NULL, NC_OPT_ENGINE_OPT}
 #define NC_CLI_CONVERT_LONG_OPTIONS                                                                \
     {"threshold", required_argument, NULL, NC_OPT_THRESHOLD},                                      \
     {"per-channel", no_argument, NULL, NC_OPT_PER_CHANNEL}, {"L", required_argument, NULL, NC_OPT_L}, \
@@ -74,8 +75,25 @@ void nc_cli_data_init(nc_cli_data *d);
 int nc_cli_data_option(nc_cli_data *d, int opt, const char *arg);
 /* Opens the dataset (printing the error on failure). */
 nc_dataset *nc_cli_open_data(const nc_cli_data *d, nc_split split);
-/* Creates and loads an engine by name for `net` (printing errors). */
+/* Creates and loads an engine by name for `net` (printing errors), with the
+ * --engine-opt settings of the command line. */
 nc_engine *nc_cli_engine(const char *name, const nc_net *net, int threads);
+/* The pipeline runner's description of `convert ARGS` (argv[0] = "convert")
+ * for `net`, without running it: what the command would run.  0, or the
+ * exit code of a bad command line (the message printed).  The description
+ * points into static storage: one at a time. */
+struct nc_runner_desc;
+struct nc_pipeline_options;
+/* The part of a runner description every command fills the same way: the
+ * model, the dataset options, the engine (with --engine-opt) and the
+ * conversion options. */
+struct nc_runner_desc nc_cli_runner_desc(const nc_net *net, const char *model, const nc_cli_data *data,
+                                         const char *engine, const struct nc_pipeline_options *opts);
+int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, struct nc_runner_desc *out);
+
+/* The --engine-opt KEY=VALUE settings given (nc_cli_data_option reads them). */
+struct nc_engine_settings;
+extern struct nc_engine_settings nc_cli_engine_settings;
 
 /* Prints "neurocuda: <message>" on stderr; returns 1 (the exit code), or
  * 130 with an "interrupted" message when Ctrl-C cancelled the job. */

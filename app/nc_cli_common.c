@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nc_engine_registry.h"
 #include "nc_nir.h"
+#include "nc_runner.h"
 #include "nc_onnx.h"
 
 int nc_cli_error(const nc_error *err)
@@ -113,6 +115,10 @@ int nc_cli_data_option(nc_cli_data *d, int opt, const char *arg)
     case NC_OPT_LIMIT:
         d->limit = nc_cli_parse_long("--limit", arg, 1, 1L << 40);
         return d->limit < 0 ? -1 : 1;
+    case NC_OPT_ENGINE_OPT: {
+        nc_error err = {0};
+        return nc_engine_settings_add(&nc_cli_engine_settings, arg, &err) == NC_OK ? 1 : (nc_cli_error(&err), -1);
+    }
     default: return 0;
     }
 }
@@ -128,11 +134,28 @@ nc_dataset *nc_cli_open_data(const nc_cli_data *d, nc_split split)
     return ds;
 }
 
+nc_engine_settings nc_cli_engine_settings;
+
+nc_runner_desc nc_cli_runner_desc(const nc_net *net, const char *model, const nc_cli_data *data, const char *engine,
+                                  const nc_pipeline_options *opts)
+{
+    nc_runner_desc d = nc_runner_desc_default();
+    d.source = net;
+    d.source_path = model;
+    d.dataset = data->spec;
+    d.pp = data->pp;
+    d.test_images = data->limit;
+    d.engine = engine;
+    d.engine_settings = &nc_cli_engine_settings;
+    d.pipeline = *opts;
+    return d;
+}
+
 nc_engine *nc_cli_engine(const char *name, const nc_net *net, int threads)
 {
     nc_error err = {0};
     nc_engine *e = NULL;
-    if (nc_engine_new(name, &e, &err) != NC_OK) {
+    if (nc_engine_new_with(name, &nc_cli_engine_settings, &e, &err) != NC_OK) {
         nc_cli_error(&err);
         return NULL;
     }
@@ -197,6 +220,7 @@ const char nc_cli_convert_help[] =
     "  -T N             the timesteps mmse tunes the threshold for (default L)\n"
     "  --maxpool S      avg | pre-spike (default, exact) | gated: how MaxPool runs on spikes\n"
     "  --calib-images N training images used for calibration (default 2000)\n"
+    "  --engine-opt K=V set an option of the engine (repeatable; `neurocuda engines` lists them)\n"
     "  --v0 F           initial membrane potential as a fraction of θ (default 0.5)\n"
     "  --reset R        subtract (default) | zero\n"
     "  --fire C         ge (v ≥ θ, default) | gt (v > θ)\n";

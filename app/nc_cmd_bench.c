@@ -10,13 +10,10 @@
 #include <string.h>
 
 #include "nc_cli.h"
-#include "nc_config.h"
+#include "nc_engine_registry.h"
 #include "nc_evaluate.h"
 #include "nc_pipeline.h"
 #include "nc_train.h"
-#if NC_HAVE_CUDA
-#include "gpu/nc_gpu.h"
-#endif
 
 enum { OPT_PRECISION = 2000, OPT_NO_PEAK, OPT_TRAIN };
 
@@ -48,7 +45,8 @@ static void usage(FILE *out)
           "                   batch: qcfs-step (the QCFS-ANN) and bptt-step (the SNN over T steps),\n"
           "                   on the trainer of --engine (cpu or gpu); TFLOP/s count 3 × the forward\n"
           "                   MACs (forward + two backward GEMMs); the memory the step needs is shown\n"
-          "  --batch B (default 64), -T N (default 8), --repeats N (default 20), --warmup N (default 3)\n",
+          "  --batch B (default 64), -T N (default 8), --repeats N (default 20), --warmup N (default 3)\n"
+          "  --engine-opt K=V set an option of the engine (repeatable; `neurocuda engines` lists them)\n",
           out);
 }
 
@@ -92,15 +90,14 @@ static nc_status time_mode(nc_engine *e, const nc_tensor *input, nc_mode mode, c
     if (!times)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory");
     nc_status st = NC_OK;
-#if NC_HAVE_CUDA
-    if (nc_engine_is_gpu(e)) {
+    const nc_engine_info *info = nc_engine_info_of(e);
+    if (info && info->time_forward) { /* device engines time on the device */
         double ms = 0;
-        st = nc_engine_gpu_time_forward(e, input, &opts, (int)a->warmup, (int)a->repeats, times, &ms, err);
+        st = info->time_forward(e, input, &opts, (int)a->warmup, (int)a->repeats, times, &ms, err);
         *median = 1e-3 * ms;
         free(times);
         return st;
     }
-#endif
     for (long r = -a->warmup; r < a->repeats && st == NC_OK; r++) {
         nc_tensor *out = NULL;
         double start = nc_now();
@@ -409,43 +406,39 @@ static void print_rows(const bench_args *a, const char *engine, const char *prec
     nc_json_end(&j);
 }
 
-/* Applies --precision (or checks it is meaningful for this engine); sets
- * *name to the precision in use on a gpu engine, NULL on another. */
-static int apply_precision(nc_engine *e, const bench_args *a, const char **name)
+/* --precision is the engine option "precision" (checked by the registry
+ * when the engine is made); an engine without it computes in fp32. */
+static int apply_precision(const bench_args *a)
 {
-    *name = NULL;
-#if NC_HAVE_CUDA
-    if (nc_engine_is_gpu(e)) {
-        nc_error err = {0};
-        if (a->precision) {
-            nc_gpu_precision p;
-            if (nc_gpu_precision_parse(a->precision, &p) != 0) {
-                fprintf(stderr, "neurocuda bench: unknown --precision '%s' (fp32, tf32, bf16, split-bf16, split-bf16x2)\n",
-                        a->precision);
-                return 2;
-            }
-            if (nc_engine_gpu_set_precision(e, p, &err) != NC_OK)
-                return nc_cli_error(&err);
-        }
-        *name = nc_gpu_precision_name(nc_engine_gpu_get_precision(e));
+    if (!a->precision)
         return 0;
-    }
-#endif
-    if (a->precision && strcmp(a->precision, "fp32") != 0) {
+    if (!nc_engine_option_find(nc_engine_find(a->engine), "precision")) {
+        if (strcmp(a->precision, "fp32") == 0)
+            return 0;
         fprintf(stderr, "neurocuda bench: --precision %s needs --engine gpu (the %s engine computes in fp32)\n",
-                a->precision, e->ops->name);
+                a->precision, a->engine);
         return 2;
     }
-    return 0;
+    char setting[160];
+    nc_error err = {0};
+    snprintf(setting, sizeof setting, "precision=%s", a->precision);
+    return nc_engine_settings_add(&nc_cli_engine_settings, setting, &err) == NC_OK ? 0 : nc_cli_error(&err);
+}
+
+/* The arithmetic in use on a device engine, NULL on another. */
+static const char *precision_of(const nc_engine *e)
+{
+    const nc_engine_info *info = nc_engine_info_of(e);
+    return info && info->precision ? info->precision(e) : NULL;
 }
 
 static int bench(const bench_args *a, nc_net *net, int builtin)
 {
-    nc_engine *e = nc_cli_engine(a->engine, net, (int)a->threads);
+    int rc = apply_precision(a);
+    nc_engine *e = rc == 0 ? nc_cli_engine(a->engine, net, (int)a->threads) : NULL;
     if (!e)
-        return 1;
-    const char *precision = NULL;
-    int rc = apply_precision(e, a, &precision);
+        return rc ? rc : 1;
+    const char *precision = precision_of(e);
     nc_dataset *ds = NULL;
     if (rc == 0 && builtin) {
         ds = random_images(net, 256);
@@ -470,15 +463,11 @@ static int bench(const bench_args *a, nc_net *net, int builtin)
     nc_status st = time_mode(e, input, NC_MODE_ANN, a, &ann_s, &err);
     if (st == NC_OK)
         st = time_mode(e, input, NC_MODE_SNN, a, &snn_s, &err);
-#if NC_HAVE_CUDA
-    if (st == NC_OK && precision && !a->no_peak) {
-        nc_gpu_precision p = nc_engine_gpu_get_precision(e);
-        if (nc_gpu_measure_peak(p, &peak, &err) != NC_OK) {
-            fprintf(stderr, "neurocuda bench: could not measure the peak: %s\n", err.message);
-            peak = 0;
-        }
+    const nc_engine_info *info = nc_engine_info_of(e);
+    if (st == NC_OK && info && info->measure_peak && !a->no_peak && info->measure_peak(e, &peak, &err) != NC_OK) {
+        fprintf(stderr, "neurocuda bench: could not measure the peak: %s\n", err.message);
+        peak = 0;
     }
-#endif
     double qcfs_s = 0, bptt_s = 0, qcfs_bytes = 0, bptt_bytes = 0;
     if (st == NC_OK && a->train)
         st = time_train(net, input, ds, NC_TRAIN_QCFS, a, &qcfs_s, &qcfs_bytes, &err);
@@ -498,13 +487,12 @@ static int bench(const bench_args *a, nc_net *net, int builtin)
                                   peak > 0 ? b_tf / peak : 0, bptt_bytes};
         }
         print_rows(a, e->ops->name, precision, peak, rows, a->train ? 4 : 2);
-#if NC_HAVE_CUDA
-        if (precision) { /* which kernels ran the convolutions (stderr: the JSON line stays last on stdout) */
-            char convs[4096];
-            nc_engine_gpu_describe_convs(e, convs, sizeof convs);
-            fputs(convs, stderr);
+        const nc_engine_info *info = nc_engine_info_of(e);
+        if (info && info->describe_kernels) { /* stderr: the JSON line stays last on stdout */
+            char kernels[4096];
+            info->describe_kernels(e, kernels, sizeof kernels);
+            fputs(kernels, stderr);
         }
-#endif
     } else
         rc = nc_cli_error(&err);
     nc_tensor_free(input);
@@ -521,7 +509,7 @@ int nc_cmd_bench(int argc, char **argv)
         {"threads", required_argument, NULL, NC_OPT_THREADS}, {"data", required_argument, NULL, NC_OPT_DATA},
         {"mean", required_argument, NULL, NC_OPT_MEAN},     {"std", required_argument, NULL, NC_OPT_STD},
         {"precision", required_argument, NULL, OPT_PRECISION}, {"no-peak", no_argument, NULL, OPT_NO_PEAK},
-        {"train", no_argument, NULL, OPT_TRAIN},
+        {"train", no_argument, NULL, OPT_TRAIN},            {"engine-opt", required_argument, NULL, NC_OPT_ENGINE_OPT},
         {"json", no_argument, NULL, NC_OPT_JSON},           {"help", no_argument, NULL, 'h'},
         {0}};
     bench_args a = {.engine = "cpu", .batch = 64, .T = 8, .repeats = 20, .warmup = 3};

@@ -8,9 +8,7 @@
 
 #include "nc_cli.h"
 #include "nc_cli_finetune.h"
-#include "nc_evaluate.h"
-#include "nc_pipeline.h"
-#include "nc_simulate.h"
+#include "nc_runner.h"
 
 static void usage(FILE *out)
 {
@@ -84,53 +82,18 @@ static int parse(int argc, char **argv, convert_args *a)
     return -1; /* go on */
 }
 
-/* What each stage of the pipeline reached on the test split. */
-#define MAX_EVAL_T 4096
-typedef struct stage_accuracy {
-    const char *name;         /* "converted", "QCFS fine-tuned", "BPTT fine-tuned" */
-    double ann, qcfs;         /* NAN when not measured                              */
-    int T;                    /* SNN steps measured (0 = none)                      */
-    double snn[MAX_EVAL_T];   /* accuracy after step t + 1                          */
-} stage_accuracy;
-
-static int evaluate_mode(nc_engine *engine, const nc_dataset *test, nc_mode mode, double *accuracy)
-{
-    nc_error err = {0};
-    nc_eval_result r;
-    if (nc_evaluate(engine, test, 100, mode, nc_cli_progress, NULL, &r, &err) != NC_OK)
-        return nc_cli_error(&err);
-    *accuracy = r.accuracy;
-    return 0;
-}
-
-/* SNN test accuracy after every step up to T. */
-static int evaluate_snn(nc_engine *engine, const nc_net *net, const nc_dataset *test, int T, stage_accuracy *acc)
-{
-    nc_simulate_options so = {.T = T, .skip_ann = 1, .skip_qcfs = 1};
-    nc_record *rec = NULL;
-    nc_error err = {0};
-    nc_status st = nc_simulate(engine, net, test, &so, nc_cli_progress, NULL, &rec, &err);
-    if (st == NC_OK) {
-        acc->T = T;
-        for (int t = 1; t <= T; t++)
-            acc->snn[t - 1] = nc_record_accuracy(rec, t);
-    }
-    nc_record_free(rec);
-    return st == NC_OK ? 0 : nc_cli_error(&err);
-}
-
-static void print_stages(const stage_accuracy *stages, int n, int64_t images)
+static void print_stages(const nc_stage_row *rows, int n, int64_t images)
 {
     static const int steps[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
     int T = 0;
     for (int k = 0; k < n; k++)
-        T = stages[k].T > T ? stages[k].T : T;
+        T = rows[k].T > T ? rows[k].T : T;
     printf("\nTest accuracy (%lld images)\n%-18s %8s %9s", (long long)images, "stage", "ANN", "QCFS-ANN");
     for (size_t j = 0; j < sizeof steps / sizeof steps[0] && steps[j] <= T; j++)
         printf("  SNN T=%-3d", steps[j]);
     printf("\n");
     for (int k = 0; k < n; k++) {
-        const stage_accuracy *s = &stages[k];
+        const nc_stage_row *s = &rows[k];
         printf("%-18s ", s->name);
         if (isnan(s->ann))
             printf("%8s ", "-");
@@ -149,142 +112,75 @@ static void print_stages(const stage_accuracy *stages, int n, int64_t images)
     }
 }
 
-static void print_stages_json(nc_json *j, const stage_accuracy *stages, int n)
+static void print_stages_json(nc_json *j, const nc_stage_row *rows, int n)
 {
     nc_json_open(j, "stages", '[');
     for (int k = 0; k < n; k++) {
         nc_json_open(j, NULL, '{');
-        nc_json_string(j, "stage", stages[k].name);
-        nc_json_number(j, "ann_accuracy", stages[k].ann);
-        nc_json_number(j, "qcfs_accuracy", stages[k].qcfs);
+        nc_json_string(j, "stage", rows[k].name);
+        nc_json_number(j, "ann_accuracy", rows[k].ann);
+        nc_json_number(j, "qcfs_accuracy", rows[k].qcfs);
         nc_json_open(j, "snn_accuracy_by_step", '[');
-        for (int t = 0; t < stages[k].T; t++)
-            nc_json_number(j, NULL, stages[k].snn[t]);
+        for (int t = 0; t < rows[k].T; t++)
+            nc_json_number(j, NULL, rows[k].snn[t]);
         nc_json_close(j, ']');
         nc_json_close(j, '}');
     }
     nc_json_close(j, ']');
 }
 
-/* Metrics "<prefix>ann_accuracy", "<prefix>qcfs_accuracy", "<prefix>snn_accuracy_t<t>". */
-static void store_stage(nc_project *p, const char *prefix, const stage_accuracy *s)
+static void print_finetune_header(const convert_args *a, const nc_runner *r, nc_train_mode stage)
 {
-    char key[96];
-    nc_error err = {0};
-    if (!isnan(s->ann)) {
-        snprintf(key, sizeof key, "%sann_accuracy", prefix);
-        nc_project_set_metric(p, key, s->ann, &err);
-    }
-    if (!isnan(s->qcfs)) {
-        snprintf(key, sizeof key, "%sqcfs_accuracy", prefix);
-        nc_project_set_metric(p, key, s->qcfs, &err);
-    }
-    for (int t = 1; t <= s->T; t++) {
-        snprintf(key, sizeof key, "%ssnn_accuracy_t%d", prefix, t);
-        nc_project_set_metric(p, key, s->snn[t - 1], &err);
-    }
-}
-
-typedef struct finetune_run {
-    stage_accuracy stages[3];
-    int n_stages;
-    nc_train_result qcfs, bptt;
-} finetune_run;
-
-/* One fine-tuning stage; the engine is reloaded with the new weights. */
-static int finetune_stage(convert_args *a, nc_engine *engine, nc_net *net, const nc_dataset *train,
-                          nc_train_mode stage, nc_train_result *res)
-{
-    nc_error err = {0};
+    const nc_train_options *t = nc_runner_train_options(r);
     int epochs = stage == NC_TRAIN_QCFS ? a->opts.finetune_qcfs_epochs : a->opts.finetune_bptt_epochs;
     printf("\n%s fine-tuning on the %s: %d epoch%s on %s, batch %d%s, %s lr %g, %s\n",
-           stage == NC_TRAIN_QCFS ? "QCFS" : "BPTT", strcmp(a->opts.train.engine, "gpu") == 0 ? "GPU" : "CPU",
-           epochs, epochs == 1 ? "" : "s", train->path,
-           a->opts.train.batch_size, stage == NC_TRAIN_BPTT ? "" : " (QCFS-ANN)",
-           nc_optimizer_name(a->opts.train.optimizer),
-           a->opts.train.learning_rate > 0 ? a->opts.train.learning_rate
-                                           : (a->opts.train.optimizer == NC_OPTIMIZER_SGD ? 1e-3 : 1e-4),
-           stage == NC_TRAIN_BPTT ? nc_surrogate_name(a->opts.train.surrogate) : "straight-through floor");
+           stage == NC_TRAIN_QCFS ? "QCFS" : "BPTT", strcmp(t->engine, "gpu") == 0 ? "GPU" : "CPU", epochs,
+           epochs == 1 ? "" : "s", nc_runner_train_set(r)->path, t->batch_size,
+           stage == NC_TRAIN_BPTT ? "" : " (QCFS-ANN)", nc_optimizer_name(t->optimizer),
+           t->learning_rate > 0 ? t->learning_rate : (t->optimizer == NC_OPTIMIZER_SGD ? 1e-3 : 1e-4),
+           stage == NC_TRAIN_BPTT ? nc_surrogate_name(t->surrogate) : "straight-through floor");
     if (stage == NC_TRAIN_BPTT)
-        printf("  T = %d steps, thresholds %s\n", a->opts.train.T, a->opts.train.train_threshold ? "trained" : "fixed");
+        printf("  T = %d steps, thresholds %s\n", t->T, t->train_threshold ? "trained" : "fixed");
     fflush(stdout);
-    nc_pipeline_options o = a->opts;
-    o.train.progress = nc_cli_train_progress;
-    nc_status st = nc_pipeline_finetune(net, stage, train, &o, res, &err);
-    if (st == NC_OK)
-        st = nc_engine_load(engine, net, &err);
-    if (st != NC_OK)
-        return nc_cli_error(&err);
-    printf("  kept epoch %d of %d (held-out accuracy %.4f, before %.4f), %.0f s, %.2f GB\n", res->best_epoch,
-           res->epochs_run, res->best_val_accuracy, res->val_accuracy_before, res->seconds, res->memory_bytes / 1e9);
-    return 0;
 }
 
-static stage_accuracy *next_stage(finetune_run *run, const char *name)
+static void print_converted(const convert_args *a, const nc_runner *r)
 {
-    stage_accuracy *s = &run->stages[run->n_stages++];
-    *s = (stage_accuracy){.name = name, .ann = NAN, .qcfs = NAN};
-    return s;
+    const nc_pipeline_result *result = nc_runner_pipeline_result(r);
+    char table[16384];
+    printf("Converted %s (%s)\n", a->model, result->calibrated ? "calibrated" : "imported QCFS thresholds");
+    printf("%s", nc_convert_summary_text(nc_runner_net(r),
+                                         result->calibrated ? nc_calib_method_name(a->opts.method) : "imported",
+                                         table, sizeof table));
+    if (result->warnings[0])
+        printf("Notes:\n%s\n", result->warnings);
+    fflush(stdout);
 }
 
-/* converted → [QCFS fine-tune] → [BPTT fine-tune], each stage measured. */
-static int run_stages(convert_args *a, nc_engine *engine, nc_net *net, const nc_dataset *train,
-                      const nc_dataset *test, finetune_run *run)
+/* The runner's stages as they begin and end: what `convert` prints. */
+static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, nc_runner_event ev, nc_error *err)
 {
-    int eval_T = a->ft.eval_T;
-    if (eval_T == 0 && (a->opts.finetune_qcfs_epochs > 0 || a->opts.finetune_bptt_epochs > 0))
-        eval_T = 32;
-    stage_accuracy *s = next_stage(run, "converted");
-    int rc = evaluate_mode(engine, test, NC_MODE_ANN, &s->ann);
-    if (rc == 0)
-        rc = evaluate_mode(engine, test, NC_MODE_QCFS, &s->qcfs);
-    if (rc == 0 && a->opts.finetune_qcfs_epochs > 0) {
-        rc = finetune_stage(a, engine, net, train, NC_TRAIN_QCFS, &run->qcfs);
-        s = next_stage(run, "QCFS fine-tuned");
-        if (rc == 0)
-            rc = evaluate_mode(engine, test, NC_MODE_ANN, &s->ann);
-        if (rc == 0)
-            rc = evaluate_mode(engine, test, NC_MODE_QCFS, &s->qcfs);
-    }
-    if (rc == 0 && eval_T > 0)
-        rc = evaluate_snn(engine, net, test, eval_T, s);
-    if (rc == 0 && a->opts.finetune_bptt_epochs > 0) {
-        rc = finetune_stage(a, engine, net, train, NC_TRAIN_BPTT, &run->bptt);
-        s = next_stage(run, "BPTT fine-tuned");
-        if (rc == 0)
-            rc = evaluate_mode(engine, test, NC_MODE_QCFS, &s->qcfs);
-        if (rc == 0 && eval_T > 0)
-            rc = evaluate_snn(engine, net, test, eval_T, s);
-    }
-    return rc;
+    (void)err;
+    const convert_args *a = user;
+    nc_train_result res;
+    if (stage->kind == NC_RUN_CONVERT && ev == NC_RUNNER_STAGE_END)
+        print_converted(a, r);
+    else if (stage->kind == NC_RUN_FINETUNE && ev == NC_RUNNER_STAGE_BEGIN)
+        print_finetune_header(a, r, stage->mode);
+    else if (stage->kind == NC_RUN_FINETUNE && ev == NC_RUNNER_STAGE_END && nc_runner_train_result(r, stage->mode, &res))
+        printf("  kept epoch %d of %d (held-out accuracy %.4f, before %.4f), %.0f s, %.2f GB\n", res.best_epoch,
+               res.epochs_run, res.best_val_accuracy, res.val_accuracy_before, res.seconds, res.memory_bytes / 1e9);
+    else if (stage->kind == NC_RUN_SAVE && ev == NC_RUNNER_STAGE_BEGIN)
+        print_stages(nc_runner_row(r, 0), nc_runner_row_count(r), nc_runner_test_set(r)->count);
+    else if (stage->kind == NC_RUN_SAVE && ev == NC_RUNNER_STAGE_END)
+        printf("Saved %s\n", a->output);
+    return NC_OK;
 }
 
-static void store_run(nc_project *p, const convert_args *a, const finetune_run *run, int64_t images)
+static void print_json(const convert_args *a, const nc_runner *r)
 {
-    static const char *prefixes[3] = {"", "qcfs_finetuned_", "bptt_finetuned_"};
-    nc_error err = {0};
-    for (int k = 0; k < run->n_stages; k++) {
-        const char *name = run->stages[k].name;
-        store_stage(p, strcmp(name, "converted") == 0 ? prefixes[0]
-                       : strcmp(name, "QCFS fine-tuned") == 0 ? prefixes[1] : prefixes[2], &run->stages[k]);
-    }
-    /* the final network's accuracies under plain names too, for readers */
-    const stage_accuracy *last = &run->stages[run->n_stages - 1];
-    if (run->n_stages > 1)
-        store_stage(p, "final_", last);
-    nc_project_set_metric(p, "test_images", (double)images, &err);
-    nc_project_set_metric(p, "finetune_qcfs_epochs", a->opts.finetune_qcfs_epochs, &err);
-    nc_project_set_metric(p, "finetune_bptt_epochs", a->opts.finetune_bptt_epochs, &err);
-    if (a->opts.finetune_qcfs_epochs > 0)
-        nc_project_set_metric(p, "finetune_qcfs_seconds", run->qcfs.seconds, &err);
-    if (a->opts.finetune_bptt_epochs > 0) {
-        nc_project_set_metric(p, "finetune_bptt_seconds", run->bptt.seconds, &err);
-        nc_project_set_metric(p, "finetune_train_T", a->opts.train.T, &err);
-    }
-}
-
-static void print_json(const convert_args *a, const finetune_run *run)
-{
+    int n = nc_runner_row_count(r);
+    const nc_stage_row *rows = nc_runner_row(r, 0);
     nc_json j;
     nc_json_begin(&j, stdout);
     nc_json_string(&j, "model", a->model);
@@ -292,67 +188,64 @@ static void print_json(const convert_args *a, const finetune_run *run)
     nc_json_string(&j, "threshold", nc_calib_method_name(a->opts.method));
     nc_json_bool(&j, "per_channel", a->opts.per_channel);
     nc_json_int(&j, "L", a->opts.levels);
-    nc_json_number(&j, "ann_accuracy", run->stages[0].ann);
-    nc_json_number(&j, "qcfs_accuracy", run->stages[run->n_stages - 1].qcfs);
+    nc_json_number(&j, "ann_accuracy", rows[0].ann);
+    nc_json_number(&j, "qcfs_accuracy", rows[n - 1].qcfs);
     nc_json_int(&j, "finetune_qcfs_epochs", a->opts.finetune_qcfs_epochs);
     nc_json_int(&j, "finetune_bptt_epochs", a->opts.finetune_bptt_epochs);
     if (a->opts.finetune_bptt_epochs > 0)
         nc_json_int(&j, "train_T", a->opts.train.T);
-    print_stages_json(&j, run->stages, run->n_stages);
+    print_stages_json(&j, rows, n);
     nc_json_end(&j);
 }
 
-static int convert(convert_args *a, nc_net *net, nc_dataset *train, nc_dataset *test)
+static nc_runner_desc describe(const convert_args *a, const nc_net *net)
 {
-    nc_engine *engine = nc_cli_engine(a->engine, net, 0);
-    if (!engine)
-        return 1;
+    nc_runner_desc d = nc_cli_runner_desc(net, a->model, &a->data, a->engine, &a->opts);
+    d.held_out = a->ft.val_images_set ? a->opts.train.val_count : -1;
+    d.eval_T = a->ft.eval_T;
+    d.output = a->output;
+    return d;
+}
+
+static int convert(convert_args *a, const nc_net *net)
+{
+    nc_runner_desc d = describe(a, net);
+    nc_runner_observer obs = {.user = a, .progress = nc_cli_progress, .train_progress = nc_cli_train_progress,
+                              .event = on_event};
+    nc_runner *r = NULL;
     nc_error err = {0};
-    nc_pipeline_result result = {0};
     nc_cli_install_sigint();
-    nc_status st = nc_pipeline_convert(engine, net, train, &a->opts, nc_cli_progress, NULL, &result, &err);
-    int rc = st != NC_OK ? nc_cli_error(&err) : 0;
-    if (rc == 0) {
-        char table[16384];
-        printf("Converted %s (%s)\n", a->model, result.calibrated ? "calibrated" : "imported QCFS thresholds");
-        printf("%s", nc_convert_summary_text(net, result.calibrated ? nc_calib_method_name(a->opts.method) : "imported",
-                                             table, sizeof table));
-        if (result.warnings[0])
-            printf("Notes:\n%s\n", result.warnings);
-        fflush(stdout);
-    }
-    static finetune_run run; /* large (the by-step arrays): not on the stack */
-    memset(&run, 0, sizeof run);
-    if (rc == 0)
-        rc = run_stages(a, engine, net, train, test, &run);
-    nc_engine_free(engine);
-    if (rc != 0) {
-        nc_pipeline_result_clear(&result);
-        nc_net_free(net);
-        return rc;
-    }
-    print_stages(run.stages, run.n_stages, test->count);
-    nc_project *project = NULL; /* takes the net, also when it fails */
-    st = nc_pipeline_make_project(net, a->model, &a->data.pp, &a->opts, &result, &project, &err);
-    nc_pipeline_result_clear(&result);
-    if (st != NC_OK)
-        return nc_cli_error(&err);
-    store_run(project, a, &run, test->count);
-    st = nc_project_save(project, a->output, &err);
-    if (st == NC_OK) {
-        printf("Saved %s\n", a->output);
-        if (a->json)
-            print_json(a, &run);
-    }
-    nc_project_free(project); /* frees the net too */
+    nc_status st = nc_runner_new(&d, &r, &err);
+    if (st == NC_OK)
+        st = nc_runner_run(r, &obs, &err);
+    if (st == NC_OK && a->json)
+        print_json(a, r);
+    nc_runner_free(r);
     return st == NC_OK ? 0 : nc_cli_error(&err);
+}
+
+static void args_init(convert_args *a)
+{
+    *a = (convert_args){.engine = "cpu"};
+    nc_cli_data_init(&a->data);
+    a->opts = nc_pipeline_options_default();
+}
+
+int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, nc_runner_desc *out)
+{
+    static convert_args a; /* the description points into it */
+    args_init(&a);
+    int rc = parse(argc, argv, &a);
+    if (rc >= 0)
+        return rc == 0 ? 2 : rc;
+    *out = describe(&a, net);
+    return 0;
 }
 
 int nc_cmd_convert(int argc, char **argv)
 {
-    convert_args a = {.engine = "cpu"};
-    nc_cli_data_init(&a.data);
-    a.opts = nc_pipeline_options_default();
+    convert_args a;
+    args_init(&a);
     int rc = parse(argc, argv, &a);
     if (rc >= 0)
         return rc;
@@ -364,28 +257,7 @@ int nc_cmd_convert(int argc, char **argv)
         nc_net_free(net);
         return 1;
     }
-    /* calibration reads the first --calib-images training images; fine-tuning
-     * all of them */
-    int finetune = a.opts.finetune_qcfs_epochs > 0 || a.opts.finetune_bptt_epochs > 0;
-    nc_cli_data train_spec = a.data;
-    train_spec.limit = finetune ? 0 : a.opts.calib_images;
-    nc_dataset *train = nc_cli_open_data(&train_spec, NC_SPLIT_TRAIN);
-    nc_dataset *test = train ? nc_cli_open_data(&a.data, NC_SPLIT_TEST) : NULL;
-    if (!test) {
-        nc_dataset_free(train);
-        nc_net_free(net);
-        return 1;
-    }
-    if (!a.opts.train.engine) /* the trainer follows --engine unless told */
-        a.opts.train.engine = strcmp(a.engine, "gpu") == 0 ? "gpu" : "cpu";
-    if (finetune && !a.ft.val_images_set)
-        a.opts.train.val_count = train->count >= 50000 ? 5000 : train->count / 10;
-    /* padding of random crops: a black pixel after the preprocessing */
-    const nc_preprocess *pp = &a.data.pp;
-    a.opts.train.crop_fill = pp->n_std > 0 && pp->std[0] != 0 ? (0.0f - (pp->n_mean > 0 ? pp->mean[0] : 0)) / pp->std[0]
-                                                              : 0.0f;
-    rc = convert(&a, net, train, test); /* takes the net */
-    nc_dataset_free(train);
-    nc_dataset_free(test);
+    rc = convert(&a, net);
+    nc_net_free(net);
     return rc;
 }

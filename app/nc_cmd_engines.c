@@ -1,38 +1,84 @@
-/* nc_cmd_engines.c — `neurocuda engines [--json]`: the engines compiled in,
- * whether each can run here, and the GPU's properties or why it cannot. */
+/* nc_cmd_engines.c — `neurocuda engines [--json]`: the engine table
+ * (sim/nc_engine_registry.h): each engine, whether it can run here (or why
+ * not), its capabilities and its options with their defaults. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "nc_cli.h"
-#include "nc_config.h"
+#include "nc_engine_registry.h"
 #include "sim/nc_cpu_ops.h"
-#if NC_HAVE_CUDA
-#include "gpu/nc_gpu.h"
-#endif
+
+static const char *const type_names[] = {"int", "bool", "choice", "text"};
 
 typedef struct engine_row {
-    const char *name;
+    const nc_engine_info *info;
     int compiled, available;
     char detail[600];
 } engine_row;
 
-static void gpu_row(engine_row *row)
+/* Compiled in when it can be created or says why not without being absent. */
+static void fill_row(engine_row *row, const nc_engine_info *info)
 {
-    row->name = "gpu";
-#if NC_HAVE_CUDA
-    nc_gpu_info info;
-    nc_gpu_query(&info);
-    row->compiled = 1;
-    row->available = info.available;
-    if (info.available)
-        snprintf(row->detail, sizeof row->detail, "%s, %.1f GiB, %d SMs, compute %d.%d", info.name,
-                 (double)info.total_memory / (1 << 30), info.sm_count, info.cc_major, info.cc_minor);
-    else
-        snprintf(row->detail, sizeof row->detail, "%s", info.reason);
-#else
-    snprintf(row->detail, sizeof row->detail, "not compiled in (built without CUDA)");
-#endif
+    const char *const *names = nc_engine_names();
+    row->info = info;
+    for (int i = 0; names[i]; i++)
+        row->compiled |= strcmp(names[i], info->name) == 0;
+    row->available = info->available(row->detail, sizeof row->detail);
+    if (row->available && info->details)
+        info->details(row->detail, sizeof row->detail);
+    else if (row->available)
+        snprintf(row->detail, sizeof row->detail, "%s", info->description);
+}
+
+static void caps_text(unsigned caps, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%s%s%s", caps & NC_CAP_SNN ? "snn " : "", caps & NC_CAP_TRAINING ? "training " : "",
+             caps & NC_CAP_FIXED_POINT ? "fixed-point " : "", caps & NC_CAP_DEVICE_MEMORY ? "device-memory " : "");
+    size_t n = strlen(buf);
+    if (n > 0)
+        buf[n - 1] = '\0';
+}
+
+static void print_options(const nc_engine_info *info)
+{
+    for (int k = 0; k < info->n_options; k++) {
+        const nc_engine_option *o = &info->options[k];
+        printf("          --engine-opt %s=%s  (%s) %s%s%s\n", o->key, o->default_value,
+               o->type == NC_ENGINE_OPTION_CHOICE ? o->choices : type_names[o->type], o->help,
+               o->env ? "; environment: " : "", o->env ? o->env : "");
+    }
+}
+
+static void print_json_row(nc_json *j, const engine_row *r)
+{
+    char caps[96];
+    caps_text(r->info->caps, caps, sizeof caps);
+    nc_json_open(j, NULL, '{');
+    nc_json_string(j, "name", r->info->name);
+    nc_json_string(j, "description", r->info->description);
+    nc_json_bool(j, "compiled", r->compiled);
+    nc_json_bool(j, "available", r->available);
+    nc_json_string(j, "details", r->detail);
+    nc_json_string(j, "capabilities", caps);
+    if (strcmp(r->info->name, "cpu") == 0)
+        nc_json_string(j, "cpu_kernels", nc_cpu_path());
+    nc_json_open(j, "options", '[');
+    for (int k = 0; k < r->info->n_options; k++) {
+        const nc_engine_option *o = &r->info->options[k];
+        nc_json_open(j, NULL, '{');
+        nc_json_string(j, "key", o->key);
+        nc_json_string(j, "type", type_names[o->type]);
+        nc_json_string(j, "default", o->default_value);
+        if (o->choices)
+            nc_json_string(j, "choices", o->choices);
+        nc_json_string(j, "help", o->help);
+        if (o->env)
+            nc_json_string(j, "environment", o->env);
+        nc_json_close(j, '}');
+    }
+    nc_json_close(j, ']');
+    nc_json_close(j, '}');
 }
 
 int nc_cmd_engines(int argc, char **argv)
@@ -44,48 +90,34 @@ int nc_cmd_engines(int argc, char **argv)
         if (opt == NC_OPT_JSON)
             json = 1;
         else if (opt == 'h') {
-            puts("Usage: neurocuda engines [--json]\n\nLists the engines compiled into this build, whether each "
-                 "can run on this machine,\nthe build of the CPU kernels in use (avx512, avx2 or baseline; "
-                 "NC_CPU_PATH asks for one),\nand the GPU's name, memory and SM count (or why it is unavailable).");
+            puts("Usage: neurocuda engines [--json]\n\nLists the engines of this build, whether each can run on "
+                 "this machine (the GPU's name,\nmemory and SM count, or why it is unavailable), what each can do, "
+                 "and its options\n(set them with --engine-opt KEY=VALUE; an environment variable named here "
+                 "overrides\nthe default).");
             return 0;
         } else
             return 2;
     }
-    engine_row rows[3] = {{"cpu", 1, 1, ""}};
-    /* the build of the CPU kernels this machine runs (sim/nc_cpu_dispatch.c) */
-    snprintf(rows[0].detail, sizeof rows[0].detail, "float32 reference (OpenBLAS); CPU kernels: %s%s%s",
-             nc_cpu_path(), *nc_cpu_path_note() ? " — " : "", nc_cpu_path_note());
-    gpu_row(&rows[1]);
-    rows[2] = (engine_row){"loihi", 1, 1, "Loihi-2-style fixed point: bit-accurate integer IF neurons (CPU)"};
-    for (int i = 0; i < 3; i++) {
-        nc_engine *e = NULL;
-        nc_error err = {0};
-        if (nc_engine_new(rows[i].name, &e, &err) == NC_OK) {
-            rows[i].compiled = 1;
-            nc_engine_free(e);
-        } else if (rows[i].available) {
-            rows[i].available = 0;
-            snprintf(rows[i].detail, sizeof rows[i].detail, "%s", err.message);
-        }
-    }
+    int n = nc_engine_count();
+    engine_row rows[8] = {0};
+    for (int i = 0; i < n && i < 8; i++)
+        fill_row(&rows[i], nc_engine_at(i));
     printf("%-7s %-9s %-10s %s\n", "engine", "compiled", "available", "details");
-    for (int i = 0; i < 3; i++)
-        printf("%-7s %-9s %-10s %s\n", rows[i].name, rows[i].compiled ? "yes" : "no",
+    for (int i = 0; i < n && i < 8; i++) {
+        char caps[96];
+        caps_text(rows[i].info->caps, caps, sizeof caps);
+        printf("%-7s %-9s %-10s %s\n", rows[i].info->name, rows[i].compiled ? "yes" : "no",
                rows[i].available ? "yes" : "no", rows[i].detail);
+        if (rows[i].compiled)
+            printf("          %s; can: %s\n", rows[i].info->description, caps);
+        print_options(rows[i].info);
+    }
     if (json) {
         nc_json j;
         nc_json_begin(&j, stdout);
         nc_json_open(&j, "engines", '[');
-        for (int i = 0; i < 3; i++) {
-            nc_json_open(&j, NULL, '{');
-            nc_json_string(&j, "name", rows[i].name);
-            nc_json_bool(&j, "compiled", rows[i].compiled);
-            nc_json_bool(&j, "available", rows[i].available);
-            nc_json_string(&j, "details", rows[i].detail);
-            if (i == 0)
-                nc_json_string(&j, "cpu_kernels", nc_cpu_path());
-            nc_json_close(&j, '}');
-        }
+        for (int i = 0; i < n && i < 8; i++)
+            print_json_row(&j, &rows[i]);
         nc_json_close(&j, ']');
         nc_json_end(&j);
     }

@@ -9,11 +9,10 @@
 
 #include "nc_cli.h"
 #include "nc_cli_report.h"
-#include "nc_pipeline.h"
 #include "nc_plot.h"
-#include "nc_simulate.h"
+#include "nc_runner.h"
 
-#define MAX_METHODS 8
+#define MAX_METHODS 8 /* ≤ NC_RUNNER_MAX_ROWS */
 
 static void usage(FILE *out)
 {
@@ -126,34 +125,18 @@ static void draw_sweep(cairo_t *cr, double w, double h, void *user)
     free(x);
 }
 
-/* Converts a clone of the calibrated net with method k and simulates it. */
-static int run_method(sweep_args *a, nc_engine *engine, const nc_net *prepared, nc_pipeline_result *cal,
-                      const nc_dataset *test, int k, sweep_curves *curves)
+/* The curves of the runner's rows (one per method); they point into it. */
+static int take_curves(const nc_runner *r, sweep_curves *c)
 {
-    nc_error err = {0};
-    nc_net *net = nc_net_clone(prepared);
-    nc_pipeline_options o = a->opts;
-    o.method = a->methods[k];
-    nc_status st = net ? nc_pipeline_finish(net, &o, cal, &err) : nc_fail(&err, NC_ERR_MEMORY, "out of memory");
-    nc_record *rec = NULL;
-    nc_simulate_options so = {.T = a->T, .limit = test->count, .skip_qcfs = 1};
-    if (st == NC_OK) /* load explicitly: a new clone may reuse a freed clone's address */
-        st = nc_engine_load(engine, net, &err);
-    if (st == NC_OK)
-        st = nc_simulate(engine, net, test, &so, nc_cli_progress, NULL, &rec, &err);
-    if (st == NC_OK) {
-        curves->acc[k] = malloc((size_t)a->T * sizeof(double));
-        for (int t = 1; t <= a->T && curves->acc[k]; t++)
-            curves->acc[k][t - 1] = nc_record_accuracy(rec, t);
-        curves->ann = nc_record_ann_accuracy(rec);
-        snprintf(curves->labels[k], sizeof curves->labels[k], "%s%s", nc_calib_method_name(o.method),
-                 o.per_channel ? " (channel)" : "");
+    for (int k = 0; k < c->n; k++) {
+        const nc_stage_row *row = nc_runner_row(r, k);
+        if (!row || row->T != c->T)
+            return 0;
+        c->acc[k] = row->snn;
+        snprintf(c->labels[k], sizeof c->labels[k], "%s", row->name);
+        c->ann = row->ann;
     }
-    nc_record_free(rec);
-    nc_net_free(net);
-    if (st == NC_OK && !curves->acc[k])
-        st = nc_fail(&err, NC_ERR_MEMORY, "out of memory");
-    return st == NC_OK ? 0 : nc_cli_error(&err);
+    return 1;
 }
 
 static void print_curves(const sweep_args *a, const sweep_curves *c, const nc_dataset *test)
@@ -187,22 +170,34 @@ static void print_curves(const sweep_args *a, const sweep_curves *c, const nc_da
     }
 }
 
-static int sweep(sweep_args *a, nc_net *net, const nc_dataset *train, const nc_dataset *test)
+/* One calibration, then each method converted and measured: the runner's
+ * plan for a description with several methods. */
+static nc_runner_desc describe(const sweep_args *a, const nc_net *net)
 {
-    nc_engine *engine = nc_cli_engine(a->engine, net, 0);
-    if (!engine)
-        return 1;
+    nc_runner_desc d = nc_cli_runner_desc(net, a->model, &a->data, a->engine, &a->opts);
+    d.n_methods = a->n_methods;
+    memcpy(d.methods, a->methods, sizeof a->methods);
+    d.eval_T = a->T;
+    d.skip_qcfs = 1;
+    return d;
+}
+
+static int sweep(sweep_args *a, const nc_net *net)
+{
+    nc_runner_desc d = describe(a, net);
+    nc_runner_observer obs = {.progress = nc_cli_progress};
+    nc_runner *r = NULL;
     nc_error err = {0};
-    nc_pipeline_result cal = {0};
     sweep_curves curves = {.n = a->n_methods, .T = a->T, .ann = NAN};
     nc_cli_install_sigint();
-    int rc = nc_pipeline_calibrate(engine, net, train, &a->opts, nc_cli_progress, NULL, &cal, &err) == NC_OK
-                 ? 0
-                 : nc_cli_error(&err);
-    for (int k = 0; k < a->n_methods && rc == 0; k++)
-        rc = run_method(a, engine, net, &cal, test, k, &curves);
+    nc_status st = nc_runner_new(&d, &r, &err);
+    if (st == NC_OK)
+        st = nc_runner_run(r, &obs, &err);
+    if (st == NC_OK && !take_curves(r, &curves))
+        st = nc_fail(&err, NC_ERR_MEMORY, "the sweep measured fewer curves than methods");
+    int rc = st == NC_OK ? 0 : nc_cli_error(&err);
     if (rc == 0) {
-        print_curves(a, &curves, test);
+        print_curves(a, &curves, nc_runner_test_set(r));
         char msg[1024];
         if (a->png && nc_plot_save(a->png, 960, 540, draw_sweep, &curves, msg, sizeof msg) != 0) {
             fprintf(stderr, "neurocuda: %s\n", msg);
@@ -210,10 +205,7 @@ static int sweep(sweep_args *a, nc_net *net, const nc_dataset *train, const nc_d
         } else if (a->png)
             printf("Chart written to %s\n", a->png);
     }
-    for (int k = 0; k < a->n_methods; k++)
-        free(curves.acc[k]);
-    nc_pipeline_result_clear(&cal);
-    nc_engine_free(engine);
+    nc_runner_free(r);
     return rc;
 }
 
@@ -230,13 +222,7 @@ int nc_cmd_sweep(int argc, char **argv)
     nc_net *net = nc_cli_load_model(a.model);
     if (!net)
         return 1;
-    nc_cli_data train_spec = a.data;
-    train_spec.limit = a.opts.calib_images;
-    nc_dataset *train = nc_cli_open_data(&train_spec, NC_SPLIT_TRAIN);
-    nc_dataset *test = train ? nc_cli_open_data(&a.data, NC_SPLIT_TEST) : NULL;
-    rc = test ? sweep(&a, net, train, test) : 1;
-    nc_dataset_free(train);
-    nc_dataset_free(test);
+    rc = sweep(&a, net);
     nc_net_free(net);
     return rc;
 }

@@ -11,8 +11,8 @@
 // pooled block is freed, so a pass that ran out of memory leaves the engine
 // as usable as before.
 //
-// Backward passes (BPTT, QCFS fine-tuning) are not implemented here yet: they
-// belong to the "Fine-tuning" issue; NC_CAP_TRAINING is not claimed.
+// Fine-tuning runs on the GPU trainer (nc_gpu_train.cu), which this engine's
+// registry entry names (nc_gpu_register.c).
 #include "gpu/nc_gpu_cudnn.h"
 #include "gpu/nc_gpu_internal.h"
 
@@ -41,7 +41,7 @@ struct fault_plan {
 fault_plan &faults()
 {
     static fault_plan f;
-    const char *env = getenv("NC_GPU_FAULT");
+    const char *env = nc_gpu_options_get().fault;
     std::string text = env ? env : "";
     if (text != f.text) {
         f = fault_plan();
@@ -1742,7 +1742,7 @@ void gpu_destroy(nc_engine *e)
 
 const nc_engine_ops gpu_ops = {
     "gpu",
-    NC_CAP_SNN | NC_CAP_DEVICE_MEMORY,
+    NC_CAP_SNN | NC_CAP_TRAINING | NC_CAP_DEVICE_MEMORY,
     gpu_supports,
     gpu_load,
     gpu_forward,
@@ -1833,7 +1833,7 @@ extern "C" nc_status nc_engine_gpu_new(nc_engine **out, nc_error *err)
     if (!info.available)
         return nc_fail(err, NC_ERR_UNSUPPORTED, "the gpu engine cannot run here: %s", info.reason);
     nc_gpu_precision prec = NC_GPU_FP32;
-    const char *env = getenv("NC_GPU_PRECISION");
+    const char *env = nc_gpu_options_get().precision;
     if (env && *env && nc_gpu_precision_parse(env, &prec) != 0)
         return nc_fail(err, NC_ERR_ARGUMENT,
                        "NC_GPU_PRECISION='%s' is not a precision (fp32, tf32, bf16, split-bf16, split-bf16x2)", env);
@@ -1847,7 +1847,7 @@ extern "C" nc_status nc_engine_gpu_new(nc_engine **out, nc_error *err)
     e->ops = &gpu_ops;
     e->impl = st;
     st->prec = prec;
-    const char *conv = getenv("NC_GPU_CONV");
+    const char *conv = nc_gpu_options_get().conv;
     if (conv && *conv) {
         if (strcmp(conv, "cudnn") == 0)
             st->conv = CONV_CUDNN;
@@ -1856,7 +1856,8 @@ extern "C" nc_status nc_engine_gpu_new(nc_engine **out, nc_error *err)
         else if (strcmp(conv, "auto") != 0) {
             delete st;
             free(e);
-            return nc_fail(err, NC_ERR_ARGUMENT, "NC_GPU_CONV='%s' is not a convolution path (auto, cudnn, im2col)",
+            return nc_fail(err, NC_ERR_ARGUMENT,
+                           "the gpu engine's conv='%s' (NC_GPU_CONV) is not a convolution path (auto, cudnn, im2col)",
                            conv);
         }
     }
@@ -1874,9 +1875,9 @@ extern "C" nc_status nc_engine_gpu_new(nc_engine **out, nc_error *err)
         if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0) == cudaSuccess && l2 > 0)
             st->chunk_bytes = std::min<size_t>(std::max<size_t>((size_t)l2 * 3 / 4, 8u << 20), 96u << 20);
         (void)cudaGetLastError();
-        const char *mb = getenv("NC_GPU_CHUNK_MB");
-        if (mb && atol(mb) >= 1 && atol(mb) <= 65536)
-            st->chunk_bytes = (size_t)atol(mb) << 20;
+        long mb = nc_gpu_options_get().chunk_mb;
+        if (mb >= 1 && mb <= 65536)
+            st->chunk_bytes = (size_t)mb << 20;
         return nc_cudnn_create(st->stream, &st->cudnn, err);
     };
     s = init();
@@ -2001,8 +2002,8 @@ extern "C" nc_status nc_engine_gpu_time_forward(nc_engine *e, const nc_tensor *i
         if (s == NC_OK && k >= warmup)
             ms.push_back(t);
     }
-    const char *prof = getenv("NC_GPU_PROFILE");
-    if (s == NC_OK && prof && *prof && strcmp(prof, "0") != 0)
+    int prof = nc_gpu_options_get().profile;
+    if (s == NC_OK && prof)
         profile_pass(e, &r0, d_input);
     pool_put(st, d_input);
     s = finish_run(&r0, s);

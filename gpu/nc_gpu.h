@@ -20,8 +20,9 @@
  *     grouped convs with < 4 outputs per group (depthwise) a direct kernel;
  *   - observers get node outputs copied to the host only when set, in chunks
  *     of whole steps (SNN) or the batch (ANN/QCFS).
- * Backward passes (BPTT fine-tuning) are NOT implemented yet: the engine does
- * not claim NC_CAP_TRAINING; they belong to the "Fine-tuning" issue.
+ * Fine-tuning runs on the GPU trainer (gpu/nc_gpu_train.cu, the "gpu"
+ * backend of sim/nc_train_backend.h): the registry's entry claims
+ * NC_CAP_TRAINING.
  *
  * Precision modes (products of the conv and dense layers):
  *   fp32        cuBLAS CUBLAS_COMPUTE_32F, no TF32: products as exact as the
@@ -38,8 +39,8 @@
  *               tensor-core speed; split-bf16x2 uses 2 parts (16 bits).  An
  *               analog operand (the input image, ANN mode, after Add/Concat)
  *               runs in fp32 in the split modes.
- * The default is fp32, or the value of the environment variable
- * NC_GPU_PRECISION when a gpu engine is created.
+ * The default is fp32, or the engine option "precision" (nc_gpu_options)
+ * when a gpu engine is created.
  *
  * Not on the GPU yet (nc_engine_check names them): the NIR neuron models
  * (LIF, CubaLIF, LI, CubaLI, I, NIR-IF, Threshold, Delay) and recurrent
@@ -52,7 +53,7 @@
  * NC_ERR_MEMORY / NC_ERR_DEVICE and a message naming the node; the pass's
  * device buffers are freed, so the engine (or, after a sticky CUDA error, at
  * least the host: free the engine and use the CPU one) stays usable.  For
- * tests, the environment variable NC_GPU_FAULT injects them: "oom:N" makes
+ * tests, the option "fault" (NC_GPU_FAULT, nc_gpu_options) injects them: "oom:N" makes
  * the N-th device allocation fail with cudaErrorMemoryAllocation ("oom:N+":
  * that one and every later one, a full device),
  * "launch:N" the N-th checked kernel launch with cudaErrorLaunchFailure
@@ -121,7 +122,8 @@ nc_gpu_precision nc_engine_gpu_get_precision(const nc_engine *e);
  * conv node ("cuDNN IMPLICIT_PRECOMP_GEMM, bf16 tensor cores, NHWC, ..." or
  * "im2col + cuBLAS GEMM"), after a line that says whether cuDNN was found.
  * Convolutions run through cuDNN (loaded at run time) in tf32 and bf16, and
- * as im2col + cuBLAS otherwise; NC_GPU_CONV=cudnn|im2col|auto overrides. */
+ * as im2col + cuBLAS otherwise; the engine option conv (NC_GPU_CONV)
+ * chooses otherwise. */
 void nc_engine_gpu_describe_convs(const nc_engine *e, char *buf, size_t size);
 
 /* Times forward passes of e on `input` with CUDA events on the engine's
@@ -129,18 +131,38 @@ void nc_engine_gpu_describe_convs(const nc_engine *e, char *buf, size_t size);
  * timed passes run on the device (the output stays on the device, no
  * observer; opts->observer is ignored).  *times_ms receives `repeats` times
  * in milliseconds (caller's array, may be NULL); *median_ms their median.
- * With NC_GPU_PROFILE=1 in the environment one more pass records an event
+ * With the option profile = 1 (NC_GPU_PROFILE) one more pass records an event
  * after every node and prints each node's time on stderr. */
 nc_status nc_engine_gpu_time_forward(nc_engine *e, const nc_tensor *input, const nc_run_options *opts,
                                      int warmup, int repeats, double *times_ms, double *median_ms,
                                      nc_error *err);
 
 /* The device's measured GEMM peak in precision p, in TFLOP/s: an
- * n × n × n product of random matrices through cuBLAS (n = 8192, or
- * NC_GPU_PEAK_N), the median of 10 timed runs after 3 warm-ups (CUDA events).
+ * n × n × n product of random matrices through cuBLAS (n = the option
+ * peak-n, 8192), the median of 10 timed runs after 3 warm-ups (CUDA events).
  * For the split modes one "product" is the 3 (2) bf16 GEMMs of the split,
  * counted as 2n³ flops. */
 nc_status nc_gpu_measure_peak(nc_gpu_precision p, double *tflops, nc_error *err);
+
+/* ---- settings -------------------------------------------------------------- */
+
+/* The engine's settings: the registered options of the "gpu" engine
+ * (gpu/nc_gpu_register.c; `neurocuda engines` lists them, `--engine-opt
+ * KEY=VALUE` sets them).  Each field is the value of the last engine created
+ * through the registry, else the option's environment override (the
+ * variable named below, documented in `neurocuda engines`), else its
+ * default.  The strings stay valid until the next call. */
+typedef struct nc_gpu_options {
+    const char *precision; /* precision, NC_GPU_PRECISION: "fp32", ...             */
+    const char *conv;      /* conv, NC_GPU_CONV: "auto", "cudnn" or "im2col"        */
+    long chunk_mb;         /* chunk-mb, NC_GPU_CHUNK_MB: 0 = from the L2 cache      */
+    int profile;           /* profile, NC_GPU_PROFILE                              */
+    long peak_n;           /* peak-n, NC_GPU_PEAK_N: 8192                           */
+    long train_chunk_mb;   /* train-chunk-mb, NC_GPU_TRAIN_CHUNK_MB: 64             */
+    const char *fault;     /* fault, NC_GPU_FAULT: "" = none                        */
+} nc_gpu_options;
+
+nc_gpu_options nc_gpu_options_get(void);
 
 /* ---- test hooks: single kernels on host data ----------------------------- */
 

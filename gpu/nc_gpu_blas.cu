@@ -84,10 +84,9 @@ extern "C" nc_status nc_gpu_measure_peak(nc_gpu_precision p, double *tflops, nc_
     *tflops = 0;
     if ((unsigned)p >= NC_GPU_PRECISION_COUNT)
         return nc_fail(err, NC_ERR_ARGUMENT, "gpu peak: unknown precision %d", (int)p);
-    long n = 8192;
-    const char *env = getenv("NC_GPU_PEAK_N");
-    if (env && atol(env) >= 256 && atol(env) <= 32768)
-        n = atol(env);
+    long n = nc_gpu_options_get().peak_n;
+    if (n < 256 || n > 32768)
+        n = 8192;
     peak_res r;
     NC_CUDA_TRY(err, where, cudaSetDevice(0));
     NC_CUDA_TRY(err, where, cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));

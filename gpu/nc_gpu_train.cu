@@ -1439,10 +1439,8 @@ extern "C" nc_status nc_train_backend_gpu_new(nc_train_backend **out, nc_error *
     b->ops = &gpu_train_ops;
     b->impl = g;
     g->sms = info.sm_count;
-    size_t mb = 64;
-    const char *env = getenv("NC_GPU_TRAIN_CHUNK_MB");
-    if (env && atol(env) >= 1 && atol(env) <= 65536)
-        mb = (size_t)atol(env);
+    long env = nc_gpu_options_get().train_chunk_mb;
+    size_t mb = env >= 1 && env <= 65536 ? (size_t)env : 64;
     g->chunk_floats = (mb << 20) / sizeof(float);
     const char *where = "gpu trainer";
     auto init = [&]() -> nc_status {

@@ -1269,7 +1269,7 @@ static void cpu_destroy(nc_engine *e) { state_free(e->impl); }
 
 static const nc_engine_ops cpu_ops = {
     .name = "cpu",
-    .caps = NC_CAP_SNN,
+    .caps = NC_CAP_SNN | NC_CAP_TRAINING, /* the CPU trainer: sim/nc_train_backend_cpu.c */
     .supports = cpu_supports,
     .load = cpu_load,
     .forward = cpu_forward,

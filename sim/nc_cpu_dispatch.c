@@ -26,6 +26,7 @@ static const nc_cpu_kernels *const cpu_builds[] = {
 
 static const nc_cpu_kernels *active_build;
 static char active_note[200];
+static char requested[16]; /* nc_cpu_path_request before the choice */
 static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
 
 int nc_cpu_path_supported(const char *isa)
@@ -55,7 +56,7 @@ static void choose_build(void)
     for (size_t i = 0; i < N_CPU_BUILDS && !active_build; i++)
         if (nc_cpu_path_supported(cpu_builds[i]->isa))
             active_build = cpu_builds[i];
-    const char *wanted = getenv("NC_CPU_PATH");
+    const char *wanted = requested[0] ? requested : getenv("NC_CPU_PATH");
     if (!wanted || !*wanted)
         return;
     const nc_cpu_kernels *b = build_named(wanted);
@@ -77,6 +78,20 @@ const nc_cpu_kernels *nc_cpu_kernels_active(void)
 }
 
 const char *nc_cpu_path(void) { return nc_cpu_kernels_active()->isa; }
+
+int nc_cpu_path_request(const char *isa, char *why, size_t why_size)
+{
+    if (!active_build) /* not chosen yet: the request decides (a single-threaded start-up) */
+        snprintf(requested, sizeof requested, "%s", isa);
+    const nc_cpu_kernels *k = nc_cpu_kernels_active();
+    if (strcmp(k->isa, isa) == 0)
+        return 0;
+    if (*active_note)
+        snprintf(why, why_size, "%s", active_note);
+    else
+        snprintf(why, why_size, "the %s build of the CPU kernels already runs in this process", k->isa);
+    return -1;
+}
 
 const char *nc_cpu_path_note(void)
 {

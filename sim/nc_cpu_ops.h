@@ -201,5 +201,10 @@ const char *nc_cpu_path(void);
 const char *nc_cpu_path_note(void);
 /* 1 when this CPU can run the build named isa and the program contains it. */
 int nc_cpu_path_supported(const char *isa);
+/* Asks for a build before the first kernel call (the cpu engine's option
+ * "kernels", whose environment override is NC_CPU_PATH).  Returns 0 when that
+ * build runs; -1 with the reason when the CPU cannot run it or another build
+ * already runs in this process. */
+int nc_cpu_path_request(const char *isa, char *why, size_t why_size);
 
 #endif

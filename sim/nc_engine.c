@@ -1,52 +1,10 @@
-/* nc_engine.c — the engine registry and the checked wrappers around the
- * nc_engine_ops vtable (see nc_engine.h). */
+/* nc_engine.c — the checked wrappers around the nc_engine_ops vtable (see
+ * nc_engine.h).  Engines call these; the table of engines is
+ * nc_engine_registry.c, which engines do not call. */
 #include "nc_engine.h"
-#include "nc_engine_loihi.h"
-
-#include "nc_config.h"
-#if NC_HAVE_CUDA
-#include "../gpu/nc_gpu.h"
-#endif
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Engines compiled into this build. */
-#if NC_HAVE_CUDA
-static const char *const engine_names[] = {"cpu", "gpu", "loihi", NULL};
-#define NC_ENGINE_LIST "cpu, gpu, loihi"
-#else
-static const char *const engine_names[] = {"cpu", "loihi", NULL};
-#define NC_ENGINE_LIST "cpu, loihi"
-#endif
-
-const char *const *nc_engine_names(void) { return engine_names; }
-
-nc_status nc_engine_new(const char *name, nc_engine **out, nc_error *err)
-{
-    *out = NULL;
-    if (!name)
-        return nc_fail(err, NC_ERR_ARGUMENT, "no engine name given (engines in this build: " NC_ENGINE_LIST ")");
-    if (strcmp(name, "cpu") == 0) {
-        *out = nc_engine_cpu_new();
-        return *out ? NC_OK : nc_fail(err, NC_ERR_MEMORY, "out of memory creating the cpu engine");
-    }
-    if (strcmp(name, "gpu") == 0) {
-#if NC_HAVE_CUDA
-        /* fails with nc_gpu_query's reason (no driver, no device) when unusable */
-        return nc_engine_gpu_new(out, err);
-#else
-        return nc_fail(err, NC_ERR_UNSUPPORTED,
-                       "the gpu engine is not compiled in: this build has no CUDA (rebuild with "
-                       "-Dcuda=enabled where nvcc is installed); use --engine cpu");
-#endif
-    }
-    if (strcmp(name, "loihi") == 0) { /* sim/engine_loihi.c: integer IF neurons, CPU */
-        *out = nc_engine_loihi_new();
-        return *out ? NC_OK : nc_fail(err, NC_ERR_MEMORY, "out of memory creating the loihi engine");
-    }
-    return nc_fail(err, NC_ERR_ARGUMENT, "unknown engine '%s' (engines in this build: " NC_ENGINE_LIST ")", name);
-}
 
 void nc_engine_free(nc_engine *e)
 {

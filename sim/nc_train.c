@@ -20,9 +20,7 @@
 #include "nc_evaluate.h"
 #include "nc_grad_ops.h"
 #include "nc_train_backend.h"
-#if NC_HAVE_CUDA
-#include "../gpu/nc_gpu.h"
-#endif
+#include "nc_engine_registry.h"
 
 typedef struct train_value {
     float *data;       /* rows × numel, backend memory; owned unless `alias` */
@@ -1159,16 +1157,9 @@ static nc_status check_run(const nc_net *net, const nc_dataset *ds, const nc_tra
  * (cpu) or 90 % of the device's free memory (gpu). */
 static double default_budget(const nc_train_options *o)
 {
-#if NC_HAVE_CUDA
-    if (o->engine && strcmp(o->engine, "gpu") == 0) {
-        nc_gpu_info info;
-        nc_gpu_query(&info);
-        if (info.available)
-            return 0.9 * (double)info.free_memory;
-    }
-#endif
-    (void)o;
-    return 0.6 * physical_memory();
+    const nc_engine_info *info = o->engine ? nc_engine_find(o->engine) : NULL;
+    double device = info && info->train_memory ? info->train_memory() : 0;
+    return device > 0 ? device : 0.6 * physical_memory();
 }
 
 static nc_status check_budget(const nc_net *net, const nc_train_options *o, double *bytes, nc_error *err)

@@ -16,6 +16,7 @@
 
 #include "nc_config.h"
 #include "nc_grad_ops.h"
+#include "nc_engine_registry.h"
 #include "nc_workers.h"
 
 /* Below this many multiply-adds a conv or dense layer runs on one thread:
@@ -453,20 +454,23 @@ nc_status nc_train_backend_cpu_new(nc_train_backend **out, nc_error *err)
     return NC_OK;
 }
 
+/* The backend of the engine `name` (the registry's entry says where its
+ * arithmetic runs); engines without one fine-tune on the CPU. */
 nc_status nc_train_backend_new(const char *name, nc_train_backend **out, nc_error *err)
 {
     *out = NULL;
     if (!name || strcmp(name, "cpu") == 0)
         return nc_train_backend_cpu_new(out, err);
-    if (strcmp(name, "gpu") == 0) {
-#if NC_HAVE_CUDA
-        return nc_train_backend_gpu_new(out, err);
-#else
-        return nc_fail(err, NC_ERR_UNSUPPORTED,
-                       "this build has no CUDA support: fine-tune with --train-engine cpu, or rebuild with CUDA 13");
-#endif
-    }
-    return nc_fail(err, NC_ERR_ARGUMENT, "unknown training engine '%s' (cpu or gpu)", name);
+    const nc_engine_info *info = nc_engine_find(name);
+    if (!info)
+        return nc_fail(err, NC_ERR_ARGUMENT, "unknown training engine '%s' (cpu or gpu)", name);
+    char why[512];
+    if (!info->available(why, sizeof why))
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "the %s engine cannot fine-tune here: %s; fine-tune with "
+                                                "--train-engine cpu", name, why);
+    if (!info->train_backend_new)
+        return nc_train_backend_cpu_new(out, err);
+    return info->train_backend_new(out, err);
 }
 
 void nc_train_backend_free(nc_train_backend *b)

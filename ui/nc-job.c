@@ -4,8 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "../sim/nc_evaluate.h"
-#include "../sim/nc_simulate.h"
 #include "nc-teach-record.h"
 
 struct _NcJob {
@@ -17,18 +15,12 @@ struct _NcJob {
     gboolean converts;
     gboolean finetunes;         /* converts, and a fine-tuning stage is on       */
 
-    /* written by the worker, read on the main thread after the run */
-    nc_net *net;
-    nc_record *record;
-    nc_pipeline_result pipeline;
+    /* the pipeline runner: it sequences the stages and holds what they
+     * produced (written by the worker, read on the main thread after it) */
+    nc_runner *runner;
     double seconds;
-    /* fine-tuning: the converted net before it, its run, and that run's
-     * complete snapshot (the "before" of the comparisons) */
-    nc_net *before_net;
-    nc_record *before_record;
+    /* fine-tuning: the converted net's complete snapshot (the "before") */
     NcRunData *baseline;
-    int epochs_done[2];         /* per nc_train_mode: epochs the net went through */
-    nc_train_result results[2]; /* per nc_train_mode                            */
     int n_stages;               /* each stage's test accuracy (see NcStageAccuracy) */
     NcStageAccuracy stages[NC_MAX_STAGES];
 
@@ -38,7 +30,7 @@ struct _NcJob {
     gint64 stage_start, last_publish;
     int64_t last_done, last_samples;
     NcRunViews *last_views;
-    nc_record *live;            /* the record being filled, or NULL             */
+    const nc_record *live;      /* the record being filled, or NULL             */
     int live_stage;             /* the stage row it measures, or −1             */
     gboolean live_ann;          /* that row shows the ANN accuracy              */
     gboolean finetuned;         /* simulating the fine-tuned net                */
@@ -97,30 +89,16 @@ char *nc_job_settings_describe(const NcJobSettings *s, gboolean converts)
 
 /* Any neuron that is not an ANN activation (relu, clip, qcfs) makes it an
  * SNN: IF from a conversion, or LIF and friends from a NIR file. */
-gboolean nc_net_is_snn(const nc_net *net)
-{
-    for (int i = 0; net && i < net->n_nodes; i++) {
-        const nc_node *n = &net->nodes[i];
-        if (n->kind == NC_NODE_NEURON && n->neuron.model != NC_NEURON_RELU && n->neuron.model != NC_NEURON_CLIP &&
-            n->neuron.model != NC_NEURON_QCFS)
-            return TRUE;
-    }
-    return FALSE;
-}
+gboolean nc_net_is_snn(const nc_net *net) { return nc_runner_is_spiking(net); }
 
 /* ---- object ----------------------------------------------------------------- */
 
 static void nc_job_finalize(GObject *object)
 {
     NcJob *self = NC_JOB(object);
-    /* a record points into its net: free it first */
-    nc_record_free(self->record);
-    nc_net_free(self->net);
-    nc_record_free(self->before_record);
-    nc_net_free(self->before_net);
+    nc_runner_free(self->runner);
     g_clear_pointer(&self->baseline, nc_run_data_unref);
     nc_net_free(self->source);
-    nc_pipeline_result_clear(&self->pipeline);
     nc_job_settings_clear(&self->settings);
     g_free(self->source_path);
     g_clear_pointer(&self->pending, nc_run_data_unref);
@@ -152,27 +130,56 @@ NcJob *nc_job_new(const nc_net *source, const char *source_path, const NcJobSett
     return self;
 }
 
-/* A run stopped before the fine-tuned net's first batch: what it has is the
- * converted net and its run. */
-static gboolean keeps_before(NcJob *self)
+/* The record of the first row (the converted net's run) and of the last. */
+static const nc_record *first_record(NcJob *self)
 {
-    return self->before_record && (!self->record || nc_record_samples(self->record) == 0);
+    return self->runner ? nc_runner_record(self->runner, 0) : NULL;
 }
 
-const nc_net *nc_job_get_net(NcJob *self) { return keeps_before(self) ? self->before_net : self->net; }
-const nc_record *nc_job_get_record(NcJob *self) { return keeps_before(self) ? self->before_record : self->record; }
+static const nc_record *last_record(NcJob *self)
+{
+    int n = self->runner ? nc_runner_row_count(self->runner) : 0;
+    return n > 1 ? nc_runner_record(self->runner, n - 1) : NULL;
+}
+
+/* A fine-tuning run stopped before the fine-tuned net's first batch: what it
+ * has is the converted net and its run. */
+static gboolean keeps_before(NcJob *self)
+{
+    const nc_record *after = last_record(self);
+    return self->finetunes && first_record(self) && (!after || nc_record_samples(after) == 0);
+}
+
+const nc_net *nc_job_get_net(NcJob *self)
+{
+    if (!self->runner)
+        return NULL;
+    return keeps_before(self) ? nc_runner_row_net(self->runner, 0) : nc_runner_net(self->runner);
+}
+
+const nc_record *nc_job_get_record(NcJob *self)
+{
+    if (keeps_before(self) || !self->finetunes)
+        return first_record(self);
+    return last_record(self);
+}
+
 gboolean nc_job_finetunes(NcJob *self) { return self->finetunes; }
 
 int nc_job_get_finetuned_epochs(NcJob *self, nc_train_mode stage)
 {
-    return keeps_before(self) || (int)stage < 0 || (int)stage > 1 ? 0 : self->epochs_done[stage];
+    nc_train_result r;
+    if (keeps_before(self) || !self->runner || !nc_runner_train_result(self->runner, stage, &r))
+        return 0;
+    return r.best_epoch;
 }
 
 gboolean nc_job_get_train_result(NcJob *self, nc_train_mode stage, nc_train_result *out)
 {
-    if ((int)stage < 0 || (int)stage > 1 || self->results[stage].epochs_run == 0)
+    nc_train_result r;
+    if (!self->runner || !nc_runner_train_result(self->runner, stage, &r) || r.epochs_run == 0)
         return FALSE;
-    *out = self->results[stage];
+    *out = r;
     return TRUE;
 }
 
@@ -205,7 +212,11 @@ NcRunData *nc_job_get_final(NcJob *self)
     d->n_stages = n;
     return d;
 }
-const nc_pipeline_result *nc_job_get_pipeline_result(NcJob *self) { return &self->pipeline; }
+const nc_pipeline_result *nc_job_get_pipeline_result(NcJob *self)
+{
+    static const nc_pipeline_result none;
+    return self->runner ? nc_runner_pipeline_result(self->runner) : &none;
+}
 const NcJobSettings *nc_job_get_settings(NcJob *self) { return &self->settings; }
 const char *nc_job_get_source_path(NcJob *self) { return self->source_path; }
 gboolean nc_job_converts(NcJob *self) { return self->converts; }
@@ -259,13 +270,19 @@ static double stage_seconds(NcJob *self) { return (g_get_monotonic_time() - self
 
 /* ---- stage accuracies ------------------------------------------------------------ */
 
-static NcStageAccuracy *add_stage(NcJob *self, const char *name)
+/* The stage table from the runner's rows (their values once measured). */
+static void sync_stages(NcJob *self)
 {
-    g_assert(self->n_stages < NC_MAX_STAGES);
-    NcStageAccuracy *s = &self->stages[self->n_stages++];
-    *s = (NcStageAccuracy){.ann = NAN, .qcfs = NAN, .snn = NAN, .T = self->settings.T};
-    g_strlcpy(s->name, name, sizeof s->name);
-    return s;
+    int n = MIN(nc_runner_row_count(self->runner), NC_MAX_STAGES);
+    for (int k = 0; k < n; k++) {
+        const nc_stage_row *row = nc_runner_row(self->runner, k);
+        NcStageAccuracy *s = &self->stages[k];
+        *s = (NcStageAccuracy){.ann = row->ann, .qcfs = row->qcfs, .images = row->images,
+                               .T = row->T > 0 ? row->T : nc_runner_eval_T(self->runner),
+                               .snn = row->T > 0 ? row->snn[row->T - 1] : NAN};
+        g_strlcpy(s->name, row->name, sizeof s->name);
+    }
+    self->n_stages = n;
 }
 
 /* The live stage row from the record's finished batches. */
@@ -339,155 +356,109 @@ static int on_train_progress(void *user, const nc_train_progress *p)
 
 /* ---- the worker -------------------------------------------------------------------- */
 
-static nc_status open_data(NcJob *self, nc_split split, int64_t limit, nc_dataset **out, nc_error *err)
+/* What the job runs, for the pipeline runner (nc_runner.h decides the rest:
+ * the held-out set, the crop fill, the order of the stages). */
+void nc_job_settings_describe_run(const NcJobSettings *s, const nc_net *source, const char *source_path,
+                                  nc_runner_desc *d)
 {
-    nc_status st = nc_dataset_open(self->settings.dataset, split, &self->settings.pp, limit, out, err);
-    if (st != NC_OK)
-        nc_error_prefix(err, "dataset '%s'", self->settings.dataset);
-    return st;
-}
-
-/* Calibration reads the first calib-images training images; fine-tuning
- * reads them all, so then the whole split is opened (and kept in *train). */
-static nc_status convert(NcJob *self, nc_engine *engine, nc_dataset **train, nc_error *err)
-{
-    self->net = nc_net_clone(self->source);
-    if (!self->net)
-        return nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the network");
-    if (!self->converts)
-        return nc_engine_load(engine, self->net, err);
-    begin_stage(self, "load");
-    publish(self, nc_run_data_new("load", 0, 0, 0));
-    nc_status st = open_data(self, NC_SPLIT_TRAIN, self->finetunes ? 0 : self->settings.pipeline.calib_images, train,
-                             err);
-    if (st == NC_OK) {
-        begin_stage(self, "calibrate");
-        st = nc_pipeline_convert(engine, self->net, *train, &self->settings.pipeline, on_progress, self,
-                                 &self->pipeline, err);
-    }
-    return st;
+    *d = nc_runner_desc_default();
+    d->source = source;
+    d->source_path = source_path;
+    d->dataset = s->dataset;
+    d->pp = s->pp;
+    d->test_images = s->images;
+    d->engine = s->engine;
+    d->pipeline = s->pipeline;
+    d->held_out = s->pipeline.train.val_count;
+    d->keep_records = 1;
+    d->T = s->T;
+    d->encoding = s->encoding;
+    d->batch_size = s->batch_size;
+    /* every raster row is traced (sample 0), up to a size that keeps the
+     * traces (9 bytes per neuron and step) small */
+    d->record = (nc_record_spec){.raster_samples = 0, .raster_neurons = s->raster_neurons, .trace_samples = 1,
+                                 .trace_neurons = MIN(s->raster_neurons, NC_JOB_MAX_TRACED)};
 }
 
 /* The simulated net goes to the main thread as a clone it owns, with the
  * teaching view's image (recorded first, so it can play during the run). */
-static void publish_converted(NcJob *self, const nc_net *net, NcTeachData *teach)
+static nc_status publish_converted(NcJob *self, nc_runner *r, const nc_run_stage *stage, nc_error *err)
 {
+    const nc_net *net = nc_runner_row_net(r, stage->row);
+    NcTeachData *teach = NULL;
+    nc_status st = nc_teach_record(nc_runner_engine(r), net, nc_runner_test_set(r), self->settings.T,
+                                   self->settings.encoding, on_progress, self, &teach, err);
+    if (st != NC_OK)
+        return st;
     NcRunData *d = nc_run_data_new("converted", 0, 0, 0);
     d->converted = nc_net_clone(net);
     d->teach = teach;
     if (teach && g_str_equal(self->settings.dataset, "fashion-mnist") && teach->classes == 10)
         teach->class_names = nc_fashion_mnist_classes;
     publish(self, d);
+    return NC_OK;
 }
 
-/* Simulates `net` on the test images into a new *rec, with live snapshots;
- * `stage` is the row of the stage table it measures. */
-static nc_status simulate(NcJob *self, nc_engine *engine, const nc_net *net, const nc_dataset *test, int stage,
-                          gboolean ann, nc_record **rec, nc_error *err)
+/* A kept measurement's record is ready: the views follow it live. */
+static nc_status begin_live(NcJob *self, nc_runner *r, const nc_run_stage *stage, nc_error *err)
 {
-    NcTeachData *teach = NULL;
-    begin_stage(self, "load");
-    /* reloaded: fine-tuning changes the weights of the same net in place */
-    nc_status st = nc_engine_load(engine, net, err);
-    if (st == NC_OK)
-        st = nc_teach_record(engine, net, test, self->settings.T, self->settings.encoding, on_progress, self, &teach,
-                             err);
-    if (st == NC_OK)
-        publish_converted(self, net, teach);
-    nc_simulate_options so = {
-        .T = self->settings.T,
-        .encoding = self->settings.encoding,
-        .seed = 1,
-        .limit = self->settings.images,
-        .batch_size = self->settings.batch_size,
-        /* every raster row is traced (sample 0), up to a size that keeps the
-         * traces (9 bytes per neuron and step) small */
-        .record = {.raster_samples = 0, .raster_neurons = self->settings.raster_neurons,
-                   .trace_samples = 1, .trace_neurons = MIN(self->settings.raster_neurons, NC_JOB_MAX_TRACED)},
-    };
-    if (st == NC_OK)
-        st = nc_record_new(net, so.T, &so.record, rec, err);
-    if (st == NC_OK) {
-        begin_stage(self, "simulate");
-        self->live = *rec;
-        self->live_stage = stage;
-        self->live_ann = ann;
-        self->last_samples = -1;
-        g_clear_pointer(&self->last_views, nc_run_views_unref);
-        st = nc_simulate_into(engine, test, &so, on_progress, self, *rec, err);
-        update_stage(self); /* the last batch may have ended after the last progress call */
-        self->live = NULL;
-    }
-    return st;
+    nc_status st = publish_converted(self, r, stage, err);
+    if (st != NC_OK)
+        return st;
+    sync_stages(self);
+    begin_stage(self, "simulate");
+    self->finetuned = self->finetunes && stage->row > 0;
+    self->live = nc_runner_record(r, stage->row);
+    self->live_stage = stage->row;
+    self->live_ann = stage->ann;
+    self->last_samples = -1;
+    g_clear_pointer(&self->last_views, nc_run_views_unref);
+    return NC_OK;
 }
 
-/* The test accuracy of the net between the QCFS and the BPTT stage: ANN and
- * QCFS-ANN, and the SNN's after T steps (no views). */
-static nc_status measure_stage(NcJob *self, nc_engine *engine, const nc_dataset *test, NcStageAccuracy *row,
-                               nc_error *err)
+static void end_live(NcJob *self)
 {
-    nc_eval_result r;
-    begin_stage(self, "evaluate");
-    nc_status st = nc_evaluate(engine, test, self->settings.batch_size, NC_MODE_ANN, on_progress, self, &r, err);
-    if (st == NC_OK) {
-        row->ann = r.accuracy;
-        st = nc_evaluate(engine, test, self->settings.batch_size, NC_MODE_QCFS, on_progress, self, &r, err);
-    }
-    if (st == NC_OK)
-        row->qcfs = r.accuracy;
-    nc_record *rec = NULL;
-    nc_simulate_options so = {.T = self->settings.T, .encoding = self->settings.encoding, .seed = 1,
-                              .limit = self->settings.images, .batch_size = self->settings.batch_size,
-                              .skip_ann = 1, .skip_qcfs = 1};
-    if (st == NC_OK)
-        st = nc_simulate(engine, self->net, test, &so, on_progress, self, &rec, err);
-    if (st == NC_OK) {
-        row->snn = nc_record_accuracy(rec, so.T);
-        row->images = nc_record_samples(rec);
-    }
-    nc_record_free(rec);
-    return st;
+    update_stage(self); /* the last batch may have ended after the last progress call */
+    self->live = NULL;
+    sync_stages(self);
 }
 
-/* The fine-tuning stages on self->net (the QCFS stage, then BPTT), as the
- * CLI runs them; on cancel the trainer leaves the net as before the stage. */
-static nc_status finetune(NcJob *self, nc_engine *engine, const nc_dataset *train, const nc_dataset *test,
-                          nc_error *err)
+static void begin_finetune(NcJob *self, const nc_run_stage *stage)
 {
-    nc_pipeline_options o = self->settings.pipeline;
-    nc_train_options *t = &o.train;
-    t->progress = on_train_progress;
-    t->progress_user = self;
-    t->engine = g_strcmp0(self->settings.engine, "gpu") == 0 ? "gpu" : "cpu"; /* the trainer follows the engine */
-    t->val_count = MIN(t->val_count, train->count / 10);                      /* at most a tenth is held out */
-    /* padding of random crops: a black pixel after the preprocessing */
-    const nc_preprocess *pp = &self->settings.pp;
-    t->crop_fill = pp->n_std > 0 && pp->std[0] != 0 ? (0.0f - (pp->n_mean > 0 ? pp->mean[0] : 0)) / pp->std[0] : 0.0f;
-    static const nc_train_mode modes[2] = {NC_TRAIN_QCFS, NC_TRAIN_BPTT};
-    nc_status st = NC_OK;
-    for (int k = 0; k < 2 && st == NC_OK; k++) {
-        int epochs = modes[k] == NC_TRAIN_QCFS ? o.finetune_qcfs_epochs : o.finetune_bptt_epochs;
-        if (epochs <= 0)
-            continue;
-        begin_stage(self, "finetune");
-        self->last_val_accuracy = -1;
-        NcRunData *d = nc_run_data_new("finetune", 0, 0, 0);
-        d->has_train = TRUE;
-        d->train = (nc_train_progress){.mode = modes[k], .epochs = epochs, .val_accuracy = -1};
-        publish(self, d);
-        nc_train_result result;
-        st = nc_pipeline_finetune(self->net, modes[k], train, &o, &result, err);
-        if (st == NC_OK) {
-            self->results[modes[k]] = result;
-            self->epochs_done[modes[k]] = result.best_epoch;
+    const nc_pipeline_options *o = &self->settings.pipeline;
+    begin_stage(self, "finetune");
+    self->last_val_accuracy = -1;
+    NcRunData *d = nc_run_data_new("finetune", 0, 0, 0);
+    d->has_train = TRUE;
+    d->train = (nc_train_progress){.mode = stage->mode, .val_accuracy = -1,
+                                   .epochs = stage->mode == NC_TRAIN_QCFS ? o->finetune_qcfs_epochs
+                                                                         : o->finetune_bptt_epochs};
+    publish(self, d);
+}
+
+/* The runner's stages as they begin and end (worker thread). */
+static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, nc_runner_event ev, nc_error *err)
+{
+    NcJob *self = user;
+    if (ev == NC_RUNNER_STAGE_BEGIN && stage->kind == NC_RUN_FINETUNE)
+        begin_finetune(self, stage);
+    else if (ev == NC_RUNNER_STAGE_BEGIN && stage->kind == NC_RUN_MEASURE)
+        begin_stage(self, stage->keep ? "load" : "evaluate");
+    else if (ev == NC_RUNNER_STAGE_BEGIN) {
+        begin_stage(self, stage->label);
+        if (stage->kind == NC_RUN_OPEN)
+            publish(self, nc_run_data_new("load", 0, 0, 0));
+    } else if (ev == NC_RUNNER_RECORD_READY && stage->keep)
+        return begin_live(self, r, stage, err);
+    else if (ev == NC_RUNNER_STAGE_END && stage->kind == NC_RUN_MEASURE) {
+        end_live(self);
+        /* the converted net's complete run: the "before" of every later snapshot */
+        if (self->finetunes && stage->row == 0 && nc_runner_record(r, 0)) {
+            self->baseline = nc_run_data_new_from_record("done", 0, 0, 0, nc_runner_record(r, 0), NULL);
+            stamp(self, self->baseline, FALSE);
         }
-        if (st == NC_OK)
-            st = nc_engine_load(engine, self->net, err);
-        /* a QCFS stage followed by BPTT gets its own row in the table */
-        if (st == NC_OK && modes[k] == NC_TRAIN_QCFS && o.finetune_bptt_epochs > 0)
-            st = measure_stage(self, engine, test, add_stage(self, "QCFS fine-tuned"), err);
     }
-    return st;
+    return NC_OK;
 }
 
 static void worker(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
@@ -495,45 +466,15 @@ static void worker(GTask *task, gpointer source, gpointer task_data, GCancellabl
     NcJob *self = source;
     nc_error err = {0};
     gint64 start = g_get_monotonic_time();
-    nc_engine *engine = NULL;
-    nc_dataset *train = NULL, *test = NULL;
-    nc_status st = nc_engine_new(self->settings.engine, &engine, &err);
+    nc_runner_desc desc;
+    nc_job_settings_describe_run(&self->settings, self->source, self->source_path, &desc);
+    nc_runner_observer obs = {.user = self, .progress = on_progress, .train_progress = on_train_progress,
+                              .event = on_event};
+    nc_status st = nc_runner_new(&desc, &self->runner, &err);
     if (st == NC_OK)
-        st = convert(self, engine, &train, &err);
-    if (st == NC_OK) {
-        begin_stage(self, "load");
-        st = open_data(self, NC_SPLIT_TEST, self->settings.images, &test, &err);
-    }
-    if (st == NC_OK)
-        st = nc_check_dataset_fits(self->net, test, &err);
-    if (st == NC_OK && self->finetunes) {
-        /* the converted net is simulated first (the "before"), then
-         * fine-tuned and simulated again */
-        self->before_net = nc_net_clone(self->net);
-        st = self->before_net ? NC_OK : nc_fail(&err, NC_ERR_MEMORY, "out of memory for a copy of the network");
-        int row = (int)(add_stage(self, "converted") - self->stages);
-        if (st == NC_OK)
-            st = simulate(self, engine, self->before_net, test, row, TRUE, &self->before_record, &err);
-        if (st == NC_OK) {
-            self->baseline = nc_run_data_new_from_record("done", 0, 0, 0, self->before_record, NULL);
-            stamp(self, self->baseline, FALSE);
-            st = finetune(self, engine, train, test, &err);
-        }
-        if (st == NC_OK) {
-            self->finetuned = TRUE;
-            int bptt = self->settings.pipeline.finetune_bptt_epochs > 0;
-            row = (int)(add_stage(self, bptt ? "BPTT fine-tuned" : "QCFS fine-tuned") - self->stages);
-            /* after BPTT the ANN reading of the weights is not what was
-             * trained: no ANN accuracy, as `neurocuda convert` prints it */
-            st = simulate(self, engine, self->net, test, row, !bptt, &self->record, &err);
-        }
-    } else if (st == NC_OK) {
-        int row = (int)(add_stage(self, self->converts ? "converted" : "simulated") - self->stages);
-        st = simulate(self, engine, self->net, test, row, TRUE, &self->record, &err);
-    }
-    nc_dataset_free(train);
-    nc_dataset_free(test);
-    nc_engine_free(engine);
+        st = nc_runner_run(self->runner, &obs, &err);
+    if (self->runner)
+        end_live(self); /* a failed or cancelled simulation keeps its finished batches */
     self->seconds = (g_get_monotonic_time() - start) / 1e6;
     if (st == NC_OK)
         g_task_return_boolean(task, TRUE);

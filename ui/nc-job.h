@@ -1,30 +1,27 @@
 /* nc-job.h — one conversion + simulation run, off the main thread.
  *
- * A job clones the source network, then in a GTask worker:
- *   opens the datasets → nc_pipeline_convert (calibration, thresholds, QCFS,
- *   IF) → nc_record_new → nc_simulate_into,
- * the same calls the CLI makes.  With fine-tuning on (epochs > 0, converted
- * networks only) the training split is opened whole and the run becomes
- *   convert → simulate the converted net (a clone, kept: the "before") →
- *   nc_pipeline_finetune QCFS, then BPTT (progress per batch; a QCFS stage
- *   followed by BPTT is measured on its own) → simulate the fine-tuned net,
- * as `neurocuda convert --finetune-*` does; every snapshot of the last
- * simulation carries the first one's complete snapshot (NcRunData.baseline)
- * and each stage's accuracy (NcRunData.stages).  A cancelled stage leaves the
- * net as it was before the stage; the job then keeps the converted net and
- * its run (nc_job_get_net/record).  The worker never touches a widget: its
- * progress callback copies a snapshot (NcRunData) into a mutex-protected slot
- * and, if none is queued yet, queues an idle on the main context that emits
- * ::progress with the newest snapshot (older unseen ones are dropped: the
- * views only ever need the latest).  Cancelling the GCancellable makes the
- * progress callback return non-zero, which stops the pipeline cleanly; the
- * record then holds the batches finished before. */
+ * A job describes its run to the pipeline runner (sim/nc_runner.h:
+ * nc_job_settings_describe_run) and runs it in a GTask worker; the runner
+ * sequences the stages (open, calibrate, convert, measure, fine-tune) exactly
+ * as for `neurocuda convert`, and the job presents them.  With fine-tuning on
+ * (epochs > 0, converted networks only) the first row (the converted net) and
+ * the last (the fine-tuned net) are simulated with records; every snapshot of
+ * the last simulation carries the first one's complete snapshot
+ * (NcRunData.baseline) and each stage's accuracy (NcRunData.stages).  A
+ * cancelled stage leaves the net as it was before the stage; the job then
+ * keeps the converted net and its run (nc_job_get_net/record).  The worker
+ * never touches a widget: its progress callback copies a snapshot (NcRunData)
+ * into a mutex-protected slot and, if none is queued yet, queues an idle on
+ * the main context that emits ::progress with the newest snapshot (older
+ * unseen ones are dropped: the views only ever need the latest).  Cancelling
+ * the GCancellable makes the progress callback return non-zero, which stops
+ * the runner cleanly; the record then holds the batches finished before. */
 #pragma once
 
 #include <gio/gio.h>
 
 #include "../core/nc_record.h"
-#include "../sim/nc_pipeline.h"
+#include "../sim/nc_runner.h"
 #include "nc-run-data.h"
 
 G_BEGIN_DECLS
@@ -51,6 +48,10 @@ char *nc_job_settings_describe(const NcJobSettings *s, gboolean converts);
 /* "QCFS 1 ep + BPTT 2 ep", or NULL when no fine-tuning stage is on. */
 char *nc_job_settings_describe_finetune(const NcJobSettings *s);
 gboolean nc_job_settings_finetunes(const NcJobSettings *s);
+/* The pipeline runner's description of a job with these settings on
+ * `source` (pointers into s and source: they must outlive it). */
+void nc_job_settings_describe_run(const NcJobSettings *s, const nc_net *source, const char *source_path,
+                                  nc_runner_desc *d);
 
 #define NC_JOB_ERROR (nc_job_error_quark())
 GQuark nc_job_error_quark(void); /* codes are nc_status values */

@@ -4,7 +4,7 @@
 #include <adwaita.h>
 
 #include "../core/nc_dataset.h"
-#include "../sim/nc_engine.h"
+#include "../sim/nc_engine_registry.h"
 
 struct _NcSettingsPane {
     GtkWidget parent_instance;
@@ -24,7 +24,7 @@ struct _NcSettingsPane {
     GtkWidget *weight_decay_row, *weight_decay_spin, *surrogate_alpha_row, *surrogate_alpha_spin;
     AdwEntryRow *horizons_row;
     GSettings *settings;
-    GPtrArray *engine_rows;      /* AdwActionRow*, in engine_names order   */
+    GPtrArray *engine_rows;      /* AdwActionRow*, in engine table order   */
     GPtrArray *engine_checks;    /* GtkCheckButton*                           */
     gboolean engine_ok[8];
     GtkFileChooserNative *chooser;
@@ -32,9 +32,11 @@ struct _NcSettingsPane {
 
 G_DEFINE_FINAL_TYPE(NcSettingsPane, nc_settings_pane, GTK_TYPE_WIDGET)
 
-/* Every engine the project knows, compiled in or not, so that the user sees
- * why one is missing. */
-static const char *const engine_names[] = {"cpu", "gpu", "loihi"};
+/* Every engine of the table (sim/nc_engine_registry.h), compiled in or not
+ * (the table keeps a placeholder that says why), so that the user sees why
+ * one is missing. */
+static guint n_engines(void) { return (guint)MIN(nc_engine_count(), 8); }
+static const char *engine_name(guint i) { return nc_engine_at((int)i)->name; }
 
 typedef struct {
     const char *value, *label;
@@ -109,14 +111,14 @@ static void on_engine_toggled(GtkCheckButton *check, NcSettingsPane *self)
 static void add_engine_rows(NcSettingsPane *self)
 {
     GtkCheckButton *group = NULL;
-    for (guint i = 0; i < G_N_ELEMENTS(engine_names); i++) {
+    for (guint i = 0; i < n_engines(); i++) {
         GtkWidget *row = adw_action_row_new();
         GtkWidget *check = gtk_check_button_new();
-        adw_preferences_row_set_title(ADW_PREFERENCES_ROW(row), engine_names[i]);
+        adw_preferences_row_set_title(ADW_PREFERENCES_ROW(row), engine_name(i));
         gtk_widget_set_valign(check, GTK_ALIGN_CENTER);
         gtk_check_button_set_group(GTK_CHECK_BUTTON(check), group);
         group = GTK_CHECK_BUTTON(check);
-        g_object_set_data(G_OBJECT(check), "nc-engine", (gpointer)engine_names[i]);
+        g_object_set_data(G_OBJECT(check), "nc-engine", (gpointer)engine_name(i));
         g_signal_connect(check, "toggled", G_CALLBACK(on_engine_toggled), self);
         adw_action_row_add_prefix(ADW_ACTION_ROW(row), check);
         adw_action_row_set_activatable_widget(ADW_ACTION_ROW(row), check);
@@ -124,15 +126,6 @@ static void add_engine_rows(NcSettingsPane *self)
         g_ptr_array_add(self->engine_rows, row);
         g_ptr_array_add(self->engine_checks, check);
     }
-}
-
-static const char *engine_description(const char *name)
-{
-    if (strcmp(name, "cpu") == 0)
-        return "float32 reference (OpenBLAS)";
-    if (strcmp(name, "gpu") == 0)
-        return "CUDA and cuBLAS";
-    return "Loihi-2-style fixed point";
 }
 
 /* Can `name` run `net`?  The reason comes from the engine itself. */
@@ -144,7 +137,7 @@ static gboolean check_engine(const char *name, const nc_net *net, char *why, siz
     if (st == NC_OK && net)
         st = nc_engine_check(engine, net, &err);
     nc_engine_free(engine);
-    g_strlcpy(why, st == NC_OK ? engine_description(name) : err.message, size);
+    g_strlcpy(why, st == NC_OK ? nc_engine_find(name)->description : err.message, size);
     return st == NC_OK;
 }
 
@@ -152,8 +145,8 @@ static void sync_engine_selection(NcSettingsPane *self)
 {
     g_autofree char *current = g_settings_get_string(self->settings, "engine");
     int chosen = -1;
-    for (guint i = 0; i < G_N_ELEMENTS(engine_names); i++)
-        if (strcmp(engine_names[i], current) == 0 && self->engine_ok[i])
+    for (guint i = 0; i < n_engines(); i++)
+        if (strcmp(engine_name(i), current) == 0 && self->engine_ok[i])
             chosen = (int)i;
     if (chosen < 0) /* the remembered engine cannot run this net: the CPU can */
         chosen = 0;
@@ -162,9 +155,9 @@ static void sync_engine_selection(NcSettingsPane *self)
 
 void nc_settings_pane_set_net(NcSettingsPane *self, const nc_net *net)
 {
-    for (guint i = 0; i < G_N_ELEMENTS(engine_names); i++) {
+    for (guint i = 0; i < n_engines(); i++) {
         char why[NC_ERROR_MESSAGE_MAX];
-        self->engine_ok[i] = check_engine(engine_names[i], net, why, sizeof why);
+        self->engine_ok[i] = check_engine(engine_name(i), net, why, sizeof why);
         GtkWidget *row = g_ptr_array_index(self->engine_rows, i);
         adw_action_row_set_subtitle(ADW_ACTION_ROW(row), why);
         gtk_widget_set_sensitive(row, self->engine_ok[i]);
@@ -195,8 +188,8 @@ void nc_settings_pane_show_finetuning(NcSettingsPane *self)
 
 gboolean nc_settings_pane_engine_available(NcSettingsPane *self, const char *name)
 {
-    for (guint i = 0; i < G_N_ELEMENTS(engine_names); i++)
-        if (strcmp(engine_names[i], name) == 0)
+    for (guint i = 0; i < n_engines(); i++)
+        if (strcmp(engine_name(i), name) == 0)
             return self->engine_ok[i];
     return FALSE;
 }

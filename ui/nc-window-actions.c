@@ -1,6 +1,8 @@
 /* nc-window-actions.c — the window's actions (open, run, cancel, exports),
- * file choosers, error dialogs, toasts and recent files.  Every write goes
- * through a function that writes a temporary file and renames it. */
+ * file choosers and recent files.  Every write goes through a function that
+ * writes a temporary file and renames it.  Opening a file, running and
+ * cancelling go through the window's hooks (nc-window-private.h): this file
+ * calls nothing of nc-window.c or nc-window-run.c. */
 #include "nc-window-private.h"
 
 #include <math.h>
@@ -10,32 +12,6 @@
 #include "../sim/nc_pipeline.h"
 
 #define MAX_RECENT 8
-
-/* ---- dialogs and toasts ----------------------------------------------------------------- */
-
-void nc_window_show_error(NcWindow *self, const char *heading, const char *body)
-{
-    GtkWidget *dialog = adw_message_dialog_new(GTK_WINDOW(self), heading, body);
-    adw_message_dialog_add_response(ADW_MESSAGE_DIALOG(dialog), "close", "_Close");
-    adw_message_dialog_set_default_response(ADW_MESSAGE_DIALOG(dialog), "close");
-    gtk_window_present(GTK_WINDOW(dialog));
-}
-
-void nc_window_toast(NcWindow *self, const char *text)
-{
-    AdwToast *toast = adw_toast_new(text);
-    adw_toast_set_timeout(toast, 6);
-    if (self->toast) /* a newer result replaces the older one at once */
-        adw_toast_dismiss(self->toast);
-    g_set_weak_pointer(&self->toast, toast);
-    adw_toast_overlay_add_toast(self->toast_overlay, toast);
-}
-
-void nc_window_dismiss_toast(NcWindow *self)
-{
-    if (self->toast)
-        adw_toast_dismiss(self->toast);
-}
 
 /* ---- file choosers ------------------------------------------------------------------------ */
 
@@ -265,7 +241,7 @@ static void save_project_to(NcWindow *self, const char *path, const char *format
 static void open_chosen(NcWindow *self, const char *path, const char *format)
 {
     g_autoptr(GFile) file = g_file_new_for_path(path);
-    nc_window_open(self, file);
+    self->hooks.open(self, file);
 }
 
 /* ---- action handlers ------------------------------------------------------------------------------ */
@@ -280,8 +256,17 @@ static void action_open_recent(GSimpleAction *a, GVariant *p, gpointer user_data
     open_chosen(user_data, g_variant_get_string(p, NULL), NULL);
 }
 
-static void action_run(GSimpleAction *a, GVariant *p, gpointer user_data) { nc_window_run_start(user_data); }
-static void action_cancel(GSimpleAction *a, GVariant *p, gpointer user_data) { nc_window_run_cancel(user_data); }
+static void action_run(GSimpleAction *a, GVariant *p, gpointer user_data)
+{
+    NcWindow *self = user_data;
+    self->hooks.run_start(self);
+}
+
+static void action_cancel(GSimpleAction *a, GVariant *p, gpointer user_data)
+{
+    NcWindow *self = user_data;
+    self->hooks.run_cancel(self);
+}
 
 static void action_export_chart(GSimpleAction *a, GVariant *p, gpointer user_data)
 {

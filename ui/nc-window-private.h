@@ -2,7 +2,10 @@
  *   nc-window.c          type, template, model loading, drag and drop
  *   nc-window-run.c      running a job: progress, status bar, cancel
  *   nc-window-views.c    the view pages and their updates
- *   nc-window-actions.c  actions, file choosers, exports, dialogs */
+ *   nc-window-actions.c  actions, file choosers, exports
+ *   nc-window-notify.c   error dialogs and toasts
+ * nc-window.c uses the others; they use only nc-window-views.c and
+ * nc-window-notify.c, and reach the window back through NcWindowHooks. */
 #pragma once
 
 #include "nc-accuracy-chart.h"
@@ -19,8 +22,19 @@
 
 G_BEGIN_DECLS
 
+/* How the parts below nc-window.c talk back to it: the window owns
+ * nc-window-actions.c and nc-window-run.c and sets these at init, so that
+ * neither calls the window or the other (the dependencies point one way). */
+typedef struct NcWindowHooks {
+    void (*open)(NcWindow *self, GFile *file);   /* actions: open a model           */
+    void (*run_start)(NcWindow *self);           /* actions: Convert & Run          */
+    void (*run_cancel)(NcWindow *self);          /* actions: Cancel                 */
+    void (*state_changed)(NcWindow *self);       /* run: a job started or ended     */
+} NcWindowHooks;
+
 struct _NcWindow {
     AdwApplicationWindow parent_instance;
+    NcWindowHooks hooks;
 
     /* template children */
     AdwToastOverlay *toast_overlay;
@@ -99,9 +113,11 @@ void nc_window_run_detach(NcWindow *self);
 /* nc-window-actions.c */
 void nc_window_actions_init(NcWindow *self);
 void nc_window_actions_update(NcWindow *self);
-void nc_window_show_error(NcWindow *self, const char *heading, const char *body);
-void nc_window_toast(NcWindow *self, const char *text);
 void nc_window_recent_add(NcWindow *self, const char *path);
 void nc_window_recent_rebuild(NcWindow *self);
+
+/* nc-window-notify.c */
+void nc_window_show_error(NcWindow *self, const char *heading, const char *body);
+void nc_window_toast(NcWindow *self, const char *text);
 
 G_END_DECLS

@@ -81,7 +81,7 @@ static void set_running_ui(NcWindow *self, gboolean running)
     if (!running)
         gtk_label_set_text(self->eta_label, "");
     gtk_progress_bar_set_fraction(self->progress_bar, 0);
-    nc_window_actions_update(self);
+    self->hooks.state_changed(self);
 }
 
 /* ---- progress ----------------------------------------------------------------------------- */

@@ -300,6 +300,8 @@ static void nc_window_class_init(NcWindowClass *klass)
 static void nc_window_init(NcWindow *self)
 {
     gtk_widget_init_template(GTK_WIDGET(self));
+    self->hooks = (NcWindowHooks){.open = nc_window_open, .run_start = nc_window_run_start,
+                                  .run_cancel = nc_window_run_cancel, .state_changed = nc_window_actions_update};
     self->recent_menu = g_menu_new();
     adw_split_button_set_menu_model(self->open_button, G_MENU_MODEL(self->recent_menu));
     nc_window_views_init(self);

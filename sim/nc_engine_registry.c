@@ -1,0 +1,275 @@
+/* nc_engine_registry.c — the engine table (nc_engine_registry.h): sim/'s own
+ * engines, the "gpu" placeholder, and the entries engines register. */
+#include "nc_engine_registry.h"
+#include "nc_cpu_ops.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nc_config.h"
+#include "nc_engine_loihi.h"
+
+/* ---- sim/'s engines ------------------------------------------------------- */
+
+static const nc_engine_option thread_options[] = {
+    {.key = "threads", .type = NC_ENGINE_OPTION_INT, .default_value = "0", .min = 0, .max = 4096,
+     .help = "worker threads of a forward pass (0: every core)"},
+};
+
+/* The cpu engine: its threads, and which build of the CPU kernels runs
+ * (sim/nc_cpu_dispatch.c; the same for every engine of the process). */
+static const nc_engine_option cpu_options[] = {
+    {.key = "threads", .type = NC_ENGINE_OPTION_INT, .default_value = "0", .min = 0, .max = 4096,
+     .help = "worker threads of a forward pass (0: every core)"},
+    {.key = "kernels", .type = NC_ENGINE_OPTION_CHOICE, .default_value = "auto",
+     .choices = "auto|avx512|avx2|baseline",
+     .help = "build of the CPU kernels (auto: the best this CPU runs; one build per process)",
+     .env = "NC_CPU_PATH"},
+};
+
+static int always(char *why, size_t size)
+{
+    (void)why;
+    (void)size;
+    return 1;
+}
+
+static nc_status create_cpu(const nc_engine_values *v, nc_engine **out, nc_error *err)
+{
+    char why[200];
+    if (strcmp(v->text[1], "auto") != 0 && nc_cpu_path_request(v->text[1], why, sizeof why) != 0)
+        return nc_fail(err, NC_ERR_ARGUMENT, "cpu engine: kernels=%s: %s", v->text[1], why);
+    *out = nc_engine_cpu_new();
+    if (!*out)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory creating the cpu engine");
+    (*out)->threads = atoi(v->text[0]);
+    return NC_OK;
+}
+
+static nc_status create_loihi(const nc_engine_values *v, nc_engine **out, nc_error *err)
+{
+    *out = nc_engine_loihi_new();
+    if (!*out)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory creating the loihi engine");
+    (*out)->threads = atoi(v->text[0]);
+    return NC_OK;
+}
+
+static void cpu_details(char *buf, size_t size)
+{
+    snprintf(buf, size, "float32 reference (OpenBLAS); CPU kernels: %s%s%s", nc_cpu_path(),
+             *nc_cpu_path_note() ? " — " : "", nc_cpu_path_note());
+}
+
+static const nc_engine_info cpu_info = {
+    .name = "cpu",
+    .description = "float32 reference (OpenBLAS)",
+    .caps = NC_CAP_SNN | NC_CAP_TRAINING, /* fine-tuning runs on sim/nc_train_backend_cpu.c */
+    .n_options = 2,
+    .options = cpu_options,
+    .available = always,
+    .details = cpu_details,
+    .create = create_cpu,
+};
+
+static const nc_engine_info loihi_info = {
+    .name = "loihi",
+    .description = "Loihi-2-style fixed point: bit-accurate integer IF neurons (CPU)",
+    .caps = NC_CAP_SNN | NC_CAP_FIXED_POINT,
+    .n_options = 1,
+    .options = thread_options,
+    .available = always,
+    .create = create_loihi,
+};
+
+/* "gpu" until the CUDA engine registers itself: why it is not here. */
+static const char no_cuda[] = "not compiled in: this build has no CUDA (rebuild with -Dcuda=enabled where nvcc is "
+                              "installed); use --engine cpu";
+
+static int gpu_absent(char *why, size_t size)
+{
+    snprintf(why, size, "%s", no_cuda);
+    return 0;
+}
+
+static nc_status create_absent_gpu(const nc_engine_values *v, nc_engine **out, nc_error *err)
+{
+    (void)v;
+    *out = NULL;
+    return nc_fail(err, NC_ERR_UNSUPPORTED, "the gpu engine is %s", no_cuda);
+}
+
+static const nc_engine_info gpu_placeholder = {
+    .name = "gpu",
+    .description = "CUDA and cuBLAS",
+    .available = gpu_absent,
+    .create = create_absent_gpu,
+};
+
+/* ---- the table --------------------------------------------------------------- */
+
+#define MAX_ENGINES 8
+static const nc_engine_info *table[MAX_ENGINES] = {&cpu_info, &gpu_placeholder, &loihi_info};
+static int n_engines = 3;
+
+void nc_engine_register(const nc_engine_info *info)
+{
+    for (int i = 0; i < n_engines; i++)
+        if (strcmp(table[i]->name, info->name) == 0) {
+            table[i] = info;
+            return;
+        }
+    if (n_engines < MAX_ENGINES)
+        table[n_engines++] = info;
+}
+
+int nc_engine_count(void) { return n_engines; }
+const nc_engine_info *nc_engine_at(int i) { return i >= 0 && i < n_engines ? table[i] : NULL; }
+
+const nc_engine_info *nc_engine_find(const char *name)
+{
+    for (int i = 0; name && i < n_engines; i++)
+        if (strcmp(table[i]->name, name) == 0)
+            return table[i];
+    return NULL;
+}
+
+const nc_engine_info *nc_engine_info_of(const nc_engine *e)
+{
+    return e && e->ops ? nc_engine_find(e->ops->name) : NULL;
+}
+
+const nc_engine_option *nc_engine_option_find(const nc_engine_info *info, const char *key)
+{
+    for (int i = 0; info && i < info->n_options; i++)
+        if (strcmp(info->options[i].key, key) == 0)
+            return &info->options[i];
+    return NULL;
+}
+
+/* Names of the engines compiled into this build (placeholders left out). */
+const char *const *nc_engine_names(void)
+{
+    static const char *names[MAX_ENGINES + 1];
+    int n = 0;
+    for (int i = 0; i < n_engines; i++)
+        if (table[i] != &gpu_placeholder)
+            names[n++] = table[i]->name;
+    names[n] = NULL;
+    return names;
+}
+
+static void list_names(char *buf, size_t size)
+{
+    const char *const *names = nc_engine_names();
+    buf[0] = '\0';
+    for (int i = 0; names[i]; i++)
+        snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", i ? ", " : "", names[i]);
+}
+
+nc_status nc_engine_new_with(const char *name, const nc_engine_settings *settings, nc_engine **out, nc_error *err)
+{
+    *out = NULL;
+    char names[128];
+    list_names(names, sizeof names);
+    if (!name)
+        return nc_fail(err, NC_ERR_ARGUMENT, "no engine name given (engines in this build: %s)", names);
+    const nc_engine_info *info = nc_engine_find(name);
+    if (!info)
+        return nc_fail(err, NC_ERR_ARGUMENT, "unknown engine '%s' (engines in this build: %s)", name, names);
+    nc_engine_values values;
+    nc_status st = nc_engine_resolve(info, settings, &values, err);
+    return st == NC_OK ? info->create(&values, out, err) : st;
+}
+
+nc_status nc_engine_new(const char *name, nc_engine **out, nc_error *err)
+{
+    return nc_engine_new_with(name, NULL, out, err);
+}
+
+/* ---- options ------------------------------------------------------------------ */
+
+nc_status nc_engine_settings_add(nc_engine_settings *s, const char *key_value, nc_error *err)
+{
+    const char *eq = key_value ? strchr(key_value, '=') : NULL;
+    size_t klen = eq ? (size_t)(eq - key_value) : 0;
+    if (!eq || klen == 0 || klen >= sizeof s->key[0] || strlen(eq + 1) >= sizeof s->value[0])
+        return nc_fail(err, NC_ERR_ARGUMENT, "--engine-opt '%s': give KEY=VALUE (`neurocuda engines` lists the keys)",
+                       key_value ? key_value : "");
+    if (s->n == NC_ENGINE_MAX_SETTINGS)
+        return nc_fail(err, NC_ERR_ARGUMENT, "at most %d --engine-opt settings", NC_ENGINE_MAX_SETTINGS);
+    memcpy(s->key[s->n], key_value, klen);
+    s->key[s->n][klen] = '\0';
+    snprintf(s->value[s->n], sizeof s->value[0], "%s", eq + 1);
+    s->n++;
+    return NC_OK;
+}
+
+static int in_choices(const char *choices, const char *value)
+{
+    size_t n = strlen(value);
+    for (const char *p = choices; p && *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, value, n) == 0)
+            return 1;
+        p = bar ? bar + 1 : NULL;
+    }
+    return 0;
+}
+
+static nc_status check_value(const nc_engine_info *info, const nc_engine_option *o, const char *value,
+                             const char *from, nc_error *err)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    int number = errno == 0 && end != value && *end == '\0';
+    if (o->type == NC_ENGINE_OPTION_INT && (!number || v < o->min || v > o->max))
+        return nc_fail(err, NC_ERR_ARGUMENT, "%s: the %s engine's option %s wants an integer in %ld…%ld, not '%s'",
+                       from, info->name, o->key, o->min, o->max, value);
+    if (o->type == NC_ENGINE_OPTION_BOOL && (!number || (v != 0 && v != 1)))
+        return nc_fail(err, NC_ERR_ARGUMENT, "%s: the %s engine's option %s wants 0 or 1, not '%s'", from,
+                       info->name, o->key, value);
+    if (o->type == NC_ENGINE_OPTION_CHOICE && !in_choices(o->choices, value))
+        return nc_fail(err, NC_ERR_ARGUMENT, "%s: the %s engine's option %s is one of %s, not '%s'", from,
+                       info->name, o->key, o->choices, value);
+    return NC_OK;
+}
+
+static nc_status unknown_key(const nc_engine_info *info, const char *key, nc_error *err)
+{
+    char keys[256] = "";
+    for (int i = 0; i < info->n_options; i++)
+        snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s%s", i ? ", " : "", info->options[i].key);
+    return nc_fail(err, NC_ERR_ARGUMENT, "--engine-opt %s: the %s engine has no such option (its options: %s)", key,
+                   info->name, keys[0] ? keys : "none");
+}
+
+nc_status nc_engine_resolve(const nc_engine_info *info, const nc_engine_settings *settings, nc_engine_values *out,
+                            nc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < info->n_options && i < NC_ENGINE_MAX_OPTIONS; i++) {
+        const nc_engine_option *o = &info->options[i];
+        const char *env = o->env ? getenv(o->env) : NULL; /* the documented override */
+        snprintf(out->text[i], sizeof out->text[i], "%s", env && *env ? env : o->default_value);
+    }
+    for (int k = 0; settings && k < settings->n; k++) {
+        int found = 0;
+        for (int i = 0; i < info->n_options && !found; i++) {
+            if (strcmp(info->options[i].key, settings->key[k]) != 0)
+                continue;
+            found = 1;
+            nc_status st = check_value(info, &info->options[i], settings->value[k], "--engine-opt", err);
+            if (st != NC_OK)
+                return st;
+            snprintf(out->text[i], sizeof out->text[i], "%s", settings->value[k]);
+        }
+        if (!found)
+            return unknown_key(info, settings->key[k], err);
+    }
+    return NC_OK;
+}

@@ -1,0 +1,530 @@
+/* nc_runner.c — plans a job's stages and runs them in order (nc_runner.h).
+ * The stage kinds are executed by short functions below; the policies are
+ * the functions at the top, so that each is written once. */
+#include "nc_runner.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nc_engine_registry.h"
+#include "nc_evaluate.h"
+
+struct nc_runner {
+    nc_runner_desc desc;
+    nc_run_stage stages[NC_RUNNER_MAX_STAGES];
+    int n_stages;
+    int eval_T;
+    nc_train_options train;             /* decided once the training split is open */
+
+    nc_engine *engine;                  /* owned unless desc.engine_instance       */
+    nc_dataset *train_set, *test_set;
+    nc_net *net;                        /* the job's net (converted, fine-tuned)   */
+    nc_net *calibrated;                 /* a sweep: what each method converts      */
+    nc_pipeline_result pipeline;
+
+    int n_rows;
+    nc_stage_row rows[NC_RUNNER_MAX_ROWS];
+    nc_record *records[NC_RUNNER_MAX_ROWS];
+    nc_net *row_nets[NC_RUNNER_MAX_ROWS]; /* a kept row's own clone, or NULL     */
+    nc_train_result results[2];
+    int trained[2];
+    int ran;
+};
+
+/* ---- policies ------------------------------------------------------------ */
+
+int64_t nc_runner_held_out(int64_t requested, int64_t train_images)
+{
+    int64_t n = requested < 0 ? NC_RUNNER_DEFAULT_HELD_OUT : requested;
+    /* at most a tenth: the rest is what the stage trains on */
+    return n < train_images / 10 ? n : train_images / 10;
+}
+
+/* A black pixel after the preprocessing (x − mean) / std. */
+float nc_runner_crop_fill(const nc_preprocess *pp)
+{
+    if (!pp || pp->n_std <= 0 || pp->std[0] == 0)
+        return 0.0f;
+    return (0.0f - (pp->n_mean > 0 ? pp->mean[0] : 0)) / pp->std[0];
+}
+
+static int finetunes(const nc_runner_desc *d)
+{
+    return d->pipeline.finetune_qcfs_epochs > 0 || d->pipeline.finetune_bptt_epochs > 0;
+}
+
+static int default_eval_T(const nc_runner_desc *d, int converts)
+{
+    if (d->eval_T > 0)
+        return d->eval_T;
+    if (d->keep_records) /* the simulated T: what the front end shows */
+        return d->T > 0 ? d->T : 32;
+    return converts && finetunes(d) ? NC_RUNNER_DEFAULT_FINETUNE_EVAL_T : 0;
+}
+
+nc_runner_desc nc_runner_desc_default(void)
+{
+    nc_runner_desc d = {0};
+    d.dataset = "fashion-mnist";
+    d.engine = "cpu";
+    d.pipeline = nc_pipeline_options_default();
+    d.held_out = -1;
+    d.seed = 1;
+    return d;
+}
+
+int nc_runner_is_spiking(const nc_net *net)
+{
+    for (int i = 0; net && i < net->n_nodes; i++) {
+        const nc_node *n = &net->nodes[i];
+        if (n->kind == NC_NODE_NEURON && n->neuron.model != NC_NEURON_RELU && n->neuron.model != NC_NEURON_CLIP &&
+            n->neuron.model != NC_NEURON_QCFS)
+            return 1;
+    }
+    return 0;
+}
+
+/* ---- the plan ------------------------------------------------------------ */
+
+static nc_run_stage *add(nc_runner *r, nc_run_stage_kind kind, const char *label)
+{
+    nc_run_stage *s = &r->stages[r->n_stages++];
+    *s = (nc_run_stage){.kind = kind, .label = label, .method = -1, .row = -1};
+    return s;
+}
+
+static void add_measure(nc_runner *r, int row, int keep, int ann)
+{
+    nc_run_stage *s = add(r, NC_RUN_MEASURE, keep ? "simulate" : "evaluate");
+    s->row = row;
+    s->keep = keep;
+    s->ann = ann && !r->desc.skip_ann;
+    s->qcfs = !r->desc.skip_qcfs;
+}
+
+/* convert → measure → [QCFS → measure] → [BPTT → measure]; with
+ * records, the first and the last measurement keep theirs (the before and
+ * after of the workbench's comparison). */
+static void plan_conversion(nc_runner *r)
+{
+    const nc_pipeline_options *p = &r->desc.pipeline;
+    int keep = r->desc.keep_records, qcfs = p->finetune_qcfs_epochs > 0, bptt = p->finetune_bptt_epochs > 0;
+    add(r, NC_RUN_CONVERT, "convert");
+    add_measure(r, 0, keep, 1);
+    int row = 1;
+    if (qcfs) {
+        add(r, NC_RUN_FINETUNE, "finetune")->mode = NC_TRAIN_QCFS;
+        add_measure(r, row++, keep && !bptt, 1);
+    }
+    if (bptt) {
+        add(r, NC_RUN_FINETUNE, "finetune")->mode = NC_TRAIN_BPTT;
+        add_measure(r, row++, keep, 0); /* no ANN row after BPTT */
+    }
+}
+
+static void plan(nc_runner *r, int converts)
+{
+    add(r, NC_RUN_OPEN, "load");
+    if (!converts)
+        add_measure(r, 0, r->desc.keep_records, 1);
+    else if (r->desc.n_methods > 0) {
+        add(r, NC_RUN_CALIBRATE, "calibrate");
+        for (int k = 0; k < r->desc.n_methods; k++) {
+            add(r, NC_RUN_CONVERT, "convert")->method = k;
+            add_measure(r, k, 0, 1);
+        }
+    } else {
+        add(r, NC_RUN_CALIBRATE, "calibrate");
+        plan_conversion(r);
+    }
+    if (r->desc.output)
+        add(r, NC_RUN_SAVE, "save");
+}
+
+nc_status nc_runner_new(const nc_runner_desc *desc, nc_runner **out, nc_error *err)
+{
+    *out = NULL;
+    if (!desc || !desc->source)
+        return nc_fail(err, NC_ERR_ARGUMENT, "nc_runner_new: no description or no network to run");
+    if (desc->n_methods < 0 || desc->n_methods > NC_RUNNER_MAX_ROWS)
+        return nc_fail(err, NC_ERR_ARGUMENT, "a sweep compares 1 to %d threshold methods, not %d",
+                       NC_RUNNER_MAX_ROWS, desc->n_methods);
+    int converts = !nc_runner_is_spiking(desc->source);
+    if (!converts && (finetunes(desc) || desc->n_methods > 0))
+        return nc_fail(err, NC_ERR_ARGUMENT, "the network is already spiking: it cannot be calibrated, swept or "
+                                             "fine-tuned; simulate it as it is");
+    nc_runner *r = calloc(1, sizeof *r);
+    if (!r)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for the pipeline runner");
+    r->desc = *desc;
+    if (!r->desc.engine)
+        r->desc.engine = "cpu";
+    if (r->desc.batch_size <= 0)
+        r->desc.batch_size = r->desc.pipeline.batch_size;
+    r->eval_T = default_eval_T(&r->desc, converts);
+    r->train = r->desc.pipeline.train;
+    plan(r, converts);
+    *out = r;
+    return NC_OK;
+}
+
+void nc_runner_free(nc_runner *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < NC_RUNNER_MAX_ROWS; i++) {
+        nc_record_free(r->records[i]); /* a record points into its net: first */
+        nc_net_free(r->row_nets[i]);
+        free(r->rows[i].snn);
+    }
+    if (r->engine != r->desc.engine_instance)
+        nc_engine_free(r->engine);
+    nc_dataset_free(r->train_set);
+    nc_dataset_free(r->test_set);
+    nc_net_free(r->net);
+    nc_net_free(r->calibrated);
+    nc_pipeline_result_clear(&r->pipeline);
+    free(r);
+}
+
+/* ---- the stages ------------------------------------------------------------ */
+
+static nc_status open_split(nc_runner *r, nc_split split, int64_t limit, nc_dataset **out, nc_error *err)
+{
+    nc_status st = nc_dataset_open(r->desc.dataset, split, &r->desc.pp, limit, out, err);
+    if (st != NC_OK)
+        nc_error_prefix(err, "dataset '%s'", r->desc.dataset);
+    return st;
+}
+
+/* The trainer's options, once the training split's size is known. */
+static void decide_training(nc_runner *r)
+{
+    nc_train_options *t = &r->train;
+    if (!t->engine) /* the trainer follows the engine unless told */
+        t->engine = strcmp(r->desc.engine, "gpu") == 0 ? "gpu" : "cpu";
+    t->crop_fill = nc_runner_crop_fill(&r->desc.pp);
+    if (r->train_set && finetunes(&r->desc))
+        t->val_count = nc_runner_held_out(r->desc.held_out, r->train_set->count);
+}
+
+static nc_status make_engine(nc_runner *r, nc_error *err)
+{
+    if (r->desc.engine_instance) {
+        r->engine = r->desc.engine_instance;
+        return NC_OK;
+    }
+    nc_status st = nc_engine_new_with(r->desc.engine, r->desc.engine_settings, &r->engine, err);
+    if (st == NC_OK)
+        r->engine->threads = r->desc.threads;
+    return st;
+}
+
+/* Calibration reads the first calib_images training images; fine-tuning
+ * reads them all. */
+static nc_status run_open(nc_runner *r, nc_error *err)
+{
+    r->net = nc_net_clone(r->desc.source);
+    if (!r->net)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the network");
+    nc_status st = NC_OK;
+    if (r->stages[1].kind == NC_RUN_CALIBRATE)
+        st = open_split(r, NC_SPLIT_TRAIN, finetunes(&r->desc) ? 0 : r->desc.pipeline.calib_images, &r->train_set,
+                        err);
+    if (st == NC_OK)
+        st = open_split(r, NC_SPLIT_TEST, r->desc.test_images, &r->test_set, err);
+    if (st == NC_OK)
+        st = nc_check_dataset_fits(r->net, r->test_set, err);
+    if (st == NC_OK)
+        st = make_engine(r, err);
+    if (st == NC_OK)
+        st = nc_engine_load(r->engine, r->net, err);
+    decide_training(r);
+    return st;
+}
+
+static nc_status run_calibrate(nc_runner *r, const nc_runner_observer *obs, nc_error *err)
+{
+    nc_status st = nc_pipeline_calibrate(r->engine, r->net, r->train_set, &r->desc.pipeline, obs->progress, obs->user,
+                                         &r->pipeline, err);
+    if (st == NC_OK && r->desc.n_methods > 0) { /* each method converts a clone of this */
+        r->calibrated = r->net;
+        r->net = NULL;
+    }
+    return st;
+}
+
+static nc_status run_convert(nc_runner *r, const nc_run_stage *s, nc_error *err)
+{
+    nc_pipeline_options o = r->desc.pipeline;
+    if (s->method >= 0) {
+        nc_net_free(r->net);
+        r->net = nc_net_clone(r->calibrated);
+        if (!r->net)
+            return nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the network");
+        o.method = r->desc.methods[s->method];
+    }
+    nc_status st = nc_pipeline_finish(r->net, &o, &r->pipeline, err);
+    /* loaded explicitly: a new clone may reuse a freed clone's address */
+    return st == NC_OK ? nc_engine_load(r->engine, r->net, err) : st;
+}
+
+static nc_status run_finetune(nc_runner *r, const nc_run_stage *s, const nc_runner_observer *obs, nc_error *err)
+{
+    nc_pipeline_options o = r->desc.pipeline;
+    o.train = r->train;
+    o.train.progress = obs->train_progress;
+    o.train.progress_user = obs->user;
+    nc_train_result res;
+    nc_status st = nc_pipeline_finetune(r->net, s->mode, r->train_set, &o, &res, err);
+    if (st == NC_OK) {
+        r->results[s->mode] = res;
+        r->trained[s->mode] = 1;
+        st = nc_engine_load(r->engine, r->net, err); /* the new weights */
+    }
+    return st;
+}
+
+
+static nc_status notify(nc_runner *r, const nc_runner_observer *obs, int i, nc_runner_event ev, nc_error *err)
+{
+    return obs->event ? obs->event(obs->user, r, &r->stages[i], ev, err) : NC_OK;
+}
+
+/* Does a later stage change the net in place (fine-tuning)? */
+static int changed_later(const nc_runner *r, int stage)
+{
+    for (int i = stage + 1; i < r->n_stages; i++)
+        if (r->stages[i].kind == NC_RUN_FINETUNE)
+            return 1;
+    return 0;
+}
+
+static const char *row_name(const nc_runner *r, const nc_run_stage *s, char *buf, size_t size)
+{
+    if (s->row > 0 && r->desc.n_methods == 0) { /* after a fine-tuning stage */
+        const nc_run_stage *ft = s - 1;
+        return ft->mode == NC_TRAIN_QCFS ? "QCFS fine-tuned" : "BPTT fine-tuned";
+    }
+    if (r->desc.n_methods > 0) {
+        snprintf(buf, size, "%s%s", nc_calib_method_name(r->desc.methods[s->row]),
+                 r->desc.pipeline.per_channel ? " (channel)" : "");
+        return buf;
+    }
+    return r->stages[1].kind == NC_RUN_CALIBRATE ? "converted" : "simulated";
+}
+
+static void begin_row(nc_runner *r, const nc_run_stage *s)
+{
+    char buf[32];
+    nc_stage_row *row = &r->rows[s->row];
+    free(row->snn);
+    *row = (nc_stage_row){.ann = NAN, .qcfs = NAN};
+    snprintf(row->name, sizeof row->name, "%s", row_name(r, s, buf, sizeof buf));
+    if (r->n_rows <= s->row)
+        r->n_rows = s->row + 1;
+}
+
+/* The row from the record's finished batches. */
+static nc_status fill_row(nc_stage_row *row, const nc_record *rec, const nc_run_stage *s, nc_error *err)
+{
+    int64_t n = nc_record_samples(rec);
+    if (n == 0)
+        return NC_OK;
+    row->images = n;
+    row->ann = s->ann ? nc_record_ann_accuracy(rec) : NAN;
+    row->qcfs = s->qcfs ? nc_record_qcfs_accuracy(rec) : NAN;
+    int T = nc_record_T(rec);
+    row->snn = malloc((size_t)T * sizeof *row->snn);
+    if (!row->snn)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for the accuracy by step");
+    row->T = T;
+    for (int t = 1; t <= T; t++)
+        row->snn[t - 1] = nc_record_accuracy(rec, t);
+    return NC_OK;
+}
+
+/* No SNN steps asked for: the ANN and QCFS-ANN accuracy only. */
+static nc_status evaluate_row(nc_runner *r, const nc_run_stage *s, const nc_runner_observer *obs, nc_error *err)
+{
+    nc_stage_row *row = &r->rows[s->row];
+    nc_eval_result res = {0};
+    nc_status st = NC_OK;
+    if (s->ann && (st = nc_evaluate(r->engine, r->test_set, r->desc.batch_size, NC_MODE_ANN, obs->progress,
+                                    obs->user, &res, err)) == NC_OK)
+        row->ann = res.accuracy;
+    if (st == NC_OK && s->qcfs &&
+        (st = nc_evaluate(r->engine, r->test_set, r->desc.batch_size, NC_MODE_QCFS, obs->progress, obs->user, &res,
+                          err)) == NC_OK)
+        row->qcfs = res.accuracy;
+    row->images = r->test_set->count;
+    return st;
+}
+
+/* One row: the net simulated on the test split over eval_T steps into a
+ * record (the ANN and QCFS-ANN passes with it). */
+static nc_status run_measure(nc_runner *r, int stage, const nc_runner_observer *obs, nc_error *err)
+{
+    const nc_run_stage *s = &r->stages[stage];
+    begin_row(r, s);
+    const nc_net *net = r->net;
+    if (s->keep && changed_later(r, stage)) { /* the record must keep the net it read */
+        net = r->row_nets[s->row] = nc_net_clone(r->net);
+        if (!net)
+            return nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the network");
+    }
+    nc_status st = nc_engine_load(r->engine, net, err);
+    if (st != NC_OK || r->eval_T == 0)
+        return st == NC_OK ? evaluate_row(r, s, obs, err) : st;
+    nc_simulate_options so = {.T = r->eval_T, .encoding = r->desc.encoding, .seed = r->desc.seed ? r->desc.seed : 1,
+                              .limit = r->test_set->count, .batch_size = r->desc.batch_size,
+                              .skip_ann = !s->ann, .skip_qcfs = !s->qcfs};
+    if (s->keep)
+        so.record = r->desc.record;
+    st = nc_record_new(net, so.T, &so.record, &r->records[s->row], err);
+    if (st == NC_OK)
+        st = notify(r, obs, stage, NC_RUNNER_RECORD_READY, err);
+    if (st == NC_OK)
+        st = nc_simulate_into(r->engine, r->test_set, &so, obs->progress, obs->user, r->records[s->row], err);
+    nc_status filled = r->records[s->row] ? fill_row(&r->rows[s->row], r->records[s->row], s, err) : NC_OK;
+    if (!s->keep) {
+        nc_record_free(r->records[s->row]);
+        r->records[s->row] = NULL;
+    }
+    return st != NC_OK ? st : filled;
+}
+
+/* ---- saving ----------------------------------------------------------------------- */
+
+static void store_metric(nc_project *p, const char *prefix, const char *name, double value)
+{
+    char key[96];
+    nc_error ignored = {0};
+    snprintf(key, sizeof key, "%s%s", prefix, name);
+    if (!isnan(value))
+        nc_project_set_metric(p, key, value, &ignored);
+}
+
+static void store_row(nc_project *p, const char *prefix, const nc_stage_row *row)
+{
+    store_metric(p, prefix, "ann_accuracy", row->ann);
+    store_metric(p, prefix, "qcfs_accuracy", row->qcfs);
+    for (int t = 1; t <= row->T; t++) {
+        char name[48];
+        snprintf(name, sizeof name, "snn_accuracy_t%d", t);
+        store_metric(p, prefix, name, row->snn[t - 1]);
+    }
+}
+
+void nc_runner_store_rows(nc_project *p, const nc_stage_row *rows, int n)
+{
+    for (int k = 0; k < n; k++) {
+        const char *name = rows[k].name;
+        store_row(p, strcmp(name, "QCFS fine-tuned") == 0   ? "qcfs_finetuned_"
+                     : strcmp(name, "BPTT fine-tuned") == 0 ? "bptt_finetuned_"
+                                                            : "",
+                  &rows[k]);
+    }
+    if (n > 1) /* the final network's accuracies under plain names too, for readers */
+        store_row(p, "final_", &rows[n - 1]);
+}
+
+/* The project: the net (a clone: the runner keeps its own), the calibration,
+ * every row and the fine-tuning settings. */
+static nc_status run_save(nc_runner *r, nc_error *err)
+{
+    const nc_pipeline_options *o = &r->desc.pipeline;
+    nc_net *net = nc_net_clone(r->net);
+    if (!net)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the network");
+    nc_project *p = NULL; /* takes the net, also when it fails */
+    nc_status st = nc_pipeline_make_project(net, r->desc.source_path, &r->desc.pp, o, &r->pipeline, &p, err);
+    if (st != NC_OK)
+        return st;
+    nc_runner_store_rows(p, r->rows, r->n_rows);
+    store_metric(p, "", "test_images", (double)r->test_set->count);
+    store_metric(p, "", "finetune_qcfs_epochs", o->finetune_qcfs_epochs);
+    store_metric(p, "", "finetune_bptt_epochs", o->finetune_bptt_epochs);
+    if (o->finetune_qcfs_epochs > 0)
+        store_metric(p, "", "finetune_qcfs_seconds", r->results[NC_TRAIN_QCFS].seconds);
+    if (o->finetune_bptt_epochs > 0) {
+        store_metric(p, "", "finetune_bptt_seconds", r->results[NC_TRAIN_BPTT].seconds);
+        store_metric(p, "", "finetune_train_T", o->train.T);
+    }
+    st = nc_project_save(p, r->desc.output, err);
+    nc_project_free(p); /* frees the net too */
+    return st;
+}
+
+static nc_status run_stage(nc_runner *r, int i, const nc_runner_observer *obs, nc_error *err)
+{
+    const nc_run_stage *s = &r->stages[i];
+    switch (s->kind) {
+    case NC_RUN_OPEN: return run_open(r, err);
+    case NC_RUN_CALIBRATE: return run_calibrate(r, obs, err);
+    case NC_RUN_CONVERT: return run_convert(r, s, err);
+    case NC_RUN_MEASURE: return run_measure(r, i, obs, err);
+    case NC_RUN_FINETUNE: return run_finetune(r, s, obs, err);
+    case NC_RUN_SAVE: return run_save(r, err);
+    }
+    return nc_fail(err, NC_ERR_ARGUMENT, "unknown stage kind %d", (int)s->kind);
+}
+
+nc_status nc_runner_run(nc_runner *r, const nc_runner_observer *obs, nc_error *err)
+{
+    if (!r || r->ran)
+        return nc_fail(err, NC_ERR_ARGUMENT, "nc_runner_run: no runner, or it ran already");
+    r->ran = 1;
+    nc_runner_observer none = {0};
+    if (!obs)
+        obs = &none;
+    nc_status st = NC_OK;
+    for (int i = 0; i < r->n_stages && st == NC_OK; i++) {
+        st = notify(r, obs, i, NC_RUNNER_STAGE_BEGIN, err);
+        if (st == NC_OK)
+            st = run_stage(r, i, obs, err);
+        if (st == NC_OK)
+            st = notify(r, obs, i, NC_RUNNER_STAGE_END, err);
+    }
+    return st;
+}
+
+/* ---- results ------------------------------------------------------------------ */
+
+int nc_runner_stage_count(const nc_runner *r) { return r->n_stages; }
+const nc_run_stage *nc_runner_stage(const nc_runner *r, int i)
+{
+    return i >= 0 && i < r->n_stages ? &r->stages[i] : NULL;
+}
+const nc_runner_desc *nc_runner_get_desc(const nc_runner *r) { return &r->desc; }
+int nc_runner_row_count(const nc_runner *r) { return r->n_rows; }
+const nc_stage_row *nc_runner_row(const nc_runner *r, int row)
+{
+    return row >= 0 && row < r->n_rows ? &r->rows[row] : NULL;
+}
+const nc_record *nc_runner_record(const nc_runner *r, int row)
+{
+    return row >= 0 && row < r->n_rows ? r->records[row] : NULL;
+}
+const nc_net *nc_runner_row_net(const nc_runner *r, int row)
+{
+    if (row < 0 || row >= r->n_rows)
+        return NULL;
+    return r->row_nets[row] ? r->row_nets[row] : r->net;
+}
+const nc_net *nc_runner_net(const nc_runner *r) { return r->net; }
+const nc_pipeline_result *nc_runner_pipeline_result(const nc_runner *r) { return &r->pipeline; }
+int nc_runner_train_result(const nc_runner *r, nc_train_mode mode, nc_train_result *out)
+{
+    if ((int)mode < 0 || (int)mode > 1 || !r->trained[mode])
+        return 0;
+    *out = r->results[mode];
+    return 1;
+}
+const nc_train_options *nc_runner_train_options(const nc_runner *r) { return &r->train; }
+int nc_runner_eval_T(const nc_runner *r) { return r->eval_T; }
+nc_engine *nc_runner_engine(nc_runner *r) { return r->engine; }
+const nc_dataset *nc_runner_train_set(const nc_runner *r) { return r->train_set; }
+const nc_dataset *nc_runner_test_set(const nc_runner *r) { return r->test_set; }

@@ -1,0 +1,172 @@
+/* nc_runner.h — the pipeline runner: the one place that sequences a job.
+ *
+ * A front end (neurocuda convert / run / sweep, the workbench's job, later
+ * the Python package) fills an nc_runner_desc saying WHAT to run; the runner
+ * turns it into a list of stages and runs them in order:
+ *
+ *   open       the datasets (training split when converting, test split) and
+ *              the engine, loaded with the source network (a clone);
+ *   calibrate  MaxPool preparation and activation statistics;
+ *   convert    thresholds, QCFS, IF neurons (one per threshold method of a
+ *              sweep, each on a clone of the calibrated net);
+ *   measure    one row of the stage table: ANN, QCFS-ANN and SNN accuracy on
+ *              the test split (the SNN's after every step up to eval_T);
+ *   finetune   one fine-tuning stage (QCFS, then BPTT), each followed by a
+ *              measure;
+ *   save       the project file (the net, the calibration, every row).
+ *
+ * The policies that decide a job's numbers live here and nowhere else
+ * (docs/DESIGN.md, "One pipeline runner"):
+ *   - the training split is opened whole when fine-tuning, else its first
+ *     calib_images images;
+ *   - the held-out set of fine-tuning is desc->held_out images (default
+ *     NC_RUNNER_DEFAULT_HELD_OUT), at most a tenth of the training split;
+ *   - the crop padding of augmentation is a black pixel after preprocessing;
+ *   - every row is measured at eval_T steps (default: the simulated T when
+ *     the job keeps records, else 32 when fine-tuning, else no SNN row), with
+ *     the same encoding, seed and batch size; a row after BPTT has no ANN
+ *     accuracy (the ANN reading of those weights is not what was trained).
+ *
+ * One observer interface serves every front end: one progress callback for
+ * every stage (a non-zero return cancels at the next batch), the trainer's
+ * progress per batch, and an event at the start and end of each stage and
+ * when a measurement's record is ready.  The runner never prints. */
+#ifndef NC_RUNNER_H
+#define NC_RUNNER_H
+
+#include "../core/nc_project.h"
+#include "../core/nc_record.h"
+#include "nc_pipeline.h"
+#include "nc_simulate.h"
+
+#define NC_RUNNER_MAX_ROWS 16
+#define NC_RUNNER_MAX_STAGES 40
+#define NC_RUNNER_DEFAULT_HELD_OUT 5000
+#define NC_RUNNER_DEFAULT_FINETUNE_EVAL_T 32
+
+typedef struct nc_runner_desc {
+    const nc_net *source;         /* cloned; an ANN is converted, an SNN measured as it is */
+    const char *source_path;      /* stored in the project file                          */
+    const char *dataset;          /* nc_dataset_open spec (e.g. "fashion-mnist")          */
+    nc_preprocess pp;
+    int64_t test_images;          /* test images measured; ≤ 0: all                      */
+    const char *engine;           /* engine name ("cpu" when NULL) …                     */
+    nc_engine *engine_instance;   /* … or an engine made by the caller (borrowed)        */
+    int threads;                  /* CPU threads of a named engine (0: all cores)        */
+    const struct nc_engine_settings *engine_settings; /* KEY=VALUE options (may be NULL) */
+    nc_pipeline_options pipeline; /* conversion and fine-tuning                          */
+    int64_t held_out;             /* fine-tuning's held-out images; < 0: the default     */
+    /* a sweep: each method converts a clone of one calibration and is measured;
+     * n_methods = 0: one conversion with pipeline.method */
+    int n_methods;
+    nc_calib_method methods[NC_RUNNER_MAX_ROWS];
+    int eval_T;                   /* SNN steps of each row; 0: the default above         */
+    int keep_records;             /* 1: the first and last row keep their record         */
+    int T;                        /* with keep_records: the steps simulated (default 32) */
+    nc_encoding encoding;
+    uint64_t seed;                /* Poisson encoding; 0 means 1                         */
+    int batch_size;               /* measurements; ≤ 0: pipeline.batch_size               */
+    nc_record_spec record;        /* what a kept record holds (raster, traces)           */
+    int skip_ann, skip_qcfs;      /* no ANN / QCFS-ANN accuracy (e.g. NIR neuron models)  */
+    const char *output;           /* project file to write; NULL: none                   */
+} nc_runner_desc;
+
+/* The defaults of every field (pipeline defaults, cpu engine, direct
+ * encoding, default held-out set and eval_T, no output). */
+nc_runner_desc nc_runner_desc_default(void);
+
+typedef enum nc_run_stage_kind {
+    NC_RUN_OPEN,
+    NC_RUN_CALIBRATE,
+    NC_RUN_CONVERT,
+    NC_RUN_MEASURE,
+    NC_RUN_FINETUNE,
+    NC_RUN_SAVE
+} nc_run_stage_kind;
+
+typedef struct nc_run_stage {
+    nc_run_stage_kind kind;
+    const char *label;      /* for progress displays: "load", "calibrate", "convert",
+                               "simulate", "evaluate", "finetune", "save"          */
+    nc_train_mode mode;     /* FINETUNE: the stage                                */
+    int method;             /* CONVERT: index into desc->methods (−1: pipeline.method) */
+    int row;                /* MEASURE: the row it fills                          */
+    int keep;               /* MEASURE: keeps its record                          */
+    int ann, qcfs;          /* MEASURE: also measures ANN / QCFS-ANN accuracy      */
+} nc_run_stage;
+
+/* One row of the stage table: a network measured on the test split. */
+typedef struct nc_stage_row {
+    char name[32];          /* "converted", "QCFS fine-tuned", "BPTT fine-tuned",
+                               "simulated", or a sweep's method ("p99.9 (channel)") */
+    double ann, qcfs;       /* NAN when not measured                              */
+    int T;                  /* SNN steps measured (0: none)                       */
+    double *snn;            /* [T]: accuracy after step t + 1 (owned)             */
+    int64_t images;         /* test images measured                               */
+} nc_stage_row;
+
+typedef struct nc_runner nc_runner;
+
+typedef enum nc_runner_event {
+    NC_RUNNER_STAGE_BEGIN,
+    NC_RUNNER_RECORD_READY, /* MEASURE: the engine holds the net and the record is
+                               made; its simulation starts when the event returns */
+    NC_RUNNER_STAGE_END
+} nc_runner_event;
+
+typedef struct nc_runner_observer {
+    void *user;
+    nc_progress_fn progress;             /* every stage; may be NULL             */
+    nc_train_progress_fn train_progress; /* fine-tuning, per batch; may be NULL  */
+    /* may be NULL; a failure stops the job with that status */
+    nc_status (*event)(void *user, nc_runner *r, const nc_run_stage *stage, nc_runner_event ev, nc_error *err);
+} nc_runner_observer;
+
+/* Plans the stages of `desc` (copied; the pointers in it must outlive the
+ * runner).  NC_ERR_ARGUMENT for a description that cannot run. */
+nc_status nc_runner_new(const nc_runner_desc *desc, nc_runner **out, nc_error *err);
+void nc_runner_free(nc_runner *r); /* NULL is a no-op */
+
+int nc_runner_stage_count(const nc_runner *r);
+const nc_run_stage *nc_runner_stage(const nc_runner *r, int i);
+const nc_runner_desc *nc_runner_get_desc(const nc_runner *r);
+
+/* Runs every stage; obs may be NULL.  Stops at the first failure or cancel
+ * (NC_ERR_CANCELLED); what finished stays readable below.  Runs once. */
+nc_status nc_runner_run(nc_runner *r, const nc_runner_observer *obs, nc_error *err);
+
+/* ---- results (also after a failure or cancel) ---- */
+int nc_runner_row_count(const nc_runner *r);
+const nc_stage_row *nc_runner_row(const nc_runner *r, int row);
+/* The record of a measurement (kept or in progress), or NULL. */
+const nc_record *nc_runner_record(const nc_runner *r, int row);
+/* The net a row measured (kept rows: their own clone), or NULL. */
+const nc_net *nc_runner_row_net(const nc_runner *r, int row);
+/* The job's network as it is now (converted, fine-tuned). */
+const nc_net *nc_runner_net(const nc_runner *r);
+const nc_pipeline_result *nc_runner_pipeline_result(const nc_runner *r);
+/* The trainer's result of a stage that ran to its end; 0 otherwise. */
+int nc_runner_train_result(const nc_runner *r, nc_train_mode mode, nc_train_result *out);
+/* The options the trainer ran with (held-out set and crop fill decided). */
+const nc_train_options *nc_runner_train_options(const nc_runner *r);
+int nc_runner_eval_T(const nc_runner *r);
+/* While running (observer calls): the engine and the datasets. */
+nc_engine *nc_runner_engine(nc_runner *r);
+const nc_dataset *nc_runner_train_set(const nc_runner *r);
+const nc_dataset *nc_runner_test_set(const nc_runner *r);
+
+/* Writes rows into `p` as metrics under the names `neurocuda convert` always
+ * used: "<prefix>ann_accuracy", "<prefix>qcfs_accuracy",
+ * "<prefix>snn_accuracy_t<t>" with prefix "" (converted), "qcfs_finetuned_",
+ * "bptt_finetuned_", and "final_" for the last of several rows. */
+void nc_runner_store_rows(nc_project *p, const nc_stage_row *rows, int n);
+
+/* 1 if the net holds spiking or stateful neurons (IF from a conversion, or
+ * LIF and friends from a NIR file): it is simulated, not converted. */
+int nc_runner_is_spiking(const nc_net *net);
+
+/* The policies, for front ends that show them before a run. */
+int64_t nc_runner_held_out(int64_t requested, int64_t train_images);
+float nc_runner_crop_fill(const nc_preprocess *pp);
+
+#endif
