@@ -22,6 +22,11 @@ packages=(
   # (man-db), `appstreamcli validate` checks the AppStream metainfo (appstream)
   help2man man-db appstream
 )
+if [ "${NC_WITH_PACKAGING:-0}" = 1 ]; then
+  # the Debian package and its test (meson test --suite package, which skips
+  # itself without them): dpkg-buildpackage, debhelper's meson support, lintian
+  packages+=(dpkg-dev debhelper fakeroot lintian)
+fi
 if [ "${NC_WITH_TORCH:-0}" = 1 ]; then
   packages+=(python3-torch)  # only for re-training the bundled models (tools/train_models.py)
 fi
