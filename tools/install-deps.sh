@@ -17,7 +17,16 @@ packages=(
   python3-h5py python3-numpy python3-onnx xvfb xauth desktop-file-utils
   # tests: memcheck on the CLI end to end (tests/test_valgrind.sh)
   valgrind
+  # install: manual pages written at build time from --help (help2man), and
+  # tests/test_install.sh's checks of an install: `man -l` renders each page
+  # (man-db), `appstreamcli validate` checks the AppStream metainfo (appstream)
+  help2man man-db appstream
 )
+if [ "${NC_WITH_PACKAGING:-0}" = 1 ]; then
+  # the Debian package and its test (meson test --suite package, which skips
+  # itself without them): dpkg-buildpackage, debhelper's meson support, lintian
+  packages+=(dpkg-dev debhelper fakeroot lintian)
+fi
 if [ "${NC_WITH_TORCH:-0}" = 1 ]; then
   packages+=(python3-torch)  # only for re-training the bundled models (tools/train_models.py)
 fi

@@ -12,7 +12,7 @@ G_BEGIN_DECLS
 #define NC_TYPE_ACCURACY_CHART (nc_accuracy_chart_get_type())
 G_DECLARE_FINAL_TYPE(NcAccuracyChart, nc_accuracy_chart, NC, ACCURACY_CHART, NcChart)
 
-#define NC_ACCURACY_CHART_MAX_RUNS 8
+#define NC_ACCURACY_CHART_MAX_RUNS 20
 
 GtkWidget *nc_accuracy_chart_new(void);
 /* Starts a new curve named `label` (the oldest is dropped beyond MAX_RUNS). */

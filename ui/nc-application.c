@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 
+#include "nc-data-dir.h"
 #include "nc-self-test.h"
 #include "nc-window.h"
 #include "nc_config.h"
@@ -19,17 +20,13 @@ GSettings *nc_application_get_settings(NcApplication *self) { return self->setti
 
 /* ---- settings ------------------------------------------------------------------------- */
 
-/* The installed schema, or the one compiled in the build tree, so that the
- * workbench runs from the build directory without installing. */
+/* The installed schema, or the one beside a relocated install, or the one
+ * compiled in the build tree, so that the workbench also runs from the build
+ * directory without installing (nc-data-dir.h). */
 static GSettings *make_settings(GError **error)
 {
-    GSettingsSchemaSource *source = g_settings_schema_source_get_default();
+    g_autoptr(GSettingsSchemaSource) source = nc_data_dir_schema_source(NC_APP_ID);
     g_autoptr(GSettingsSchema) schema = source ? g_settings_schema_source_lookup(source, NC_APP_ID, TRUE) : NULL;
-    g_autoptr(GSettingsSchemaSource) build_source = NULL;
-    if (!schema) {
-        build_source = g_settings_schema_source_new_from_directory(NC_BUILD_DIR "/ui", source, FALSE, NULL);
-        schema = build_source ? g_settings_schema_source_lookup(build_source, NC_APP_ID, FALSE) : NULL;
-    }
     if (!schema) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
                     "the GSettings schema %s is not installed; run `meson install` or start the workbench from "

@@ -58,6 +58,7 @@ void nc_chart_get_style(NcChart *self, nc_plot_style *st)
     if (gtk_style_context_lookup_color(ctx, "accent_color", &c))
         st->series[0] = rgba_of(&c);
     st->font_size = 12;
+    st->pixel_scale = gtk_widget_get_scale_factor(GTK_WIDGET(self));
 }
 
 static void on_dark_changed(NcChart *self) { nc_chart_changed(self); }

@@ -1,5 +1,6 @@
 /* nc-window.c — the workbench window: type, template, opening models, drag
  * and drop, closing (see nc-window-private.h for the other parts). */
+#include "nc-data-dir.h"
 #include "nc-window-private.h"
 
 #include <glib/gstdio.h>
@@ -89,17 +90,14 @@ void nc_window_open(NcWindow *self, GFile *file)
 
 /* The bundled model: installed data dir first, then the source tree; the
  * small test model stands in while the bundled one is not in the tree. */
+/* The bundled model where the data folder is (nc-data-dir.h: installed,
+ * moved, unpacked or the build tree), else a small fixture of the source tree. */
 static char *find_default_model(void)
 {
-    const char *candidates[] = {
-        NC_WORKBENCH_MODELDIR "/fmnist_cnn.onnx",
-        NC_SOURCE_DIR "/assets/models/fmnist_cnn.onnx",
-        NC_SOURCE_DIR "/tests/fixtures/models/cnn_maxpool.onnx",
-    };
-    for (guint i = 0; i < G_N_ELEMENTS(candidates); i++)
-        if (g_file_test(candidates[i], G_FILE_TEST_IS_REGULAR))
-            return g_strdup(candidates[i]);
-    return NULL;
+    char *path = nc_data_dir_find("models/fmnist_cnn.onnx");
+    if (!path && g_file_test(NC_SOURCE_DIR "/tests/fixtures/models/cnn_maxpool.onnx", G_FILE_TEST_IS_REGULAR))
+        path = g_strdup(NC_SOURCE_DIR "/tests/fixtures/models/cnn_maxpool.onnx");
+    return path;
 }
 
 void nc_window_open_default(NcWindow *self)

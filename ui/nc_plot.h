@@ -4,7 +4,11 @@
  *
  * Charts:
  *   nc_plot_lines  — accuracy versus timesteps (one line per run, reference
- *                    lines for the ANN and QCFS-ANN accuracy);
+ *                    lines for the ANN and QCFS-ANN accuracy); series of
+ *                    about a point per pixel column or more are drawn as
+ *                    one image of per-column spans, not strokes (on
+ *                    SVG/PDF surfaces: strokes); beyond NC_PLOT_MAX_SERIES
+ *                    series the older ones are drawn faded;
  *   nc_plot_bars   — per-layer values, grouped or stacked (firing rates;
  *                    calibration error decomposed into clip/quant/uneven);
  *   nc_plot_raster — spikes of chosen neurons over time: one rectangle path,
@@ -32,6 +36,8 @@ typedef struct nc_plot_style {
     nc_rgba background, foreground, grid;
     nc_rgba series[NC_PLOT_MAX_SERIES];
     double font_size;
+    double pixel_scale;          /* device pixels per unit (2 on a HiDPI screen);
+                                    what charts drawn as images are sized for */
 } nc_plot_style;
 
 void nc_plot_style_light(nc_plot_style *s);
