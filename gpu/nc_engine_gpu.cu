@@ -258,6 +258,11 @@ struct gval {
     int owned;         // 1: a pool block; 0: borrowed
     const float *pbias; // a conv/dense bias not yet added (per channel)
     int nhwc;          // channels last: each row is [H·W, C] (a cuDNN conv's output and what follows it)
+    // In bf16 the value may be held as bf16 instead of in data (always owned,
+    // always channels last): a conv's currents that only an IF reads, or an
+    // IF's spikes as counts (counts = 1) that only a bf16 conv reads.
+    nc_bf16 *data16;
+    int counts;
 };
 
 struct grun {
@@ -348,7 +353,47 @@ void value_free(grun *r, gval *v)
 {
     if (v->owned && v->data)
         pool_put(r->st, v->data);
+    pool_put(r->st, v->data16);
     *v = gval{nullptr, 0, 0, 0, nullptr};
+}
+
+// A value of node i held as bf16 (data16), `rows` rows, channels last.
+nc_status value_alloc16(grun *r, int i, int64_t rows, int constant, int counts, gval *v)
+{
+    void *p = nullptr;
+    nc_status s = alloc_floats(r, rows, numel_of(r, i), sizeof(nc_bf16), "bf16 output", &p);
+    if (s != NC_OK)
+        return s;
+    *v = gval{nullptr, rows, constant, 1, nullptr};
+    v->nhwc = 1;
+    v->data16 = (nc_bf16 *)p;
+    v->counts = counts;
+    return NC_OK;
+}
+
+// The fp32 value of a value held as bf16 currents.  Spike counts are made
+// only for the one conv that reads them (counts_for_conv), never widened.
+nc_status widen(grun *r, int i)
+{
+    gval *v = &r->val[i];
+    if (!v->data16)
+        return NC_OK;
+    if (v->counts)
+        return nc_fail(r->err, NC_ERR_DEVICE, "%s: spike counts of node '%s' read by another node than their conv",
+                       r->where, r->net->nodes[i].name);
+    void *p = nullptr;
+    nc_status s = alloc_floats(r, v->rows, numel_of(r, i), sizeof(float), "output", &p);
+    if (s == NC_OK)
+        s = launch_check(r, "bf16_to_f32 kernel",
+                         nc_launch_bf16_to_f32(r->st->stream, v->rows * numel_of(r, i), v->data16, (float *)p));
+    if (s != NC_OK) {
+        pool_put(r->st, p);
+        return s;
+    }
+    pool_put(r->st, v->data16);
+    v->data16 = nullptr;
+    v->data = (float *)p;
+    return NC_OK;
 }
 
 // Per-channel kernels see a value as rows of [channels, inner]: a
@@ -373,6 +418,9 @@ nc_status add_pending_bias(grun *r, int i)
     gval *v = &r->val[i];
     if (!v->pbias)
         return NC_OK;
+    nc_status ws = widen(r, i);
+    if (ws != NC_OK)
+        return ws;
     channel_view cv = view_of(r, i, v);
     nc_status s = launch_check(r, "add_bias kernel", nc_launch_add_bias(r->st->stream, cv.rows, cv.channels, cv.inner,
                                                                          v->pbias, v->data, v->data));
@@ -385,8 +433,11 @@ nc_status add_pending_bias(grun *r, int i)
 nc_status to_layout(grun *r, int i, int nhwc)
 {
     gval *v = &r->val[i];
-    if (v->nhwc == nhwc || !v->data)
+    if (v->nhwc == nhwc)
         return NC_OK;
+    nc_status ws = widen(r, i);
+    if (ws != NC_OK || !v->data)
+        return ws;
     const gnode &g = r->st->nodes[i];
     void *p = nullptr;
     nc_status s = alloc_floats(r, v->rows, g.numel, sizeof(float), "channels-last copy", &p);
@@ -407,10 +458,12 @@ nc_status to_layout(grun *r, int i, int nhwc)
     return NC_OK;
 }
 
-// The plain value: the standard layout, and its pending bias added.
+// The plain value: fp32, the standard layout, and its pending bias added.
 nc_status materialize(grun *r, int i)
 {
-    nc_status s = to_layout(r, i, 0);
+    nc_status s = widen(r, i);
+    if (s == NC_OK)
+        s = to_layout(r, i, 0);
     return s == NC_OK ? add_pending_bias(r, i) : s;
 }
 
@@ -698,43 +751,66 @@ nc_status cudnn_plan_for(grun *r, int i, nc_conv_math m, int64_t rows, const voi
 // Conv node i through cuDNN: channels-last input and output (T folded into
 // the rows); in bf16 the operand is converted first (spikes to their integer
 // counts) and the bf16 output back to fp32.
+// Is node i's value read only by an IF neuron of this SNN pass (which can
+// take bf16 currents, and adds a pending bias itself)?
+int only_an_if_reads(const grun *r, int i)
+{
+    const gnode &g = r->st->nodes[i];
+    if (!r->snn || r->observe || g.consumers != 1)
+        return 0;
+    const nc_node *c = &r->net->nodes[g.last_use];
+    return c->kind == NC_NODE_NEURON && c->neuron.model == NC_NEURON_IF;
+}
+
+// Conv node i through cuDNN: channels-last input and output (T folded into
+// the rows).  In bf16 the operand is converted first (spikes to their integer
+// counts), unless an IF wrote it as counts already; the bf16 output goes to
+// fp32, unless only an IF reads it (which widens it as it integrates).
 nc_status run_conv_cudnn(grun *r, int i, gval *out)
 {
     const nc_node *n = &r->net->nodes[i];
     gnode &g = r->st->nodes[i];
     const nc_gwin &w = g.win;
     int src = n->inputs[0];
-    nc_status s = add_pending_bias(r, src);
-    if (s == NC_OK && w.c > 1) /* with one channel both layouts are the same bytes */
-        s = to_layout(r, src, 1);
+    gval *in = &r->val[src];
+    nc_status s = NC_OK;
+    if (!in->counts) {
+        s = add_pending_bias(r, src);
+        if (s == NC_OK && w.c > 1) /* with one channel both layouts are the same bytes */
+            s = to_layout(r, src, 1);
+        if (s == NC_OK)
+            s = widen(r, src);
+    }
     if (s != NC_OK)
         return s;
-    const gval *in = &r->val[src];
     int64_t R = in->rows, in_numel = (int64_t)w.c * w.h * w.w, P = (int64_t)w.oh * w.ow;
-    if ((s = value_alloc(r, i, R, in->constant, out)) != NC_OK)
-        return s;
-    out->nhwc = 1;
     nc_conv_math m = (nc_conv_math)cudnn_math(r->st->prec);
     const gnode &sg = r->st->nodes[src];
-    int spike = m == NC_CONV_BF16 && spike_operand(r, i, in) && sg.spike_c == w.c;
+    int spike = in->counts || (m == NC_CONV_BF16 && spike_operand(r, i, in) && sg.spike_c == w.c);
+    int keep16 = m == NC_CONV_BF16 && only_an_if_reads(r, i);
+    s = keep16 ? value_alloc16(r, i, R, in->constant, 0, out) : value_alloc(r, i, R, in->constant, out);
+    if (s != NC_OK)
+        return s;
+    out->nhwc = 1;
     const void *wk = nullptr;
     if ((s = cudnn_weights(r, i, m, spike, &wk)) != NC_OK)
         return s;
     cudaStream_t st = r->st->stream;
-    const void *x = in->data;
-    void *y = out->data;
-    if (m == NC_CONV_BF16) {
-        void *xb = nullptr, *yb = nullptr;
-        if ((s = scratch(r, R, in_numel, sizeof(nc_bf16), "bf16 operand", &xb)) != NC_OK ||
-            (s = scratch(r, R, g.cout * P, sizeof(nc_bf16), "bf16 conv output", &yb)) != NC_OK)
+    const void *x = in->counts ? (const void *)in->data16 : (const void *)in->data;
+    void *y = keep16 ? (void *)out->data16 : (void *)out->data;
+    if (m == NC_CONV_BF16 && !in->counts) {
+        void *xb = nullptr;
+        if ((s = scratch(r, R, in_numel, sizeof(nc_bf16), "bf16 operand", &xb)) != NC_OK)
             return s;
         s = launch_check(r, "to_bf16 kernel", nc_launch_to_bf16(st, R * w.h * w.w, w.c, in->data,
                                                                   spike ? g.k_opscale : nullptr, w.c, 1, (nc_bf16 *)xb));
         if (s != NC_OK)
             return s;
         x = xb;
-        y = yb;
     }
+    if (m == NC_CONV_BF16 && !keep16 &&
+        (s = scratch(r, R, g.cout * P, sizeof(nc_bf16), "bf16 conv output", &y)) != NC_OK)
+        return s;
     const nc_conv_plan *plan = nullptr;
     if ((s = cudnn_plan_for(r, i, m, R, x, wk, y, &plan)) != NC_OK)
         return s;
@@ -743,7 +819,7 @@ nc_status run_conv_cudnn(grun *r, int i, gval *out)
         return s;
     if ((s = nc_cudnn_conv(r->st->cudnn, plan, x, wk, y, ws, r->where, r->err)) != NC_OK)
         return s;
-    if (m == NC_CONV_BF16 &&
+    if (m == NC_CONV_BF16 && !keep16 &&
         (s = launch_check(r, "bf16_to_f32 kernel",
                           nc_launch_bf16_to_f32(st, R * g.cout * P, (const nc_bf16 *)y, out->data))) != NC_OK)
         return s;
@@ -980,7 +1056,8 @@ nc_status run_pool(grun *r, int i, gval *out)
     cudaStream_t st = r->st->stream;
     nc_status s;
     if (as_avg && in->nhwc) { /* stays channels last, for the next cuDNN conv */
-        if ((s = add_pending_bias(r, n->inputs[0])) != NC_OK || (s = value_alloc(r, i, in->rows, in->constant, out)) != NC_OK)
+        if ((s = widen(r, n->inputs[0])) != NC_OK || (s = add_pending_bias(r, n->inputs[0])) != NC_OK ||
+            (s = value_alloc(r, i, in->rows, in->constant, out)) != NC_OK)
             return s;
         out->nhwc = 1;
         return launch_check(r, "avgpool kernel",
@@ -1059,7 +1136,9 @@ nc_status run_merge(grun *r, int i, gval *out)
         all_nhwc &= input_value(r, i, k)->nhwc;
     for (int k = 0; k < n->n_inputs && s == NC_OK; k++) {
         // a sum is element-wise: inputs that are all channels last stay so
-        s = all_nhwc ? add_pending_bias(r, n->inputs[k]) : materialize(r, n->inputs[k]);
+        s = all_nhwc ? widen(r, n->inputs[k]) : materialize(r, n->inputs[k]);
+        if (s == NC_OK && all_nhwc)
+            s = add_pending_bias(r, n->inputs[k]);
         constant &= input_value(r, i, k)->constant;
     }
     if (s != NC_OK)
@@ -1171,6 +1250,60 @@ neuron_op op_of(const grun *r, const nc_node *n)
     return OP_RELU;
 }
 
+// Does IF node i write its spikes as bf16 counts for the one conv that reads
+// them (a cuDNN bf16 conv over exactly these channels, with θ in its
+// weights), instead of θ-valued fp32 spikes that the conv would convert?
+int counts_for_conv(const grun *r, int i, int out_nhwc)
+{
+    const gnode &g = r->st->nodes[i];
+    if (!r->snn || r->observe || g.consumers != 1 || !g.spike || g.spike_d != 1.0f)
+        return 0;
+    int j = g.last_use;
+    if (r->net->nodes[j].kind != NC_NODE_CONV2D || r->st->prec != NC_GPU_BF16 || !use_cudnn(r, j))
+        return 0;
+    return r->st->nodes[j].win.c == g.spike_c && (out_nhwc || g.channels == 1);
+}
+
+// IF node i over T steps: the current in fp32 or bf16, the spikes out as θ
+// (fp32) or as counts for a bf16 conv.
+nc_status run_if(grun *r, int i, gval *out)
+{
+    const nc_node *n = &r->net->nodes[i];
+    const gnode &g = r->st->nodes[i];
+    int from = n->inputs[0];
+    gval *in = &r->val[from];
+    int64_t step = r->N * g.numel, rows = (int64_t)r->T * r->N;
+    int64_t in_step = in->constant ? 0 : step;
+    int counts = counts_for_conv(r, i, in->nhwc);
+    nc_status s;
+    nc_if_io io = {};
+    const float *pb = in->pbias;
+    if (counts) {
+        s = value_alloc16(r, i, rows, 0, 1, out);
+    } else if (in->data16 || in->constant) {
+        s = value_alloc(r, i, rows, 0, out); /* a new T·N buffer (a constant current drives T different steps) */
+    } else {
+        const float *src;
+        s = value_like_input(r, i, out, &src, &pb); /* may take over the input's buffer: in place is fine */
+        io.in = src;
+    }
+    if (s != NC_OK)
+        return s;
+    if (!io.in) {
+        io.in = in->data16 ? nullptr : in->data;
+        io.in16 = in->data16;
+    }
+    io.out = counts ? nullptr : out->data;
+    io.out_counts = counts ? out->data16 : nullptr;
+    out->nhwc = in->nhwc;
+    channel_view cv = view_of(r, i, out);
+    const nc_neuron *nr = &n->neuron;
+    return launch_check(r, "IF kernel",
+                        nc_launch_if_io(r->st->stream, r->T, step, cv.channels, cv.inner, g.th, g.n_th,
+                                        nr->v0_fraction, nr->reset == NC_RESET_ZERO, nr->compare == NC_FIRE_GT, pb,
+                                        &io, in_step, step));
+}
+
 nc_status run_neuron(grun *r, int i, gval *out)
 {
     const nc_node *n = &r->net->nodes[i];
@@ -1184,31 +1317,19 @@ nc_status run_neuron(grun *r, int i, gval *out)
             return s;
     }
     neuron_op op = op_of(r, n);
+    if (op == OP_IF)
+        return run_if(r, i, out);
+    if ((s = widen(r, n->inputs[0])) != NC_OK)
+        return s;
     const gval *in = input_value(r, i, 0);
     const float *src, *pb;
-    int64_t in_step;
-    if (op == OP_IF && in->constant) {
-        // a constant current drives T different steps: a new T·N buffer
-        s = value_alloc(r, i, (int64_t)r->T * r->N, 0, out);
-        src = in->data;
-        pb = in->pbias;
-        in_step = 0;
-    } else {
-        s = value_like_input(r, i, out, &src, &pb);
-        in_step = r->N * g.numel;
-    }
-    if (s != NC_OK)
+    if ((s = value_like_input(r, i, out, &src, &pb)) != NC_OK)
         return s;
     out->nhwc = in->nhwc; /* element-wise: the layout carries over */
     channel_view cv = view_of(r, i, out);
     cudaStream_t st = r->st->stream;
     const nc_neuron *nr = &n->neuron;
     switch (op) {
-    case OP_IF:
-        return launch_check(r, "IF kernel",
-                            nc_launch_if(st, r->T, r->N * g.numel, cv.channels, cv.inner, g.th, g.n_th, nr->v0_fraction,
-                                         nr->reset == NC_RESET_ZERO, nr->compare == NC_FIRE_GT, pb, src, in_step,
-                                         out->data, r->N * g.numel));
     case OP_RELU:
         return launch_check(r, "relu kernel", nc_launch_relu(st, cv.rows, cv.channels, cv.inner, pb, src, out->data));
     case OP_CLIP:
@@ -1217,6 +1338,8 @@ nc_status run_neuron(grun *r, int i, gval *out)
     case OP_QCFS:
         return launch_check(r, "qcfs kernel", nc_launch_qcfs(st, cv.rows, cv.channels, cv.inner, pb, g.th, g.n_th,
                                                              nr->levels, nr->shift, src, out->data));
+    case OP_IF:
+        break;
     }
     return NC_OK;
 }
@@ -2065,6 +2188,40 @@ extern "C" nc_status nc_gpu_test_if(int T, long long n, int c, long long inner, 
                                          din, in_step, dout, out_step));
     NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
     NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, out_floats * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
+
+extern "C" nc_status nc_gpu_test_if_bf16(int T, long long n, int c, long long inner, const float *threshold,
+                                         int n_threshold, float v0_fraction, int reset_zero, int fire_gt,
+                                         const float *bias, const float *in, long long in_step, float *counts,
+                                         long long out_step, nc_error *err)
+{
+    const char *where = "gpu bf16 IF test";
+    long long total = n * c * inner;
+    size_t in_n = (size_t)((T - 1) * in_step + total), out_n = (size_t)((T - 1) * out_step + total);
+    dev_buffers d;
+    float *dth, *db = nullptr, *din, *dout;
+    nc_bf16 *din16, *dcounts;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.get((size_t)n_threshold * 4, (void **)&dth));
+    NC_CUDA_TRY(err, where, d.get(in_n * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.get(in_n * 2, (void **)&din16));
+    NC_CUDA_TRY(err, where, d.get(out_n * 2, (void **)&dcounts));
+    NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, cudaMemcpy(dth, threshold, (size_t)n_threshold * 4, cudaMemcpyHostToDevice));
+    NC_CUDA_TRY(err, where, cudaMemcpy(din, in, in_n * 4, cudaMemcpyHostToDevice));
+    NC_CUDA_TRY(err, where, cudaMemset(dcounts, 0xff, out_n * 2)); /* poison: every output must be written */
+    if (bias) {
+        NC_CUDA_TRY(err, where, d.get((size_t)c * 4, (void **)&db));
+        NC_CUDA_TRY(err, where, cudaMemcpy(db, bias, (size_t)c * 4, cudaMemcpyHostToDevice));
+    }
+    NC_CUDA_TRY(err, where, nc_launch_to_bf16(0, 1, (int64_t)in_n, din, nullptr, 1, 1, din16));
+    nc_if_io io = {nullptr, din16, nullptr, dcounts};
+    NC_CUDA_TRY(err, where, nc_launch_if_io(0, T, total, c, inner, dth, n_threshold, v0_fraction, reset_zero, fire_gt,
+                                            db, &io, in_step, out_step));
+    NC_CUDA_TRY(err, where, nc_launch_bf16_to_f32(0, (int64_t)out_n, dcounts, dout));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(counts, dout, out_n * 4, cudaMemcpyDeviceToHost));
     return NC_OK;
 }
 

@@ -176,6 +176,13 @@ nc_status nc_gpu_test_if(int T, long long n, int c, long long inner, const float
                          const float *bias, const float *in, long long in_step, float *out,
                          long long out_step, nc_error *err);
 
+/* The IF kernel's bf16 form on host arrays: in is rounded to bf16 on the
+ * device and read as such, and the spikes come back as counts (1 or 0, not
+ * θ), as a bf16 conv after the IF reads them. */
+nc_status nc_gpu_test_if_bf16(int T, long long n, int c, long long inner, const float *threshold, int n_threshold,
+                              float v0_fraction, int reset_zero, int fire_gt, const float *bias, const float *in,
+                              long long in_step, float *counts, long long out_step, nc_error *err);
+
 /* The engine's GEMM in precision p on host arrays: out[rows, fout] =
  * in[rows, fin] · weight[fout, fin]ᵀ.  spike_scale (may be NULL): in holds
  * spikes whose per-feature value is spike_scale[f] (θ); they are fed as 0/1

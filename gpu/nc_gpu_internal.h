@@ -61,6 +61,19 @@ struct nc_gwin {
 cudaError_t nc_launch_if(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th,
                          int n_th, float v0f, int reset_zero, int fire_gt, const float *bias,
                          const float *in, int64_t in_step, float *out, int64_t out_step);
+// The same with the current as fp32 (in) or bf16 (in16: a bf16 convolution's
+// output), and the spikes as θ or 0 (out) or as bf16 counts 1 or 0
+// (out_counts: the operand of a bf16 convolution whose weights carry θ).
+// Exactly one of in/in16 and one of out/out_counts are set.
+struct nc_if_io {
+    const float *in;
+    const nc_bf16 *in16;
+    float *out;
+    nc_bf16 *out_counts;
+};
+cudaError_t nc_launch_if_io(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
+                            float v0f, int reset_zero, int fire_gt, const float *bias, const nc_if_io *io,
+                            int64_t in_step, int64_t out_step);
 
 // Element-wise neurons over `rows` rows of [c, inner]; bias per channel
 // added first (may be NULL).  In place is fine.

@@ -57,29 +57,40 @@ __host__ __device__ __forceinline__ axis_taps taps_of(int o, int k, int stride, 
 // One thread per neuron e of [N, C, inner]; the membrane stays in a register
 // over the T steps; steps are read 8 ahead (independent loads in flight).
 // In place (in == out) is fine: each thread reads step t of its neuron before
-// it writes step t.
-template <bool GE, bool SUB, bool BIAS>
+// it writes step t.  The current comes in as fp32 or as bf16 (a bf16
+// convolution's output, widened here instead of in a pass of its own); the
+// spikes go out as θ or 0 (fp32), or as the counts 1 or 0 in bf16 that a
+// bf16 convolution reads (its weights carry θ).
+__device__ __forceinline__ float load_current(const float *p) { return *p; }
+__device__ __forceinline__ float load_current(const nc_bf16 *p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void store_spike(float *p, bool fire, float theta) { *p = fire ? theta : 0.0f; }
+__device__ __forceinline__ void store_spike(nc_bf16 *p, bool fire, float)
+{
+    *p = __float2bfloat16_rn(fire ? 1.0f : 0.0f);
+}
+
+template <typename In, typename Out, bool GE, bool SUB>
 __global__ void if_kernel(int T, int64_t total, int C, int64_t inner, const float *th, int n_th, float v0f,
-                          const float *bias, const float *in, int64_t in_step, float *out, int64_t out_step)
+                          const float *bias, const In *in, int64_t in_step, Out *out, int64_t out_step)
 {
     for (int64_t e = gtid(); e < total; e += gstride()) {
-        int c = (int)((e / inner) % C);
+        int c = (int)(inner == 1 ? e % C : (e / inner) % C);
         float theta = th[n_th == C ? c : 0];
-        float b = BIAS ? bias[c] : 0.0f;
+        float b = bias ? bias[c] : 0.0f;
         float v = __fmul_rn(v0f, theta);
         for (int t0 = 0; t0 < T; t0 += 8) {
             float x[8];
 #pragma unroll
             for (int j = 0; j < 8; j++)
-                x[j] = t0 + j < T ? in[(int64_t)(t0 + j) * in_step + e] : 0.0f;
+                x[j] = t0 + j < T ? load_current(in + (int64_t)(t0 + j) * in_step + e) : 0.0f;
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 if (t0 + j >= T)
                     break;
-                float xj = BIAS ? __fadd_rn(x[j], b) : x[j];
+                float xj = bias ? __fadd_rn(x[j], b) : x[j];
                 float m = __fadd_rn(v, xj);
                 bool fire = GE ? m >= theta : m > theta;
-                out[(int64_t)(t0 + j) * out_step + e] = fire ? theta : 0.0f;
+                store_spike(out + (int64_t)(t0 + j) * out_step + e, fire, theta);
                 v = fire ? (SUB ? __fsub_rn(m, theta) : 0.0f) : m;
             }
         }
@@ -498,6 +509,30 @@ __global__ void avgpool_nhwc_kernel(nc_gwin g, int cip, int64_t total, const flo
     }
 }
 
+// The common 2×2, stride-2, unpadded window over channels-last values: four
+// channels per thread (16-byte loads and stores), the sums in the order of
+// avgpool_nhwc_kernel (0 + x00 + x01 + x10 + x11, then / 4).
+__global__ void avgpool_2x2_nhwc_kernel(int64_t total4, int c4, int h, int w, int oh, int ow, const float4 *in,
+                                        float4 *out)
+{
+    for (int64_t e = gtid(); e < total4; e += gstride()) {
+        int64_t pos = e / c4;
+        int ch = (int)(e - pos * c4);
+        int ox = (int)(pos % ow);
+        int64_t rest = pos / ow;
+        int oy = (int)(rest % oh);
+        int64_t r = rest / oh;
+        int64_t base = ((r * h + 2 * oy) * w + 2 * ox) * c4 + ch, below = (int64_t)w * c4;
+        float4 a = in[base], b = in[base + c4], c = in[base + below], d = in[base + below + c4];
+        float4 y;
+        y.x = __fdiv_rn(__fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(0.0f, a.x), b.x), c.x), d.x), 4.0f);
+        y.y = __fdiv_rn(__fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(0.0f, a.y), b.y), c.y), d.y), 4.0f);
+        y.z = __fdiv_rn(__fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(0.0f, a.z), b.z), c.z), d.z), 4.0f);
+        y.w = __fdiv_rn(__fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(0.0f, a.w), b.w), c.w), d.w), 4.0f);
+        out[e] = y;
+    }
+}
+
 __global__ void bf16_to_f32_kernel(int64_t n, const nc_bf16 *in, float *out)
 {
     for (int64_t i = gtid(); i < n; i += gstride())
@@ -509,35 +544,54 @@ __global__ void bf16_to_f32_kernel(int64_t n, const nc_bf16 *in, float *out)
 
 // ---- launchers ---------------------------------------------------------------
 
+template <typename In, typename Out>
+cudaError_t launch_if_typed(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
+                            float v0f, int reset_zero, int fire_gt, const float *bias, const In *in, int64_t in_step,
+                            Out *out, int64_t out_step)
+{
+    unsigned grid = grid_for(total);
+    if (!fire_gt && !reset_zero)
+        if_kernel<In, Out, true, true><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in, in_step,
+                                                                 out, out_step);
+    else if (!fire_gt)
+        if_kernel<In, Out, true, false><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
+                                                                  in_step, out, out_step);
+    else if (!reset_zero)
+        if_kernel<In, Out, false, true><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
+                                                                  in_step, out, out_step);
+    else
+        if_kernel<In, Out, false, false><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
+                                                                   in_step, out, out_step);
+    return cudaGetLastError();
+}
+
 cudaError_t nc_launch_if(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
                          float v0f, int reset_zero, int fire_gt, const float *bias, const float *in,
                          int64_t in_step, float *out, int64_t out_step)
 {
+    nc_if_io io = {in, nullptr, out, nullptr};
+    return nc_launch_if_io(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, &io, in_step, out_step);
+}
+
+cudaError_t nc_launch_if_io(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
+                            float v0f, int reset_zero, int fire_gt, const float *bias, const nc_if_io *io,
+                            int64_t in_step, int64_t out_step)
+{
     if (T < 1 || total < 1 || c < 1 || inner < 1)
         return total == 0 ? cudaSuccess : cudaErrorInvalidValue;
-    unsigned grid = grid_for(total);
-    bool ge = !fire_gt, sub = !reset_zero, b = bias != nullptr;
-#define NC_IF_LAUNCH(GE, SUB, B)                                                                          \
-    if_kernel<GE, SUB, B><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in, in_step, out, \
-                                                     out_step)
-    if (ge && sub && b)
-        NC_IF_LAUNCH(true, true, true);
-    else if (ge && sub)
-        NC_IF_LAUNCH(true, true, false);
-    else if (ge && b)
-        NC_IF_LAUNCH(true, false, true);
-    else if (ge)
-        NC_IF_LAUNCH(true, false, false);
-    else if (sub && b)
-        NC_IF_LAUNCH(false, true, true);
-    else if (sub)
-        NC_IF_LAUNCH(false, true, false);
-    else if (b)
-        NC_IF_LAUNCH(false, false, true);
-    else
-        NC_IF_LAUNCH(false, false, false);
-#undef NC_IF_LAUNCH
-    return cudaGetLastError();
+    if ((io->in == nullptr) == (io->in16 == nullptr) || (io->out == nullptr) == (io->out_counts == nullptr))
+        return cudaErrorInvalidValue;
+    if (io->in && io->out)
+        return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in, in_step,
+                               io->out, out_step);
+    if (io->in && io->out_counts)
+        return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in, in_step,
+                               io->out_counts, out_step);
+    if (io->out)
+        return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in16, in_step,
+                               io->out, out_step);
+    return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in16, in_step,
+                           io->out_counts, out_step);
 }
 
 static cudaError_t launch_elt(cudaStream_t s, const elt_params &p, const float *in, float *out)
@@ -856,6 +910,16 @@ cudaError_t nc_launch_avgpool_nhwc(cudaStream_t s, const nc_gwin *g, int count_i
     int64_t total = rows * g->c * g->oh * g->ow;
     if (total <= 0)
         return cudaSuccess;
+    bool two_by_two = g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->dh == 1 && g->dw == 1 && !g->pt &&
+                      !g->pl && !g->pb && !g->pr && 2 * g->oh <= g->h && 2 * g->ow <= g->w;
+    bool aligned = g->c % 4 == 0 && ((uintptr_t)in | (uintptr_t)out) % 16 == 0;
+    if (two_by_two && aligned) {
+        /* every window lies inside: the count is 4 whatever count_include_pad says */
+        int64_t total4 = total / 4;
+        avgpool_2x2_nhwc_kernel<<<grid_for(total4), kThreads, 0, s>>>(total4, g->c / 4, g->h, g->w, g->oh, g->ow,
+                                                                      (const float4 *)in, (float4 *)out);
+        return cudaGetLastError();
+    }
     avgpool_nhwc_kernel<<<grid_for(total), kThreads, 0, s>>>(*g, count_include_pad, total, in, out);
     return cudaGetLastError();
 }

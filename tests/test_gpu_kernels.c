@@ -19,6 +19,18 @@
 
 /* ---- IF ------------------------------------------------------------------- */
 
+/* x rounded to bf16, to nearest even (as __float2bfloat16_rn). */
+static float round_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7f800000u) != 0x7f800000u)
+        u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
 static void if_case(int T, int64_t n, int c, int64_t inner, int per_channel, int constant, int with_bias,
                     nc_reset reset, nc_compare cmp, int64_t *bad_total)
 {
@@ -52,6 +64,20 @@ static void if_case(int T, int64_t n, int c, int64_t inner, int per_channel, int
                  constant ? "constant" : "per-step", with_bias ? "bias" : "no-bias");
         int64_t bad = compare_report(what, out, ref, T * total, 0.0, 0.0);
         NC_CHECK(bad == 0, "%s: %lld values differ from nc_ref_if_run", what, (long long)bad);
+        *bad_total += bad;
+    }
+    /* the bf16 form: currents read as bf16, spikes written as counts (×θ = the reference's) */
+    for (int64_t i = 0; i < in_n; i++)
+        x[i] = with_bias ? round_bf16(in[i]) + bias[(i % total / inner) % c] : round_bf16(in[i]);
+    nc_ref_if_run(&p, T, n, c, inner, x, in_step, ref, total, v);
+    s = nc_gpu_test_if_bf16(T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO, cmp == NC_FIRE_GT,
+                            with_bias ? bias : NULL, in, in_step, out, total, &err);
+    NC_CHECK(s == NC_OK, "nc_gpu_test_if_bf16: %s", err.message);
+    if (s == NC_OK) {
+        for (int64_t i = 0; i < T * total; i++)
+            out[i] *= th[per_channel ? (i % total / inner) % c : 0];
+        int64_t bad = compare_report("IF bf16 currents to counts", out, ref, T * total, 0.0, 0.0);
+        NC_CHECK(bad == 0, "bf16 IF: %lld values differ from nc_ref_if_run on the bf16 currents", (long long)bad);
         *bad_total += bad;
     }
     free(in);

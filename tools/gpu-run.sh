@@ -203,9 +203,19 @@ EOF
 fi
 
 # ---- 5. one profile: where the time of the bf16 VGG-style pass goes -------------------------
-if command -v nsys > /dev/null && [ "$(left)" -gt 120 ]; then
+nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+log "profilers: nsys=${nsys:-none} ncu=${ncu:-none}"
+if [ -z "$nsys" ] && [ -n "$ncu" ] && [ "$(left)" -gt 120 ]; then
+  log "ncu: the kernels of one bf16 VGG-style pass"
+  timeout 100 "$ncu" --target-processes all --launch-skip 200 --launch-count 40 --section SpeedOfLight \
+    "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision bf16 --batch 1024 -T 8 --repeats 2 --warmup 1 \
+    --no-peak > "$OUT/ncu_vgg_bf16.txt" 2>&1
+  log "ncu rc=$?"
+fi
+if [ -n "$nsys" ] && [ "$(left)" -gt 120 ]; then
   log "nsys profile vgg-fmnist bf16"
-  timeout 90 nsys profile -o "$OUT/nsys_vgg_bf16" --force-overwrite true --stats=true \
+  timeout 90 "$nsys" profile -o "$OUT/nsys_vgg_bf16" --force-overwrite true --stats=true \
     "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision bf16 --batch 1024 -T 8 --repeats 5 --warmup 2 \
     --no-peak > "$OUT/nsys_vgg_bf16.txt" 2>&1
   log "nsys rc=$?"
@@ -267,3 +277,6 @@ for t in test_gpu_kernels test_gpu_engine; do
   [ "${test_rc[$t]:-1}" = 0 ] || exit 1
 done
 exit 0
+
+# the logs as one archive (the device run returns only a few files)
+( cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz . && find . -maxdepth 1 -type f ! -name logs.tgz -delete )
