@@ -28,45 +28,45 @@ typedef struct op_def {
 } op_def;
 
 static const op_def OPS[] = {
-    {"Conv", op_conv, NULL},
-    {"Gemm", op_gemm, NULL},
-    {"MatMul", op_matmul, NULL},
-    {"Relu", op_relu, c_unary},
-    {"Clip", op_clip, NULL},
-    {"MaxPool", op_pool, NULL},
-    {"AveragePool", op_pool, NULL},
-    {"GlobalAveragePool", op_global_avgpool, NULL},
-    {"ReduceMean", op_reduce_mean, NULL},
-    {"BatchNormalization", op_batchnorm, NULL},
-    {"Flatten", op_flatten, c_flatten},
-    {"Reshape", op_reshape, c_reshape},
-    {"Squeeze", op_squeeze, c_squeeze},
-    {"Unsqueeze", op_squeeze, c_squeeze},
-    {"Add", op_add, c_binary},
-    {"Sub", op_sub, c_binary},
-    {"Mul", op_mul, c_binary},
-    {"Div", op_div, c_binary},
-    {"Pow", NULL, c_binary},
-    {"Concat", op_concat, c_concat},
-    {"Dropout", op_dropout, c_unary},
-    {"Identity", op_identity, c_unary},
-    {"Pad", op_pad, NULL},
-    {"Cast", op_cast, c_cast},
-    {"Softmax", op_softmax, NULL},
-    {"LogSoftmax", op_softmax, NULL},
-    {"Constant", NULL, c_constant},
-    {"Shape", op_shape, op_shape},
-    {"Gather", NULL, c_gather},
-    {"Slice", NULL, c_slice},
-    {"Transpose", NULL, c_transpose},
-    {"ConstantOfShape", NULL, c_constant_of_shape},
-    {"Range", NULL, c_range},
-    {"Neg", NULL, c_unary},
-    {"Sqrt", NULL, c_unary},
-    {"Reciprocal", NULL, c_unary},
-    {"Floor", NULL, c_unary},
-    {"Ceil", NULL, c_unary},
-    {"Abs", NULL, c_unary},
+    {"Conv", onnx_op_conv, NULL},
+    {"Gemm", onnx_op_gemm, NULL},
+    {"MatMul", onnx_op_matmul, NULL},
+    {"Relu", onnx_op_relu, onnx_c_unary},
+    {"Clip", onnx_op_clip, NULL},
+    {"MaxPool", onnx_op_pool, NULL},
+    {"AveragePool", onnx_op_pool, NULL},
+    {"GlobalAveragePool", onnx_op_global_avgpool, NULL},
+    {"ReduceMean", onnx_op_reduce_mean, NULL},
+    {"BatchNormalization", onnx_op_batchnorm, NULL},
+    {"Flatten", onnx_op_flatten, onnx_c_flatten},
+    {"Reshape", onnx_op_reshape, onnx_c_reshape},
+    {"Squeeze", onnx_op_squeeze, onnx_c_squeeze},
+    {"Unsqueeze", onnx_op_squeeze, onnx_c_squeeze},
+    {"Add", onnx_op_add, onnx_c_binary},
+    {"Sub", onnx_op_sub, onnx_c_binary},
+    {"Mul", onnx_op_mul, onnx_c_binary},
+    {"Div", onnx_op_div, onnx_c_binary},
+    {"Pow", NULL, onnx_c_binary},
+    {"Concat", onnx_op_concat, onnx_c_concat},
+    {"Dropout", onnx_op_dropout, onnx_c_unary},
+    {"Identity", onnx_op_identity, onnx_c_unary},
+    {"Pad", onnx_op_pad, NULL},
+    {"Cast", onnx_op_cast, onnx_c_cast},
+    {"Softmax", onnx_op_softmax, NULL},
+    {"LogSoftmax", onnx_op_softmax, NULL},
+    {"Constant", NULL, onnx_c_constant},
+    {"Shape", onnx_op_shape, onnx_op_shape},
+    {"Gather", NULL, onnx_c_gather},
+    {"Slice", NULL, onnx_c_slice},
+    {"Transpose", NULL, onnx_c_transpose},
+    {"ConstantOfShape", NULL, onnx_c_constant_of_shape},
+    {"Range", NULL, onnx_c_range},
+    {"Neg", NULL, onnx_c_unary},
+    {"Sqrt", NULL, onnx_c_unary},
+    {"Reciprocal", NULL, onnx_c_unary},
+    {"Floor", NULL, onnx_c_unary},
+    {"Ceil", NULL, onnx_c_unary},
+    {"Abs", NULL, onnx_c_unary},
 };
 
 static const op_def *find_op(const char *name)
@@ -97,7 +97,7 @@ static const char *unknown_op_reason(const char *op)
 static int inputs_tainted(nctx *c)
 {
     for (size_t i = 0; i < c->p->n_input; i++) {
-        value *v = in_value(c, i);
+        value *v = onnx_in_value(c, i);
         if (v && v->tainted)
             return 1;
     }
@@ -107,7 +107,7 @@ static int inputs_tainted(nctx *c)
 static int inputs_constant(nctx *c)
 {
     for (size_t i = 0; i < c->p->n_input; i++) {
-        value *v = in_value(c, i);
+        value *v = onnx_in_value(c, i);
         if (v && !v->c)
             return 0;
     }
@@ -117,19 +117,19 @@ static int inputs_constant(nctx *c)
 static nc_status run_op(nctx *c, const op_def *d)
 {
     if (!d)
-        return unsup(c, "%s", unknown_op_reason(c->op));
+        return onnx_unsup(c, "%s", unknown_op_reason(c->op));
     if (inputs_constant(c) && d->konst) {
         TRY(d->konst(c));
         if (c->imp->handled[c->index])
             return NC_OK;
-        return report(c, NC_SUPPORT_FOLDED, "", "constant: evaluated at import");
+        return onnx_report(c, NC_SUPPORT_FOLDED, "", "constant: evaluated at import");
     }
     if (d->data)
         return d->data(c);
     if (!strcmp(c->op, "Floor"))
-        return unsup(c, "Floor outside the QCFS chain Div(λ)→Clip(0,1)→Mul(L)→Add(0.5)→Floor→Div(L)→Mul(λ)");
-    return unsup(c, "%s of a value computed at run time (only constant %s subgraphs are folded at import)",
-                 c->op, c->op);
+        return onnx_unsup(c, "Floor outside the QCFS chain Div(λ)→Clip(0,1)→Mul(L)→Add(0.5)→Floor→Div(L)→Mul(λ)");
+    return onnx_unsup(c, "%s of a value computed at run time (only constant %s subgraphs are folded at import)",
+                      c->op, c->op);
 }
 
 static nc_status convert_node(importer *imp, int k)
@@ -137,28 +137,28 @@ static nc_status convert_node(importer *imp, int k)
     nctx c;
     if (imp->handled[k])
         return NC_OK;
-    nctx_init(&c, imp, k);
+    onnx_nctx_init(&c, imp, k);
     if (!imp->live[k])
-        return report(&c, NC_SUPPORT_REMOVED, "", "its result is never used");
+        return onnx_report(&c, NC_SUPPORT_REMOVED, "", "its result is never used");
     int tainted = inputs_tainted(&c);
     const char *domain = S(c.p->domain);
     nc_status st;
     if (domain[0] && strcmp(domain, "ai.onnx"))
-        st = unsup(&c, "op from domain '%s' (a custom op or an exporter's local function; export with the "
+        st = onnx_unsup(&c, "op from domain '%s' (a custom op or an exporter's local function; export with the "
                        "standard ONNX ops)", domain);
     else
         st = run_op(&c, find_op(c.op));
     if (st == NC_ERR_UNSUPPORTED) {
         const char *why = c.why[0] ? c.why : imp->err->message;
-        return mark_unsupported(&c, why, 0);
+        return onnx_mark_unsupported(&c, why, 0);
     }
     if (st != NC_OK && tainted) { /* a guessed shape downstream of an unsupported node */
-        return mark_unsupported(&c, "not checked: an input comes from an unsupported node", 1);
+        return onnx_mark_unsupported(&c, "not checked: an input comes from an unsupported node", 1);
     }
     TRY(st);
     for (size_t i = 0; tainted && i < c.p->n_output; i++)
-        if (out_value(&c, i))
-            out_value(&c, i)->tainted = 1;
+        if (onnx_out_value(&c, i))
+            onnx_out_value(&c, i)->tainted = 1;
     return NC_OK;
 }
 
@@ -170,11 +170,11 @@ static nc_status load_initializers(importer *imp)
         const Onnx__TensorProto *t = imp->graph->initializer[k];
         value *v;
         char what[NC_NAME_MAX + 32];
-        TRY(get_value(imp, S(t->name), &v));
+        TRY(onnx_get_value(imp, S(t->name), &v));
         if (v->defined)
-            return ifail(imp, NC_ERR_FORMAT, "initializer '%s' appears twice", v->name);
+            return onnx_ifail(imp, NC_ERR_FORMAT, "initializer '%s' appears twice", v->name);
         snprintf(what, sizeof what, "initializer '%s'", v->name);
-        TRY(tensor_to_cval(&imp->L, t, what, &v->c));
+        TRY(onnx_tensor_to_cval(&imp->L, t, what, &v->c));
         v->defined = 1;
     }
     return NC_OK;
@@ -216,20 +216,20 @@ static nc_status bind_input(importer *imp, value *v, const Onnx__ValueInfoProto 
     int64_t dims[CV_MAX_DIMS];
     char a[96], b[96], what[NC_NAME_MAX + 32];
     if (!t)
-        return ifail(imp, NC_ERR_ARGUMENT, "binding '%s' has no tensor", v->name);
+        return onnx_ifail(imp, NC_ERR_ARGUMENT, "binding '%s' has no tensor", v->name);
     int rank = declared_dims(vi, dims, CV_MAX_DIMS);
     int fits = rank < 0 || rank == t->ndim;
     for (int d = 0; fits && rank > 0 && d < rank; d++)
         fits = dims[d] < 0 || dims[d] == t->shape[d];
     if (!fits)
-        return ifail(imp, NC_ERR_SHAPE, "binding '%s' has shape %s, but the graph input is declared as %s",
-                     v->name, dims_str(t->ndim, t->shape, a, 96), dims_str(rank, dims, b, 96));
+        return onnx_ifail(imp, NC_ERR_SHAPE, "binding '%s' has shape %s, but the graph input is declared as %s",
+                          v->name, onnx_dims_str(t->ndim, t->shape, a, 96), onnx_dims_str(rank, dims, b, 96));
     const Onnx__TypeProto__Tensor *tt = tensor_type(vi);
-    int is_int = tt && tt->has_elem_type && !dtype_is_float(tt->elem_type);
+    int is_int = tt && tt->has_elem_type && !onnx_dtype_is_float(tt->elem_type);
     snprintf(what, sizeof what, "binding '%s'", v->name);
-    TRY(cv_new(&imp->L, is_int, t->ndim, t->shape, what, &v->c));
+    TRY(onnx_cv_new(&imp->L, is_int, t->ndim, t->shape, what, &v->c));
     for (int64_t k = 0; k < v->c->n; k++)
-        cv_set(v->c, k, t->data[k]);
+        onnx_cv_set(v->c, k, t->data[k]);
     v->defined = 1;
     return NC_OK;
 }
@@ -240,30 +240,30 @@ static nc_status add_input_node(importer *imp, value *v, const Onnx__ValueInfoPr
     int64_t dims[NC_MAX_DIMS + 1];
     const Onnx__TypeProto__Tensor *tt = tensor_type(vi);
     if (!tt)
-        return ifail(imp, NC_ERR_UNSUPPORTED, "input '%s' is not a tensor", v->name);
+        return onnx_ifail(imp, NC_ERR_UNSUPPORTED, "input '%s' is not a tensor", v->name);
     int dt = tt->has_elem_type ? tt->elem_type : 0;
-    if (!dtype_is_float(dt))
-        return ifail(imp, NC_ERR_UNSUPPORTED, "input '%s' is %s; only float inputs are supported (%s input)",
-                     v->name, dtype_name(dt), dtype_name(dt));
+    if (!onnx_dtype_is_float(dt))
+        return onnx_ifail(imp, NC_ERR_UNSUPPORTED, "input '%s' is %s; only float inputs are supported (%s input)",
+                          v->name, onnx_dtype_name(dt), onnx_dtype_name(dt));
     int rank = declared_dims(vi, dims, NC_MAX_DIMS);
     if (rank < 0)
-        return ifail(imp, NC_ERR_UNSUPPORTED, "input '%s' has no declared shape; export with a fixed input size",
-                     v->name);
+        return onnx_ifail(imp, NC_ERR_UNSUPPORTED, "input '%s' has no declared shape; export with a fixed input size",
+                          v->name);
     if (rank < 2 || rank > NC_MAX_DIMS)
-        return ifail(imp, NC_ERR_UNSUPPORTED,
-                     "input '%s' has rank %d; a sample must have 1 to 4 dimensions after the batch axis (%s)",
+        return onnx_ifail(imp, NC_ERR_UNSUPPORTED,
+                          "input '%s' has rank %d; a sample must have 1 to 4 dimensions after the batch axis (%s)",
                      v->name, rank, rank < 2 ? "each sample is a scalar" : "too many dimensions");
     for (int d = 1; d < rank; d++)
         if (dims[d] < 1)
-            return ifail(imp, NC_ERR_UNSUPPORTED,
-                         "input '%s' has a dynamic or empty dimension at axis %d; export with a fixed input size",
+            return onnx_ifail(imp, NC_ERR_UNSUPPORTED,
+                              "input '%s' has a dynamic or empty dimension at axis %d; export with a fixed input size",
                          v->name, d);
     imp->batch = dims[0] >= 0 ? dims[0] : 1; /* a symbolic batch folds as 1 */
     v->elem_type = dt;
     v->defined = 1;
     int ir;
-    TRY(add_ir(imp, NC_NODE_INPUT, v->name, 0, NULL, rank - 1, dims + 1, &ir));
-    bind_value(imp, v, ir, rank - 1, dims + 1);
+    TRY(onnx_add_ir(imp, NC_NODE_INPUT, v->name, 0, NULL, rank - 1, dims + 1, &ir));
+    onnx_bind_value(imp, v, ir, rank - 1, dims + 1);
     return NC_OK;
 }
 
@@ -276,7 +276,7 @@ static nc_status check_bindings(importer *imp)
         for (size_t i = 0; name && i < imp->graph->n_input; i++)
             found |= !strcmp(S(imp->graph->input[i]->name), name);
         if (!found)
-            return ifail(imp, NC_ERR_ARGUMENT, "binding '%s' does not name a graph input", S(name));
+            return onnx_ifail(imp, NC_ERR_ARGUMENT, "binding '%s' does not name a graph input", S(name));
     }
     return NC_OK;
 }
@@ -290,12 +290,12 @@ static nc_status setup_inputs(importer *imp)
     for (size_t i = 0; i < imp->graph->n_input; i++) {
         const Onnx__ValueInfoProto *vi = imp->graph->input[i];
         value *v;
-        TRY(get_value(imp, S(vi->name), &v));
+        TRY(onnx_get_value(imp, S(vi->name), &v));
         if (v->defined && v->c && !find_binding(imp, v->name))
             continue; /* an initializer listed as an input (IR < 4) */
         const nc_onnx_binding *b = find_binding(imp, v->name);
         if (b) {
-            cv_free(v->c);
+            onnx_cv_free(v->c);
             v->c = NULL;
             TRY(bind_input(imp, v, vi, b->value));
             continue;
@@ -307,14 +307,14 @@ static nc_status setup_inputs(importer *imp)
         snprintf(names + used, sizeof names - used, "%s'%s'", used ? ", " : "", v->name);
     }
     if (n_data == 0)
-        return ifail(imp, NC_ERR_FORMAT, "the graph has no data input");
+        return onnx_ifail(imp, NC_ERR_FORMAT, "the graph has no data input");
     if (n_data > 1)
-        return ifail(imp, NC_ERR_FORMAT,
-                     "the graph has %d data inputs (%s); only one is supported: a weight listed as a graph input "
+        return onnx_ifail(imp, NC_ERR_FORMAT,
+                          "the graph has %d data inputs (%s); only one is supported: a weight listed as a graph input "
                      "needs an initializer (re-export with export_params=True) or a binding",
                      n_data, names);
     value *v;
-    TRY(get_value(imp, S(data[0]->name), &v));
+    TRY(onnx_get_value(imp, S(data[0]->name), &v));
     return add_input_node(imp, v, data[0]);
 }
 
@@ -328,10 +328,10 @@ static nc_status link_values(importer *imp)
             value *v;
             if (!p->output[i] || !p->output[i][0])
                 continue;
-            TRY(get_value(imp, p->output[i], &v));
+            TRY(onnx_get_value(imp, p->output[i], &v));
             if (v->defined || v->producer >= 0)
-                return ifail(imp, NC_ERR_FORMAT, "node '%s' (%s) writes '%s', which is already defined",
-                             node_display_name(p, k, name, sizeof name), S(p->op_type), v->name);
+                return onnx_ifail(imp, NC_ERR_FORMAT, "node '%s' (%s) writes '%s', which is already defined",
+                                  onnx_node_display_name(p, k, name, sizeof name), S(p->op_type), v->name);
             v->producer = k;
         }
     }
@@ -341,19 +341,19 @@ static nc_status link_values(importer *imp)
         for (size_t i = 0; i < p->n_input; i++) {
             if (!p->input[i] || !p->input[i][0])
                 continue;
-            int vi = find_value(imp, p->input[i]);
+            int vi = onnx_find_value(imp, p->input[i]);
             if (vi < 0 || (!imp->values[vi].defined && imp->values[vi].producer < 0))
-                return ifail(imp, NC_ERR_FORMAT,
-                             "node '%s' (%s, opset %d) reads '%s', which is neither an initializer, a graph input "
+                return onnx_ifail(imp, NC_ERR_FORMAT,
+                                  "node '%s' (%s, opset %d) reads '%s', which is neither an initializer, a graph input "
                              "nor a node output (a missing initializer?); re-export the model",
-                             node_display_name(p, k, name, sizeof name), S(p->op_type), imp->opset, p->input[i]);
+                             onnx_node_display_name(p, k, name, sizeof name), S(p->op_type), imp->opset, p->input[i]);
         }
     }
     for (size_t i = 0; i < imp->graph->n_output; i++) {
-        int vi = find_value(imp, S(imp->graph->output[i]->name));
+        int vi = onnx_find_value(imp, S(imp->graph->output[i]->name));
         if (vi < 0 || (!imp->values[vi].defined && imp->values[vi].producer < 0))
-            return ifail(imp, NC_ERR_FORMAT, "graph output '%s' is not computed by any node",
-                         S(imp->graph->output[i]->name));
+            return onnx_ifail(imp, NC_ERR_FORMAT, "graph output '%s' is not computed by any node",
+                              S(imp->graph->output[i]->name));
         imp->values[vi].is_output = 1;
         imp->values[vi].n_consumers++;
     }
@@ -369,11 +369,11 @@ static void find_live(importer *imp)
         int k = imp->order[i];
         const Onnx__NodeProto *p = imp->graph->node[k];
         for (size_t o = 0; o < p->n_output && !imp->live[k]; o++) {
-            int vi = p->output[o] && p->output[o][0] ? find_value(imp, p->output[o]) : -1;
+            int vi = p->output[o] && p->output[o][0] ? onnx_find_value(imp, p->output[o]) : -1;
             imp->live[k] = vi >= 0 && imp->values[vi].n_consumers > 0;
         }
         for (size_t in = 0; imp->live[k] && in < p->n_input; in++) {
-            int vi = p->input[in] && p->input[in][0] ? find_value(imp, p->input[in]) : -1;
+            int vi = p->input[in] && p->input[in][0] ? onnx_find_value(imp, p->input[in]) : -1;
             if (vi >= 0) {
                 imp->values[vi].n_consumers++;
                 imp->values[vi].consumer = k;
@@ -385,7 +385,7 @@ static void find_live(importer *imp)
 /* The node that produces input i of p, or -1 (initializer, graph input). */
 static int input_producer(const importer *imp, const Onnx__NodeProto *p, size_t i)
 {
-    int vi = p->input[i] && p->input[i][0] ? find_value(imp, p->input[i]) : -1;
+    int vi = p->input[i] && p->input[i][0] ? onnx_find_value(imp, p->input[i]) : -1;
     return vi >= 0 ? imp->values[vi].producer : -1;
 }
 
@@ -408,7 +408,7 @@ static nc_status build_edges(importer *imp, int **start_out, int **edges_out)
     }
     if (!start || !fill || !edges) {
         free(start), free(fill), free(edges);
-        return oom(imp);
+        return onnx_oom(imp);
     }
     for (int k = 0; k < n; k++)
         for (size_t i = 0; i < imp->graph->node[k]->n_input; i++) {
@@ -431,7 +431,7 @@ static nc_status topo_sort(importer *imp)
     int *indeg = calloc((size_t)n + 1, sizeof *indeg);
     if (!indeg) {
         free(start), free(edges);
-        return oom(imp);
+        return onnx_oom(imp);
     }
     for (int e = 0; e < start[n]; e++)
         indeg[edges[e]]++;
@@ -450,8 +450,8 @@ static nc_status topo_sort(importer *imp)
         char name[NC_NAME_MAX];
         while (!indeg[bad])
             bad++;
-        st = ifail(imp, NC_ERR_FORMAT, "the graph has a cycle through node '%s' (%s); ONNX graphs must be acyclic",
-                   node_display_name(imp->graph->node[bad], bad, name, sizeof name),
+        st = onnx_ifail(imp, NC_ERR_FORMAT, "the graph has a cycle through node '%s' (%s); ONNX graphs must be acyclic",
+                        onnx_node_display_name(imp->graph->node[bad], bad, name, sizeof name),
                    S(imp->graph->node[bad]->op_type));
     }
     free(indeg), free(start), free(edges);
@@ -461,15 +461,15 @@ static nc_status topo_sort(importer *imp)
 static nc_status add_output_node(importer *imp)
 {
     if (imp->graph->n_output != 1)
-        return ifail(imp, NC_ERR_UNSUPPORTED, "the graph has %zu outputs; exactly one is supported",
-                     imp->graph->n_output);
-    value *v = &imp->values[find_value(imp, S(imp->graph->output[0]->name))];
+        return onnx_ifail(imp, NC_ERR_UNSUPPORTED, "the graph has %zu outputs; exactly one is supported",
+                          imp->graph->n_output);
+    value *v = &imp->values[onnx_find_value(imp, S(imp->graph->output[0]->name))];
     if (v->tainted)
         return NC_OK;
     if (v->c || v->ir < 0)
-        return ifail(imp, NC_ERR_UNSUPPORTED, "graph output '%s' does not depend on the input", v->name);
+        return onnx_ifail(imp, NC_ERR_UNSUPPORTED, "graph output '%s' does not depend on the input", v->name);
     int ir;
-    return add_ir(imp, NC_NODE_OUTPUT, v->name, 1, &v->ir, v->ndim, v->dims, &ir);
+    return onnx_add_ir(imp, NC_NODE_OUTPUT, v->name, 1, &v->ir, v->ndim, v->dims, &ir);
 }
 
 /* A node whose inputs are all constants already and whose op can be
@@ -477,13 +477,13 @@ static nc_status add_output_node(importer *imp)
 static int foldable_now(importer *imp, int k)
 {
     nctx c;
-    nctx_init(&c, imp, k);
+    onnx_nctx_init(&c, imp, k);
     const op_def *d = find_op(c.op);
     const char *domain = S(c.p->domain);
     if (!imp->live[k] || !d || !d->konst || (domain[0] && strcmp(domain, "ai.onnx")))
         return 0;
     for (size_t i = 0; i < c.p->n_input; i++) {
-        value *v = in_value(&c, i);
+        value *v = onnx_in_value(&c, i);
         if (v && !v->c)
             return 0;
     }
@@ -499,9 +499,9 @@ static nc_status convert_graph(importer *imp)
             TRY(convert_node(imp, imp->order[i]));
     for (int i = 0; i < imp->n_nodes; i++)
         TRY(convert_node(imp, imp->order[i]));
-    TRY(sort_report(imp));
+    TRY(onnx_sort_report(imp));
     if (imp->n_unsupported)
-        return unsupported_message(imp);
+        return onnx_unsupported_message(imp);
     TRY(add_output_node(imp));
     nc_status st = nc_net_infer_shapes(imp->net, imp->err);
     if (st != NC_OK)
@@ -530,11 +530,11 @@ static nc_status parse_model(importer *imp)
 {
     unsigned char *buf;
     size_t size;
-    TRY(read_whole_file(&imp->L, &buf, &size));
+    TRY(onnx_read_whole_file(&imp->L, &buf, &size));
     imp->model = onnx__model_proto__unpack(NULL, size, buf);
     free(buf);
     if (!imp->model || !imp->model->graph)
-        return not_onnx(&imp->L);
+        return onnx_not_onnx(&imp->L);
     imp->graph = imp->model->graph;
     imp->opset = 1;
     for (size_t k = 0; k < imp->model->n_opset_import; k++) {
@@ -544,7 +544,7 @@ static nc_status parse_model(importer *imp)
             imp->opset = o->version > INT_MAX ? INT_MAX : (int)o->version;
     }
     if (imp->graph->n_node > (size_t)INT_MAX / 4)
-        return ifail(imp, NC_ERR_UNSUPPORTED, "the graph has too many nodes");
+        return onnx_ifail(imp, NC_ERR_UNSUPPORTED, "the graph has too many nodes");
     imp->n_nodes = (int)imp->graph->n_node;
     size_t n = (size_t)imp->n_nodes + 1;
     imp->order = calloc(n, sizeof(int));
@@ -553,12 +553,12 @@ static nc_status parse_model(importer *imp)
     imp->unchecked = calloc(n, sizeof(int));
     imp->live = calloc(n, sizeof(int));
     if (!imp->order || !imp->handled || !imp->entry || !imp->unchecked || !imp->live)
-        return oom(imp);
+        return onnx_oom(imp);
     for (size_t k = 0; k < n; k++)
         imp->entry[k] = -1;
     for (int k = 0; k < imp->n_nodes; k++)
         if (!imp->graph->node[k])
-            return not_onnx(&imp->L);
+            return onnx_not_onnx(&imp->L);
     return NC_OK;
 }
 
@@ -566,7 +566,7 @@ static nc_status import_run(importer *imp)
 {
     TRY(parse_model(imp));
     if (!(imp->net = nc_net_new()))
-        return oom(imp);
+        return onnx_oom(imp);
     snprintf(imp->net->source_path, sizeof imp->net->source_path, "%s", imp->L.path);
     snprintf(imp->net->source_format, sizeof imp->net->source_format, "onnx");
     TRY(load_initializers(imp));
@@ -580,7 +580,7 @@ static nc_status import_run(importer *imp)
 static void importer_free(importer *imp)
 {
     for (int v = 0; v < imp->n_values; v++)
-        cv_free(imp->values[v].c);
+        onnx_cv_free(imp->values[v].c);
     free(imp->values);
     free(imp->table);
     free(imp->order);
@@ -610,8 +610,8 @@ nc_status nc_onnx_load_with_report(const char *path, const nc_onnx_options *opts
     imp.L.limit = opts && opts->memory_budget ? opts->memory_budget : nc_memory_budget();
     model_folder(path, imp.L.dir);
     nc_status st = import_run(&imp);
-    if (st == NC_OK && report_out && copy_report(&imp.report, report_out) != NC_OK)
-        st = oom(&imp);
+    if (st == NC_OK && report_out && onnx_copy_report(&imp.report, report_out) != NC_OK)
+        st = onnx_oom(&imp);
     if (st == NC_OK) {
         imp.net->report = imp.report;
         *out = imp.net;

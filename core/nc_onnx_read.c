@@ -41,7 +41,7 @@ static nc_status budget_take(loader *L, size_t bytes, const char *what)
 
 /* ==== constant tensors =================================================== */
 
-void cv_free(cval *c)
+void onnx_cv_free(cval *c)
 {
     if (!c)
         return;
@@ -50,7 +50,7 @@ void cv_free(cval *c)
     free(c);
 }
 
-nc_status cv_new(loader *L, int is_int, int ndim, const int64_t *dims, const char *what, cval **out)
+nc_status onnx_cv_new(loader *L, int is_int, int ndim, const int64_t *dims, const char *what, cval **out)
 {
     *out = NULL;
     if (ndim < 0 || ndim > CV_MAX_DIMS)
@@ -87,10 +87,10 @@ nc_status cv_new(loader *L, int is_int, int ndim, const int64_t *dims, const cha
     return NC_OK;
 }
 
-double cv_get(const cval *c, int64_t k) { return c->is_int ? (double)c->i[k] : (double)c->f[k]; }
+double onnx_cv_get(const cval *c, int64_t k) { return c->is_int ? (double)c->i[k] : (double)c->f[k]; }
 
 /* Integer read of any constant; floats are truncated, saturating. */
-int64_t cv_geti(const cval *c, int64_t k)
+int64_t onnx_cv_geti(const cval *c, int64_t k)
 {
     if (c->is_int)
         return c->i[k];
@@ -104,7 +104,7 @@ int64_t cv_geti(const cval *c, int64_t k)
     return (int64_t)v;
 }
 
-void cv_set(cval *c, int64_t k, double v)
+void onnx_cv_set(cval *c, int64_t k, double v)
 {
     if (!c->is_int) {
         c->f[k] = (float)v;
@@ -120,9 +120,9 @@ void cv_set(cval *c, int64_t k, double v)
         c->i[k] = (int64_t)v;
 }
 
-nc_status cv_copy(loader *L, const cval *src, const char *what, cval **out)
+nc_status onnx_cv_copy(loader *L, const cval *src, const char *what, cval **out)
 {
-    TRY(cv_new(L, src->is_int, src->ndim, src->dims, what, out));
+    TRY(onnx_cv_new(L, src->is_int, src->ndim, src->dims, what, out));
     if (src->is_int)
         memcpy((*out)->i, src->i, (size_t)src->n * sizeof(int64_t));
     else
@@ -130,7 +130,7 @@ nc_status cv_copy(loader *L, const cval *src, const char *what, cval **out)
     return NC_OK;
 }
 
-const char *dims_str(int ndim, const int64_t *dims, char *buf, size_t size)
+const char *onnx_dims_str(int ndim, const int64_t *dims, char *buf, size_t size)
 {
     size_t used = (size_t)snprintf(buf, size, "[");
     for (int d = 0; d < ndim && used < size; d++)
@@ -142,7 +142,7 @@ const char *dims_str(int ndim, const int64_t *dims, char *buf, size_t size)
 
 /* ==== TensorProto decoding ================================================ */
 
-const char *dtype_name(int dt)
+const char *onnx_dtype_name(int dt)
 {
     static const char *names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16", "int32",
                                   "int64", "string", "bool", "float16", "float64", "uint32", "uint64",
@@ -151,7 +151,7 @@ const char *dtype_name(int dt)
 }
 
 /* Bytes per element in raw_data, 0 for types this importer cannot read. */
-size_t dtype_size(int dt)
+size_t onnx_dtype_size(int dt)
 {
     switch (dt) {
     case DT_UINT8: case DT_INT8: case DT_BOOL: return 1;
@@ -162,7 +162,7 @@ size_t dtype_size(int dt)
     }
 }
 
-int dtype_is_float(int dt)
+int onnx_dtype_is_float(int dt)
 {
     return dt == DT_FLOAT || dt == DT_DOUBLE || dt == DT_FLOAT16 || dt == DT_BFLOAT16;
 }
@@ -194,7 +194,7 @@ static double raw_element(const unsigned char *p, int dt, int64_t *as_int)
 {
     union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; int32_t i32; uint32_t u32;
             int64_t i64; uint64_t u64; float f; double d; } u;
-    memcpy(&u, p, dtype_size(dt));
+    memcpy(&u, p, onnx_dtype_size(dt));
     switch (dt) {
     case DT_FLOAT: return u.f;
     case DT_DOUBLE: return u.d;
@@ -215,7 +215,7 @@ static double raw_element(const unsigned char *p, int dt, int64_t *as_int)
 
 static void decode_raw(cval *c, const unsigned char *bytes, int dt)
 {
-    size_t size = dtype_size(dt);
+    size_t size = onnx_dtype_size(dt);
     for (int64_t k = 0; k < c->n; k++) {
         int64_t iv = 0;
         double v = raw_element(bytes + (size_t)k * size, dt, &iv);
@@ -392,13 +392,13 @@ static nc_status read_external(loader *L, const Onnx__TensorProto *t, const char
  * The bytes the shape needs are checked against the data the file really
  * holds (raw bytes, typed values, the external file's size) before the
  * constant is allocated, so a tiny file cannot declare a huge tensor. */
-nc_status tensor_to_cval(loader *L, const Onnx__TensorProto *t, const char *what, cval **out)
+nc_status onnx_tensor_to_cval(loader *L, const Onnx__TensorProto *t, const char *what, cval **out)
 {
     int dt = t->data_type;
-    size_t esize = dtype_size(dt);
+    size_t esize = onnx_dtype_size(dt);
     *out = NULL;
     if (!esize)
-        return lfail(L, NC_ERR_UNSUPPORTED, "%s has type %s, which cannot be imported", what, dtype_name(dt));
+        return lfail(L, NC_ERR_UNSUPPORTED, "%s has type %s, which cannot be imported", what, onnx_dtype_name(dt));
     if (t->n_dims > CV_MAX_DIMS)
         return lfail(L, NC_ERR_UNSUPPORTED, "%s has %zu dimensions; at most %d are supported", what, t->n_dims,
                      CV_MAX_DIMS);
@@ -410,7 +410,7 @@ nc_status tensor_to_cval(loader *L, const Onnx__TensorProto *t, const char *what
         nc_mul_size(n, esize, &need) != 0)
         return lfail(L, NC_ERR_MEMORY, "%s: the element count overflows", what);
     size_t value_bytes;
-    if (nc_mul_size(n, dtype_is_float(dt) ? sizeof(float) : sizeof(int64_t), &value_bytes) != 0)
+    if (nc_mul_size(n, onnx_dtype_is_float(dt) ? sizeof(float) : sizeof(int64_t), &value_bytes) != 0)
         return lfail(L, NC_ERR_MEMORY, "%s: the byte size overflows", what);
     if (value_bytes > L->limit - L->used)
         return budget_take(L, value_bytes, what); /* fails, naming the budget */
@@ -428,7 +428,7 @@ nc_status tensor_to_cval(loader *L, const Onnx__TensorProto *t, const char *what
         return lfail(L, NC_ERR_FORMAT, "%s holds %zu values, but its shape needs %zu", what, typed_count(t, dt), n);
     }
     cval *c;
-    nc_status st = cv_new(L, !dtype_is_float(dt), (int)t->n_dims, t->dims, what, &c);
+    nc_status st = onnx_cv_new(L, !onnx_dtype_is_float(dt), (int)t->n_dims, t->dims, what, &c);
     if (st == NC_OK) {
         if (raw)
             decode_raw(c, raw, dt);
@@ -440,18 +440,18 @@ nc_status tensor_to_cval(loader *L, const Onnx__TensorProto *t, const char *what
     return st;
 }
 
-nc_tensor *cv_to_tensor(const cval *c, int ndim, const int64_t *dims)
+nc_tensor *onnx_cv_to_tensor(const cval *c, int ndim, const int64_t *dims)
 {
     nc_tensor *t = nc_tensor_new(ndim, dims);
     if (t)
         for (int64_t k = 0; k < c->n; k++)
-            t->data[k] = (float)cv_get(c, k);
+            t->data[k] = (float)onnx_cv_get(c, k);
     return t;
 }
 
 /* ==== reading files ======================================================= */
 
-nc_status read_whole_file(loader *L, unsigned char **out, size_t *size)
+nc_status onnx_read_whole_file(loader *L, unsigned char **out, size_t *size)
 {
     FILE *fp = fopen(L->path, "rb");
     if (!fp)
@@ -483,7 +483,7 @@ nc_status read_whole_file(loader *L, unsigned char **out, size_t *size)
     return NC_OK;
 }
 
-nc_status not_onnx(loader *L)
+nc_status onnx_not_onnx(loader *L)
 {
     return lfail(L, NC_ERR_FORMAT,
                  "is not a valid ONNX model (protobuf parse failed: truncated or corrupt file); "
@@ -496,7 +496,7 @@ nc_status nc_onnx_read_tensor_file(const char *path, nc_tensor **out, nc_error *
     loader L = {.path = path, .limit = nc_memory_budget(), .err = err};
     unsigned char *buf;
     size_t size;
-    TRY(read_whole_file(&L, &buf, &size));
+    TRY(onnx_read_whole_file(&L, &buf, &size));
     Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, size, buf);
     free(buf);
     if (!t)
@@ -507,10 +507,10 @@ nc_status nc_onnx_read_tensor_file(const char *path, nc_tensor **out, nc_error *
         st = lfail(&L, NC_ERR_UNSUPPORTED, "the tensor has %zu dimensions; at most %d fit an nc_tensor",
                    t->n_dims, NC_MAX_DIMS);
     if (st == NC_OK)
-        st = tensor_to_cval(&L, t, "the tensor", &c);
-    if (st == NC_OK && !(*out = cv_to_tensor(c, c->ndim, c->dims)))
+        st = onnx_tensor_to_cval(&L, t, "the tensor", &c);
+    if (st == NC_OK && !(*out = onnx_cv_to_tensor(c, c->ndim, c->dims)))
         st = lfail(&L, NC_ERR_MEMORY, "out of memory for the tensor");
-    cv_free(c);
+    onnx_cv_free(c);
     onnx__tensor_proto__free_unpacked(t, NULL);
     return st;
 }

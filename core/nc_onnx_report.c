@@ -10,11 +10,11 @@
 
 /* ---- report ---- */
 
-nc_status report(nctx *c, nc_support support, const char *target, const char *reason)
+nc_status onnx_report(nctx *c, nc_support support, const char *target, const char *reason)
 {
     importer *imp = c->imp;
     if (!nc_report_add(&imp->report, c->name, c->op, imp->opset, support, target, "%s", reason ? reason : ""))
-        return oom(imp);
+        return onnx_oom(imp);
     imp->entry[c->index] = imp->report.count - 1;
     imp->handled[c->index] = 1;
     return NC_OK;
@@ -38,7 +38,7 @@ static void credit_constants(importer *imp, const value *v, const char *target)
         snprintf(imp->report.entries[e].target, NC_NAME_MAX, "%s", target);
         const Onnx__NodeProto *p = imp->graph->node[k];
         for (size_t i = 0; i < p->n_input && top < imp->n_nodes; i++) {
-            int iv = p->input[i] && p->input[i][0] ? find_value(imp, p->input[i]) : -1;
+            int iv = p->input[i] && p->input[i][0] ? onnx_find_value(imp, p->input[i]) : -1;
             if (iv >= 0 && imp->values[iv].producer >= 0)
                 stack[top++] = imp->values[iv].producer;
         }
@@ -46,10 +46,10 @@ static void credit_constants(importer *imp, const value *v, const char *target)
     free(stack);
 }
 
-void credit_node_constants(nctx *c, const char *target)
+void onnx_credit_node_constants(nctx *c, const char *target)
 {
     for (size_t i = 0; i < c->p->n_input; i++) {
-        value *v = in_value(c, i);
+        value *v = onnx_in_value(c, i);
         if (v && v->c)
             credit_constants(c->imp, v, target);
     }
@@ -57,34 +57,34 @@ void credit_node_constants(nctx *c, const char *target)
 
 /* Node c cannot be converted: report it and let its outputs stand in for its
  * first data input, so that the nodes after it can still be checked. */
-nc_status mark_unsupported(nctx *c, const char *why, int unchecked)
+nc_status onnx_mark_unsupported(nctx *c, const char *why, int unchecked)
 {
     importer *imp = c->imp;
     const value *src = NULL;
     for (size_t i = 0; i < c->p->n_input && !src; i++) {
-        value *v = in_value(c, i);
+        value *v = onnx_in_value(c, i);
         src = v && !v->c ? v : NULL;
     }
     for (size_t i = 0; i < c->p->n_output; i++) {
-        value *o = out_value(c, i);
+        value *o = onnx_out_value(c, i);
         if (!o)
             continue;
-        cv_free(o->c);
+        onnx_cv_free(o->c);
         o->c = NULL;
         o->tainted = 1;
         o->ir = src ? src->ir : -1;
         if (c->guess_ndim >= 0)
-            set_dims(&o->ndim, o->dims, c->guess_ndim, c->guess);
+            onnx_set_dims(&o->ndim, o->dims, c->guess_ndim, c->guess);
         else
-            set_dims(&o->ndim, o->dims, src ? src->ndim : 0, src ? src->dims : NULL);
+            onnx_set_dims(&o->ndim, o->dims, src ? src->ndim : 0, src ? src->dims : NULL);
     }
     imp->unchecked[c->index] = unchecked;
     imp->n_unsupported += !unchecked;
-    return report(c, NC_SUPPORT_UNSUPPORTED, "", why);
+    return onnx_report(c, NC_SUPPORT_UNSUPPORTED, "", why);
 }
 
 /* One message listing every unsupported node, with what to do. */
-nc_status unsupported_message(importer *imp)
+nc_status onnx_unsupported_message(importer *imp)
 {
     char list[NC_ERROR_MESSAGE_MAX];
     int with_reasons = 1, listed = 0, skipped = 0;
@@ -114,19 +114,19 @@ nc_status unsupported_message(importer *imp)
     char more[48] = "";
     if (skipped)
         snprintf(more, sizeof more, " and %d more", skipped);
-    return ifail(imp, NC_ERR_UNSUPPORTED,
-                 "%d unsupported node%s: %s%s. Replace %s in the PyTorch model with supported layers "
+    return onnx_ifail(imp, NC_ERR_UNSUPPORTED,
+                      "%d unsupported node%s: %s%s. Replace %s in the PyTorch model with supported layers "
                  "(see docs/ONNX.md) and export again; the conversion report lists every node",
                  imp->n_unsupported, imp->n_unsupported == 1 ? "" : "s", list, more,
                  imp->n_unsupported == 1 ? "it" : "them");
 }
 
 /* Puts the report in graph order (constants are folded first). */
-nc_status sort_report(importer *imp)
+nc_status onnx_sort_report(importer *imp)
 {
     nc_report_entry *sorted = malloc((size_t)(imp->report.count + 1) * sizeof *sorted);
     if (!sorted)
-        return oom(imp);
+        return onnx_oom(imp);
     int n = 0;
     for (int k = 0; k < imp->n_nodes; k++) {
         if (imp->entry[k] >= 0) {
@@ -140,7 +140,7 @@ nc_status sort_report(importer *imp)
     return NC_OK;
 }
 
-nc_status copy_report(const nc_report *src, nc_report *dst)
+nc_status onnx_copy_report(const nc_report *src, nc_report *dst)
 {
     memset(dst, 0, sizeof *dst);
     if (!src->count)
