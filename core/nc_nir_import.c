@@ -17,18 +17,18 @@
 static nc_status import_graph(imp *c, const nir_node *root)
 {
     int entry, exit;
-    nc_status st = flatten_graph(c, root->graph, "", "node", 0, &entry, &exit);
+    nc_status st = nirimp_flatten_graph(c, root->graph, "", "node", 0, &entry, &exit);
     if (st != NC_OK)
         return st;
-    if ((st = find_ends(c)) != NC_OK)
+    if ((st = nirimp_find_ends(c)) != NC_OK)
         return st;
-    if ((st = mark_reachable(c)) != NC_OK)
+    if ((st = nirimp_mark_reachable(c)) != NC_OK)
         return st;
     /* cut the cycles */
     for (;;) {
-        count_preds(c);
+        nirimp_count_preds(c);
         int64_t cut = -1;
-        int rc = cut_one_cycle(c, &cut);
+        int rc = nirimp_cut_one_cycle(c, &cut);
         if (rc < 0)
             return nc_fail(c->err, NC_ERR_MEMORY, "out of memory");
         if (rc == 0)
@@ -39,38 +39,38 @@ static nc_status import_graph(imp *c, const nir_node *root)
                  "the first)",
                  c->n[e->from].name, c->n[e->to].name, c->n[e->to].name, c->n[e->from].name);
     }
-    count_preds(c);
+    nirimp_count_preds(c);
     int *order = malloc((size_t)c->count * sizeof(int));
     if (!order)
         return nc_fail(c->err, NC_ERR_MEMORY, "out of memory");
-    if ((st = topo_order(c, order)) != NC_OK) {
+    if ((st = nirimp_topo_order(c, order)) != NC_OK) {
         free(order);
         return st;
     }
     /* shapes, in order; then every edge, recurrent ones too */
     for (int k = 0; k < c->count && st == NC_OK; k++)
-        st = infer_fnode(c, order[k]);
+        st = nirimp_infer_fnode(c, order[k]);
     for (int64_t k = 0; k < c->ne && st == NC_OK; k++) {
         const fedge *e = &c->e[k];
         const fnode *a = &c->n[e->from], *b = &c->n[e->to];
         if (b->has_in && nc_shape_numel(a->ndim, a->shape) != nc_shape_numel(b->in_ndim, b->in_shape))
-            st = mismatch(c, a, b, "input", b->in_ndim, b->in_shape);
-        else if (e->recurrent && b->has_in && !same_shape(a->ndim, a->shape, b->in_ndim, b->in_shape) &&
-                 !(is_type(b, "Affine") || is_type(b, "Linear")))
-            st = mismatch(c, a, b, "input", b->in_ndim, b->in_shape);
+            st = nirimp_mismatch(c, a, b, "input", b->in_ndim, b->in_shape);
+        else if (e->recurrent && b->has_in && !nirimp_same_shape(a->ndim, a->shape, b->in_ndim, b->in_shape) &&
+                 !(nirimp_is_type(b, "Affine") || nirimp_is_type(b, "Linear")))
+            st = nirimp_mismatch(c, a, b, "input", b->in_ndim, b->in_shape);
     }
     /* the IR: input, recurrent nodes, then everything in order */
     for (int k = 0; k < c->count && st == NC_OK; k++) {
         fnode *f = &c->n[order[k]];
         if (order[k] == c->input) {
-            st = build_node(c, f, -1);
+            st = nirimp_build_node(c, f, -1);
             for (int64_t j = 0; j < c->ne && st == NC_OK; j++) {
                 fnode *s = &c->n[c->e[j].from];
                 if (!c->e[j].recurrent || s->prev_ir >= 0)
                     continue;
                 char name[NC_NAME_MAX + 8];
                 snprintf(name, sizeof name, "%.*s.prev", NC_NAME_MAX - 8, s->name);
-                int r = add_ir(c, NC_NODE_RECURRENT, name, 0, NULL);
+                int r = nirimp_add_ir(c, NC_NODE_RECURRENT, name, 0, NULL);
                 if (r < 0) {
                     st = nc_fail(c->err, NC_ERR_MEMORY, "out of memory");
                     break;
@@ -87,7 +87,7 @@ static nc_status import_graph(imp *c, const nir_node *root)
             if (e->to != order[k])
                 continue;
             if (n_in == 64) {
-                st = node_fail(c, f, NC_ERR_UNSUPPORTED, "more than 64 incoming edges");
+                st = nirimp_node_fail(c, f, NC_ERR_UNSUPPORTED, "more than 64 incoming edges");
                 break;
             }
             inputs[n_in++] = e->recurrent ? c->n[e->from].prev_ir : c->n[e->from].ir;
@@ -98,7 +98,7 @@ static nc_status import_graph(imp *c, const nir_node *root)
         if (n_in > 1) {
             char name[NC_NAME_MAX + 8];
             snprintf(name, sizeof name, "%.*s.sum", NC_NAME_MAX - 8, f->name);
-            in = add_ir(c, NC_NODE_ADD, name, n_in, inputs);
+            in = nirimp_add_ir(c, NC_NODE_ADD, name, n_in, inputs);
             if (in < 0) {
                 st = nc_fail(c->err, NC_ERR_MEMORY, "out of memory");
                 break;
@@ -106,7 +106,7 @@ static nc_status import_graph(imp *c, const nir_node *root)
             nir_note(c->notes, NC_NIR_NOTE_INFO, f->name, "%d edges meet here: their sum is its input (an add node)",
                      n_in);
         }
-        st = build_node(c, f, in);
+        st = nirimp_build_node(c, f, in);
     }
     free(order);
     if (st != NC_OK)
@@ -139,7 +139,7 @@ nc_status nc_nir_load(const char *path, const nc_nir_load_options *opts_in, nc_n
         return st;
     int ours = 0;
     if (!opts.ignore_ours) {
-        st = restore_ours(&root, &opts, out, notes, err, &ours);
+        st = nirimp_restore_ours(&root, &opts, out, notes, err, &ours);
         if (ours || st != NC_OK) {
             nir_node_clear(&root);
             if (st != NC_OK)
@@ -161,7 +161,7 @@ nc_status nc_nir_load(const char *path, const nc_nir_load_options *opts_in, nc_n
             nc_error_prefix(err, "NIR import");
     }
     if (st == NC_OK) {
-        neuron_notes(&c);
+        nirimp_neuron_notes(&c);
         snprintf(c.net->source_path, sizeof c.net->source_path, "%s", path);
         snprintf(c.net->source_format, sizeof c.net->source_format, "nir");
         if (version[0])

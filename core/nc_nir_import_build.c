@@ -10,13 +10,13 @@
 
 /* ---- building the IR ---------------------------------------------------------------------------- */
 
-nc_tensor *tensor_from(const nir_value *v, int ndim, const int64_t *shape)
+nc_tensor *nirimp_tensor_from(const nir_value *v, int ndim, const int64_t *shape)
 {
     nc_tensor *t = nc_tensor_new(ndim, shape);
     if (!t)
         return NULL;
     for (int64_t k = 0; k < v->numel && k < nc_tensor_numel(t); k++)
-        t->data[k] = (float)value_at(v, k);
+        t->data[k] = (float)nirimp_value_at(v, k);
     return t;
 }
 
@@ -31,7 +31,7 @@ static void unique_name(const nc_net *net, const char *base, char *out)
     }
 }
 
-int add_ir(imp *c, nc_node_kind kind, const char *base, int n_inputs, const int *inputs)
+int nirimp_add_ir(imp *c, nc_node_kind kind, const char *base, int n_inputs, const int *inputs)
 {
     char name[NC_NAME_MAX];
     unique_name(c->net, base, name);
@@ -41,7 +41,7 @@ int add_ir(imp *c, nc_node_kind kind, const char *base, int n_inputs, const int 
 static int all_finite(const nir_value *v)
 {
     for (int64_t k = 0; k < v->numel; k++)
-        if (!isfinite(value_at(v, k)))
+        if (!isfinite(nirimp_value_at(v, k)))
             return 0;
     return 1;
 }
@@ -50,21 +50,21 @@ static int all_finite(const nir_value *v)
 static nc_status build_neuron(imp *c, fnode *f, int in)
 {
     param_spec spec[8];
-    int n = neuron_params(f->type, spec);
+    int n = nirimp_neuron_params(f->type, spec);
     int64_t numel = nc_shape_numel(f->ndim, f->shape);
     int64_t pshape[2] = {NC_NPARAM_COUNT, numel};
     nc_tensor *p = nc_tensor_new(2, pshape);
     if (!p)
-        return node_fail(c, f, NC_ERR_MEMORY, "out of memory for the parameters");
+        return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory for the parameters");
     for (int k = 0; k < n; k++) {
-        const nir_value *v = field(f, spec[k].name);
+        const nir_value *v = nirimp_field(f, spec[k].name);
         float *row = p->data + (int64_t)spec[k].row * numel;
         if (v && !all_finite(v)) {
             nc_tensor_free(p);
-            return node_fail(c, f, NC_ERR_FORMAT, "field '%s' holds a value that is not finite", spec[k].name);
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field '%s' holds a value that is not finite", spec[k].name);
         }
         for (int64_t e = 0; e < numel; e++)
-            row[e] = v ? (float)value_at(v, v->numel == 1 ? 0 : e) : spec[k].dflt;
+            row[e] = v ? (float)nirimp_value_at(v, v->numel == 1 ? 0 : e) : spec[k].dflt;
         if (!v && !spec[k].required && strcmp(spec[k].name, "v_reset") != 0)
             nir_note(c->notes, NC_NIR_NOTE_INFO, f->name, "field '%s' is missing; %g is used", spec[k].name,
                      spec[k].dflt);
@@ -73,7 +73,7 @@ static nc_status build_neuron(imp *c, fnode *f, int in)
                 if (!(row[e] > 0)) {
                     double bad = row[e];
                     nc_tensor_free(p);
-                    return node_fail(c, f, NC_ERR_FORMAT, "field '%s' holds %g; time constants must be positive",
+                    return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field '%s' holds %g; time constants must be positive",
                                      spec[k].name, bad);
                 }
         if (spec[k].row == NC_NPARAM_DELAY)
@@ -81,12 +81,12 @@ static nc_status build_neuron(imp *c, fnode *f, int in)
                 if (!(row[e] >= 0) || row[e] / c->opts->dt > 100000) {
                     double bad = row[e];
                     nc_tensor_free(p);
-                    return node_fail(c, f, NC_ERR_UNSUPPORTED,
+                    return nirimp_node_fail(c, f, NC_ERR_UNSUPPORTED,
                                      "field 'delay' holds %g s: negative, or more than 100000 steps of dt = %g s", bad,
                                      c->opts->dt);
                 }
     }
-    int is_if = is_type(f, "IF");
+    int is_if = nirimp_is_type(f, "IF");
     int plain_if = is_if;
     if (is_if) {
         const float *r = p->data + NC_NPARAM_R * numel, *th = p->data + NC_NPARAM_V_THRESHOLD * numel;
@@ -94,10 +94,10 @@ static nc_status build_neuron(imp *c, fnode *f, int in)
         for (int64_t e = 0; e < numel && plain_if; e++)
             plain_if = r[e] == 1.0f && th[e] == 1.0f && vr[e] == 0.0f;
     }
-    int i = add_ir(c, NC_NODE_NEURON, f->name, 1, &in);
+    int i = nirimp_add_ir(c, NC_NODE_NEURON, f->name, 1, &in);
     if (i < 0) {
         nc_tensor_free(p);
-        return node_fail(c, f, NC_ERR_MEMORY, "out of memory");
+        return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory");
     }
     nc_neuron *nr = &c->net->nodes[i].neuron;
     nr->reset = c->opts->reset_subtract ? NC_RESET_SUBTRACT : NC_RESET_ZERO;
@@ -113,7 +113,7 @@ static nc_status build_neuron(imp *c, fnode *f, int in)
         if (nc_neuron_set_threshold(nr, 1, &one, c->err) != NC_OK)
             return NC_ERR_MEMORY;
     } else {
-        nr->model = is_if ? NC_NEURON_NIR_IF : model_of(f->type);
+        nr->model = is_if ? NC_NEURON_NIR_IF : nirimp_model_of(f->type);
         c->net->nodes[i].weight = p;
     }
     f->ir = i;
@@ -123,27 +123,27 @@ static nc_status build_neuron(imp *c, fnode *f, int in)
 /* conv2d for Conv1d/Conv2d. */
 static nc_status build_conv(imp *c, fnode *f, int in)
 {
-    int dims = is_type(f, "Conv2d") ? 2 : 1;
+    int dims = nirimp_is_type(f, "Conv2d") ? 2 : 1;
     conv_geom g;
-    nc_status st = conv_geometry(c, f, dims, &g);
+    nc_status st = nirimp_conv_geometry(c, f, dims, &g);
     if (st != NC_OK)
         return st;
-    const nir_value *w = field(f, "weight"), *b = field(f, "bias");
+    const nir_value *w = nirimp_field(f, "weight"), *b = nirimp_field(f, "bias");
     int64_t ws[4] = {g.cout, g.cin_g, g.k[0], g.k[1]};
-    int i = add_ir(c, NC_NODE_CONV2D, f->name, 1, &in);
+    int i = nirimp_add_ir(c, NC_NODE_CONV2D, f->name, 1, &in);
     if (i < 0)
-        return node_fail(c, f, NC_ERR_MEMORY, "out of memory");
+        return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory");
     nc_node *n = &c->net->nodes[i];
     if (!all_finite(w) || (b && !all_finite(b)))
-        return node_fail(c, f, NC_ERR_FORMAT, "fields 'weight' or 'bias' hold values that are not finite");
-    if (!(n->weight = tensor_from(w, 4, ws)))
-        return node_fail(c, f, NC_ERR_MEMORY, "out of memory for the weight");
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT, "fields 'weight' or 'bias' hold values that are not finite");
+    if (!(n->weight = nirimp_tensor_from(w, 4, ws)))
+        return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory for the weight");
     if (b) {
         if (b->kind == NIR_STRING || b->numel != g.cout)
-            return node_fail(c, f, NC_ERR_SHAPE, "field 'bias' has %lld values for %lld output channels",
+            return nirimp_node_fail(c, f, NC_ERR_SHAPE, "field 'bias' has %lld values for %lld output channels",
                              (long long)b->numel, (long long)g.cout);
-        if (!(n->bias = tensor_from(b, 1, &g.cout)))
-            return node_fail(c, f, NC_ERR_MEMORY, "out of memory for the bias");
+        if (!(n->bias = nirimp_tensor_from(b, 1, &g.cout)))
+            return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory for the bias");
     } else {
         nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name, "field 'bias' is missing (the official reader needs it); no bias is used");
     }
@@ -162,7 +162,7 @@ static nc_status build_conv(imp *c, fnode *f, int in)
 /* The affine node y = s·x per channel (shift 0) with the C values of s. */
 static int add_channel_scale(imp *c, const char *name, int in, int channels, const float *s)
 {
-    int i = add_ir(c, NC_NODE_AFFINE, name, 1, &in);
+    int i = nirimp_add_ir(c, NC_NODE_AFFINE, name, 1, &in);
     if (i < 0)
         return -1;
     nc_node *n = &c->net->nodes[i];
@@ -175,54 +175,54 @@ static int add_channel_scale(imp *c, const char *name, int in, int channels, con
     return i;
 }
 
-nc_status build_node(imp *c, fnode *f, int in)
+nc_status nirimp_build_node(imp *c, fnode *f, int in)
 {
     nc_status st = NC_OK;
     if (f->role == F_INPUT) {
-        int i = add_ir(c, NC_NODE_INPUT, f->name, 0, NULL);
+        int i = nirimp_add_ir(c, NC_NODE_INPUT, f->name, 0, NULL);
         if (i < 0)
-            return node_fail(c, f, NC_ERR_MEMORY, "out of memory");
+            return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory");
         c->net->nodes[i].ndim = f->ir_ndim;
         memcpy(c->net->nodes[i].shape, f->ir_shape, sizeof f->ir_shape);
         f->ir = i;
         return NC_OK;
     }
     if (f->role == F_OUTPUT) {
-        f->ir = add_ir(c, NC_NODE_OUTPUT, f->name, 1, &in);
-        return f->ir < 0 ? node_fail(c, f, NC_ERR_MEMORY, "out of memory") : NC_OK;
+        f->ir = nirimp_add_ir(c, NC_NODE_OUTPUT, f->name, 1, &in);
+        return f->ir < 0 ? nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory") : NC_OK;
     }
     if (f->role == F_IDENT) {
         f->ir = in;
         return NC_OK;
     }
-    if (is_type(f, "Affine") || is_type(f, "Linear")) {
-        const nir_value *w = field(f, "weight"), *b = field(f, "bias");
-        if (!all_finite(w) || (b && is_type(f, "Affine") && !all_finite(b)))
-            return node_fail(c, f, NC_ERR_FORMAT, "fields 'weight' or 'bias' hold values that are not finite");
-        int i = add_ir(c, NC_NODE_DENSE, f->name, 1, &in);
+    if (nirimp_is_type(f, "Affine") || nirimp_is_type(f, "Linear")) {
+        const nir_value *w = nirimp_field(f, "weight"), *b = nirimp_field(f, "bias");
+        if (!all_finite(w) || (b && nirimp_is_type(f, "Affine") && !all_finite(b)))
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "fields 'weight' or 'bias' hold values that are not finite");
+        int i = nirimp_add_ir(c, NC_NODE_DENSE, f->name, 1, &in);
         if (i < 0)
-            return node_fail(c, f, NC_ERR_MEMORY, "out of memory");
+            return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory");
         nc_node *n = &c->net->nodes[i];
-        n->weight = tensor_from(w, 2, w->shape);
-        if (is_type(f, "Affine"))
-            n->bias = tensor_from(b, 1, &w->shape[0]);
-        if (!n->weight || (is_type(f, "Affine") && !n->bias))
-            return node_fail(c, f, NC_ERR_MEMORY, "out of memory for the weight");
+        n->weight = nirimp_tensor_from(w, 2, w->shape);
+        if (nirimp_is_type(f, "Affine"))
+            n->bias = nirimp_tensor_from(b, 1, &w->shape[0]);
+        if (!n->weight || (nirimp_is_type(f, "Affine") && !n->bias))
+            return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory for the weight");
         f->ir = i;
         return NC_OK;
     }
-    if (is_type(f, "Scale")) {
-        const nir_value *v = field(f, "scale");
+    if (nirimp_is_type(f, "Scale")) {
+        const nir_value *v = nirimp_field(f, "scale");
         if (!all_finite(v))
-            return node_fail(c, f, NC_ERR_FORMAT, "field 'scale' holds values that are not finite");
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'scale' holds values that are not finite");
         int ch = f->ir_ndim == 1 ? (int)f->ir_shape[0] : (int)f->ir_shape[0];
         int64_t numel = nc_shape_numel(f->ir_ndim, f->ir_shape), inner = numel / ch;
         float *per = malloc((size_t)ch * sizeof(float));
         if (!per)
-            return node_fail(c, f, NC_ERR_MEMORY, "out of memory");
+            return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory");
         int uniform = 1;
         for (int64_t e = 0; e < numel && uniform; e++) {
-            float s = (float)value_at(v, v->numel == 1 ? 0 : e);
+            float s = (float)nirimp_value_at(v, v->numel == 1 ? 0 : e);
             if (e % inner == 0)
                 per[e / inner] = s;
             else
@@ -232,25 +232,25 @@ nc_status build_node(imp *c, fnode *f, int in)
         if (uniform) { /* per channel (or per value of a vector): the affine node */
             i = add_channel_scale(c, f->name, in, ch, per);
         } else {
-            i = add_ir(c, NC_NODE_SCALE, f->name, 1, &in);
-            if (i >= 0 && !(c->net->nodes[i].weight = tensor_from(v, 1, &v->numel)))
+            i = nirimp_add_ir(c, NC_NODE_SCALE, f->name, 1, &in);
+            if (i >= 0 && !(c->net->nodes[i].weight = nirimp_tensor_from(v, 1, &v->numel)))
                 i = -1;
         }
         free(per);
         if (i < 0)
-            return node_fail(c, f, NC_ERR_MEMORY, "out of memory");
+            return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory");
         f->ir = i;
         return NC_OK;
     }
-    if (is_type(f, "Conv1d") || is_type(f, "Conv2d"))
+    if (nirimp_is_type(f, "Conv1d") || nirimp_is_type(f, "Conv2d"))
         return build_conv(c, f, in);
-    if (is_type(f, "SumPool2d") || is_type(f, "AvgPool2d")) {
+    if (nirimp_is_type(f, "SumPool2d") || nirimp_is_type(f, "AvgPool2d")) {
         conv_geom g;
-        if ((st = pool_geometry(c, f, &g)) != NC_OK)
+        if ((st = nirimp_pool_geometry(c, f, &g)) != NC_OK)
             return st;
-        int i = add_ir(c, NC_NODE_AVGPOOL, f->name, 1, &in);
+        int i = nirimp_add_ir(c, NC_NODE_AVGPOOL, f->name, 1, &in);
         if (i < 0)
-            return node_fail(c, f, NC_ERR_MEMORY, "out of memory");
+            return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory");
         nc_node *n = &c->net->nodes[i];
         for (int a = 0; a < 2; a++) {
             n->kernel[a] = (int)g.k[a];
@@ -260,37 +260,37 @@ nc_status build_node(imp *c, fnode *f, int in)
             n->pad[a] = (int)g.pad[a];
         n->count_include_pad = 1; /* NIR: SumPool then 1/k² */
         f->ir = i;
-        if (is_type(f, "SumPool2d")) {
+        if (nirimp_is_type(f, "SumPool2d")) {
             int ch = (int)f->shape[0];
             float *k2 = malloc((size_t)ch * sizeof(float));
             char name[NC_NAME_MAX + 8];
             if (!k2)
-                return node_fail(c, f, NC_ERR_MEMORY, "out of memory");
+                return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory");
             for (int k = 0; k < ch; k++)
                 k2[k] = (float)(g.k[0] * g.k[1]);
             snprintf(name, sizeof name, "%.*s.sum", NC_NAME_MAX - 8, f->name);
             int j = add_channel_scale(c, name, i, ch, k2);
             free(k2);
             if (j < 0)
-                return node_fail(c, f, NC_ERR_MEMORY, "out of memory");
+                return nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory");
             f->ir = j;
             nir_note(c->notes, NC_NIR_NOTE_INFO, f->name,
                      "SumPool2d is run as an average pool times k² (an affine node '<name>.sum' after it)");
         }
         return NC_OK;
     }
-    if (is_type(f, "Flatten")) {
-        f->ir = add_ir(c, NC_NODE_FLATTEN, f->name, 1, &in);
-        return f->ir < 0 ? node_fail(c, f, NC_ERR_MEMORY, "out of memory") : NC_OK;
+    if (nirimp_is_type(f, "Flatten")) {
+        f->ir = nirimp_add_ir(c, NC_NODE_FLATTEN, f->name, 1, &in);
+        return f->ir < 0 ? nirimp_node_fail(c, f, NC_ERR_MEMORY, "out of memory") : NC_OK;
     }
-    if (is_neuron_type(f->type))
+    if (nirimp_is_neuron_type(f->type))
         return build_neuron(c, f, in);
-    return node_fail(c, f, NC_ERR_UNSUPPORTED, "this node type cannot be run");
+    return nirimp_node_fail(c, f, NC_ERR_UNSUPPORTED, "this node type cannot be run");
 }
 
 /* ---- notes about how the neurons were read ------------------------------------------------------- */
 
-void neuron_notes(imp *c)
+void nirimp_neuron_notes(imp *c)
 {
     const nc_net *net = c->net;
     int have_ct = 0;

@@ -15,9 +15,9 @@ static const char *const known_types[] = {"Input", "Output", "Affine", "Linear",
                                           "SumPool2d", "AvgPool2d", "Flatten", "IF", "LIF", "LI", "CubaLIF",
                                           "CubaLI", "I", "Integrator", "Threshold", "Delay", "NIRGraph", NULL};
 
-int is_type(const fnode *f, const char *t) { return strcmp(f->type, t) == 0; }
+int nirimp_is_type(const fnode *f, const char *t) { return strcmp(f->type, t) == 0; }
 
-int is_neuron_type(const char *t)
+int nirimp_is_neuron_type(const char *t)
 {
     static const char *const list[] = {"IF", "LIF", "LI", "CubaLIF", "CubaLI", "I", "Integrator", "Threshold",
                                        "Delay", NULL};
@@ -29,9 +29,9 @@ int is_neuron_type(const char *t)
 
 /* Stateful nodes: the preferred place to cut a cycle (their output of the
  * previous step is what a recurrent connection means). */
-static int is_stateful(const char *t) { return is_neuron_type(t) && strcmp(t, "Threshold") != 0; }
+static int is_stateful(const char *t) { return nirimp_is_neuron_type(t) && strcmp(t, "Threshold") != 0; }
 
-const char *shape_text(int ndim, const int64_t *shape, char *buf, size_t size)
+const char *nirimp_shape_text(int ndim, const int64_t *shape, char *buf, size_t size)
 {
     size_t used = 0;
     used += (size_t)snprintf(buf, size, "[");
@@ -41,7 +41,7 @@ const char *shape_text(int ndim, const int64_t *shape, char *buf, size_t size)
         snprintf(buf + used, size - used, "]");
     return buf;
 }
-nc_status node_fail(imp *c, const fnode *f, nc_status code, const char *fmt, ...)
+nc_status nirimp_node_fail(imp *c, const fnode *f, nc_status code, const char *fmt, ...)
 {
     char what[700];
     va_list ap;
@@ -113,7 +113,7 @@ static const char *node_list(const nir_graph *g, char *buf, size_t size)
 /* Adds the nodes and edges of graph g (nested: prefix "name.") to the flat
  * graph.  Nested: its Input and Output become identities, returned in
  * *entry and *exit. */
-nc_status flatten_graph(imp *c, const nir_graph *g, const char *prefix, const char *gname, int nested,
+nc_status nirimp_flatten_graph(imp *c, const nir_graph *g, const char *prefix, const char *gname, int nested,
                                int *entry, int *exit)
 {
     nc_status st = NC_OK;
@@ -153,7 +153,7 @@ nc_status flatten_graph(imp *c, const nir_graph *g, const char *prefix, const ch
                 st = nc_fail(c->err, NC_ERR_FORMAT, "node '%s' (NIRGraph): has no nodes", full);
                 break;
             }
-            st = flatten_graph(c, nn->graph, sub_prefix, full, 1, &first[k], &last[k]);
+            st = nirimp_flatten_graph(c, nn->graph, sub_prefix, full, 1, &first[k], &last[k]);
             continue;
         }
         int role = F_NODE;
@@ -263,7 +263,7 @@ static int adj_build(const imp *c, adj *a)
  * input, by an iterative DFS; marks one of its edges recurrent (preferably
  * one leaving a stateful node, the last such on the cycle).  Returns 1 if a
  * cycle was cut, 0 if none is left, −1 on out of memory. */
-int cut_one_cycle(imp *c, int64_t *cut_edge)
+int nirimp_cut_one_cycle(imp *c, int64_t *cut_edge)
 {
     adj a;
     int n = c->count, rc = 0;
@@ -329,7 +329,7 @@ done:
     return rc;
 }
 
-void count_preds(imp *c)
+void nirimp_count_preds(imp *c)
 {
     for (int k = 0; k < c->count; k++)
         c->n[k].n_pred = 0;
@@ -339,7 +339,7 @@ void count_preds(imp *c)
 }
 
 /* Marks the nodes reachable from the input (through all edges). */
-nc_status mark_reachable(imp *c)
+nc_status nirimp_mark_reachable(imp *c)
 {
     int *queue = malloc((size_t)(c->count ? c->count : 1) * sizeof(int));
     if (!queue)
@@ -366,7 +366,7 @@ nc_status mark_reachable(imp *c)
 }
 
 /* Finds the Input and the Output, adding implicit ones where NIR would. */
-nc_status find_ends(imp *c)
+nc_status nirimp_find_ends(imp *c)
 {
     int inputs = 0, outputs = 0;
     c->input = c->output = -1;
@@ -461,7 +461,7 @@ nc_status find_ends(imp *c)
 
 /* Kahn's order over non-recurrent edges; the output last.  order[] gets the
  * node indices. */
-nc_status topo_order(imp *c, int *order)
+nc_status nirimp_topo_order(imp *c, int *order)
 {
     adj a;
     int *deg = calloc((size_t)c->count, sizeof(int)), *queue = malloc((size_t)c->count * sizeof(int));

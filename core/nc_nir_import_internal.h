@@ -1,6 +1,10 @@
 /* nc_nir_import_internal.h — declarations shared by the files of the NIR
  * importer (nc_nir_import*.c, nc_nir_restore.c); not part of the library's
- * interface, which is nc_nir.h.  See nc_nir_import.c for the order of work. */
+ * interface, which is nc_nir.h.  See nc_nir_import.c for the order of work.
+ *
+ * Functions shared between those files carry the prefix nirimp_ (core/ is a
+ * static library: a plain name such as field() or add_ir() could collide
+ * with a symbol of whatever program links it). */
 #ifndef NC_NIR_IMPORT_INTERNAL_H
 #define NC_NIR_IMPORT_INTERNAL_H
 
@@ -60,42 +64,42 @@ typedef struct conv_geom {
 
 /* ---- nc_nir_import_graph.c: the flattened graph and its structure ---- */
 
-int is_type(const fnode *f, const char *t);
-int is_neuron_type(const char *t);
-const char *shape_text(int ndim, const int64_t *shape, char *buf, size_t size);
-nc_status node_fail(imp *c, const fnode *f, nc_status code, const char *fmt, ...)
+int nirimp_is_type(const fnode *f, const char *t);
+int nirimp_is_neuron_type(const char *t);
+const char *nirimp_shape_text(int ndim, const int64_t *shape, char *buf, size_t size);
+nc_status nirimp_node_fail(imp *c, const fnode *f, nc_status code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-nc_status flatten_graph(imp *c, const nir_graph *g, const char *prefix, const char *gname, int nested,
+nc_status nirimp_flatten_graph(imp *c, const nir_graph *g, const char *prefix, const char *gname, int nested,
                                int *entry, int *exit);
-int cut_one_cycle(imp *c, int64_t *cut_edge);
-void count_preds(imp *c);
-nc_status mark_reachable(imp *c);
-nc_status find_ends(imp *c);
-nc_status topo_order(imp *c, int *order);
+int nirimp_cut_one_cycle(imp *c, int64_t *cut_edge);
+void nirimp_count_preds(imp *c);
+nc_status nirimp_mark_reachable(imp *c);
+nc_status nirimp_find_ends(imp *c);
+nc_status nirimp_topo_order(imp *c, int *order);
 
 /* ---- nc_nir_import_shapes.c: fields, neuron parameters, shapes ---- */
 
-const nir_value *field(const fnode *f, const char *name);
-double value_at(const nir_value *v, int64_t k);
-int same_shape(int na, const int64_t *a, int nb, const int64_t *b);
-int neuron_params(const char *type, param_spec *out);
-nc_neuron_model model_of(const char *type);
-nc_status conv_geometry(imp *c, const fnode *f, int dims, conv_geom *g);
-nc_status pool_geometry(imp *c, const fnode *f, conv_geom *g);
-nc_status mismatch(imp *c, const fnode *from, const fnode *to, const char *field_name, int want_ndim,
+const nir_value *nirimp_field(const fnode *f, const char *name);
+double nirimp_value_at(const nir_value *v, int64_t k);
+int nirimp_same_shape(int na, const int64_t *a, int nb, const int64_t *b);
+int nirimp_neuron_params(const char *type, param_spec *out);
+nc_neuron_model nirimp_model_of(const char *type);
+nc_status nirimp_conv_geometry(imp *c, const fnode *f, int dims, conv_geom *g);
+nc_status nirimp_pool_geometry(imp *c, const fnode *f, conv_geom *g);
+nc_status nirimp_mismatch(imp *c, const fnode *from, const fnode *to, const char *field_name, int want_ndim,
                           const int64_t *want);
-nc_status infer_fnode(imp *c, int fi);
+nc_status nirimp_infer_fnode(imp *c, int fi);
 
 /* ---- nc_nir_import_build.c: building the IR ---- */
 
-nc_tensor *tensor_from(const nir_value *v, int ndim, const int64_t *shape);
-int add_ir(imp *c, nc_node_kind kind, const char *base, int n_inputs, const int *inputs);
-nc_status build_node(imp *c, fnode *f, int in);
-void neuron_notes(imp *c);
+nc_tensor *nirimp_tensor_from(const nir_value *v, int ndim, const int64_t *shape);
+int nirimp_add_ir(imp *c, nc_node_kind kind, const char *base, int n_inputs, const int *inputs);
+nc_status nirimp_build_node(imp *c, fnode *f, int in);
+void nirimp_neuron_notes(imp *c);
 
 /* ---- nc_nir_restore.c: restoring a net this program exported ---- */
 
-nc_status restore_ours(const nir_node *root, const nc_nir_load_options *opts, nc_net **out,
+nc_status nirimp_restore_ours(const nir_node *root, const nc_nir_load_options *opts, nc_net **out,
                               nc_nir_notes *notes, nc_error *err, int *is_ours);
 
 #endif

@@ -9,19 +9,19 @@
 
 /* ---- field access -------------------------------------------------------------- */
 
-const nir_value *field(const fnode *f, const char *name) { return f->nn ? nir_get(f->nn, 0, name) : NULL; }
+const nir_value *nirimp_field(const fnode *f, const char *name) { return f->nn ? nir_get(f->nn, 0, name) : NULL; }
 
 static nc_status need_field(imp *c, const fnode *f, const char *name, const nir_value **out)
 {
-    *out = field(f, name);
+    *out = nirimp_field(f, name);
     if (!*out)
-        return node_fail(c, f, NC_ERR_FORMAT, "field '%s' is missing", name);
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field '%s' is missing", name);
     if ((*out)->kind == NIR_STRING)
-        return node_fail(c, f, NC_ERR_FORMAT, "field '%s' must be numeric, not a string", name);
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field '%s' must be numeric, not a string", name);
     return NC_OK;
 }
 
-double value_at(const nir_value *v, int64_t k)
+double nirimp_value_at(const nir_value *v, int64_t k)
 {
     return v->kind == NIR_FLOAT ? (double)v->f[k] : (double)v->i[k];
 }
@@ -31,26 +31,26 @@ double value_at(const nir_value *v, int64_t k)
 static nc_status get_ints(imp *c, const fnode *f, const char *name, int count, int required, int64_t dflt,
                           int64_t *out)
 {
-    const nir_value *v = field(f, name);
+    const nir_value *v = nirimp_field(f, name);
     if (!v) {
         if (required)
-            return node_fail(c, f, NC_ERR_FORMAT, "field '%s' is missing", name);
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field '%s' is missing", name);
         for (int k = 0; k < count; k++)
             out[k] = dflt;
         return NC_OK;
     }
     if (v->kind == NIR_STRING || v->ndim > 1 || (v->numel != 1 && v->numel != count))
-        return node_fail(c, f, NC_ERR_FORMAT, "field '%s' must be an integer or %d integers", name, count);
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field '%s' must be an integer or %d integers", name, count);
     for (int k = 0; k < count; k++) {
-        double x = value_at(v, v->numel == 1 ? 0 : k);
+        double x = nirimp_value_at(v, v->numel == 1 ? 0 : k);
         if (x != floor(x) || fabs(x) > 1e9)
-            return node_fail(c, f, NC_ERR_FORMAT, "field '%s' holds %g, not a whole number", name, x);
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field '%s' holds %g, not a whole number", name, x);
         out[k] = (int64_t)x;
     }
     return NC_OK;
 }
 
-int same_shape(int na, const int64_t *a, int nb, const int64_t *b)
+int nirimp_same_shape(int na, const int64_t *a, int nb, const int64_t *b)
 {
     if (na != nb)
         return 0;
@@ -81,8 +81,9 @@ static nc_status ir_shape_of(imp *c, const fnode *f, int ndim, const int64_t *s,
 {
     if (ndim < 1 || ndim > 4) {
         char buf[128];
-        return node_fail(c, f, NC_ERR_UNSUPPORTED, "values of shape %s (%d dimensions) are not supported (1 to 4)",
-                         shape_text(ndim, s, buf, sizeof buf), ndim);
+        return nirimp_node_fail(c, f, NC_ERR_UNSUPPORTED,
+                                "values of shape %s (%d dimensions) are not supported (1 to 4)",
+                                nirimp_shape_text(ndim, s, buf, sizeof buf), ndim);
     }
     if (ndim == 2) {
         int64_t three[3] = {s[0], 1, s[1]};
@@ -99,7 +100,7 @@ static nc_status ir_shape_of(imp *c, const fnode *f, int ndim, const int64_t *s,
 /* ---- neuron parameters ---------------------------------------------------------------- */
 
 /* The fields of each neuron type. */
-int neuron_params(const char *type, param_spec *out)
+int nirimp_neuron_params(const char *type, param_spec *out)
 {
     int n = 0;
 #define P(nm, rw, req, d) out[n++] = (param_spec){nm, rw, req, d}
@@ -142,7 +143,7 @@ int neuron_params(const char *type, param_spec *out)
     return n;
 }
 
-nc_neuron_model model_of(const char *type)
+nc_neuron_model nirimp_model_of(const char *type)
 {
     if (!strcmp(type, "LIF")) return NC_NEURON_LIF;
     if (!strcmp(type, "CubaLIF")) return NC_NEURON_CUBA_LIF;
@@ -160,31 +161,32 @@ nc_neuron_model model_of(const char *type)
 static nc_status neuron_shape(imp *c, const fnode *f, int *full, int *ndim, int64_t *shape, const char **pname)
 {
     param_spec spec[8];
-    int n = neuron_params(f->type, spec);
+    int n = nirimp_neuron_params(f->type, spec);
     const nir_value *first = NULL;
     *full = 0;
     for (int k = 0; k < n; k++) {
-        const nir_value *v = field(f, spec[k].name);
+        const nir_value *v = nirimp_field(f, spec[k].name);
         if (!v) {
             if (spec[k].required)
-                return node_fail(c, f, NC_ERR_FORMAT, "field '%s' is missing", spec[k].name);
+                return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field '%s' is missing", spec[k].name);
             continue;
         }
         if (v->kind == NIR_STRING)
-            return node_fail(c, f, NC_ERR_FORMAT, "field '%s' must be numeric, not a string", spec[k].name);
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field '%s' must be numeric, not a string", spec[k].name);
         if (v->numel == 0)
-            return node_fail(c, f, NC_ERR_FORMAT, "field '%s' is empty", spec[k].name);
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field '%s' is empty", spec[k].name);
         if (v->numel == 1 && v->ndim <= 1)
             continue; /* a scalar */
         if (!first) {
             first = v;
             continue;
         }
-        if (!same_shape(first->ndim, first->shape, v->ndim, v->shape)) {
+        if (!nirimp_same_shape(first->ndim, first->shape, v->ndim, v->shape)) {
             char a[128], b[128];
-            return node_fail(c, f, NC_ERR_SHAPE, "fields '%s' %s and '%s' %s differ in shape (they must be equal)",
-                             first->name, shape_text(first->ndim, first->shape, a, sizeof a), v->name,
-                             shape_text(v->ndim, v->shape, b, sizeof b));
+            return nirimp_node_fail(c, f, NC_ERR_SHAPE,
+                                    "fields '%s' %s and '%s' %s differ in shape (they must be equal)", first->name,
+                                    nirimp_shape_text(first->ndim, first->shape, a, sizeof a), v->name,
+                                    nirimp_shape_text(v->ndim, v->shape, b, sizeof b));
         }
     }
     *pname = first ? first->name : "";
@@ -209,7 +211,7 @@ static int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t 
 }
 
 /* Conv1d/Conv2d geometry (dims = 1 or 2) checked against the input shape. */
-nc_status conv_geometry(imp *c, const fnode *f, int dims, conv_geom *g)
+nc_status nirimp_conv_geometry(imp *c, const fnode *f, int dims, conv_geom *g)
 {
     const nir_value *w;
     char buf[128];
@@ -217,8 +219,8 @@ nc_status conv_geometry(imp *c, const fnode *f, int dims, conv_geom *g)
     if (st != NC_OK)
         return st;
     if (w->ndim != dims + 2)
-        return node_fail(c, f, NC_ERR_FORMAT, "field 'weight' must have %d dimensions, it has shape %s", dims + 2,
-                         shape_text(w->ndim, w->shape, buf, sizeof buf));
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'weight' must have %d dimensions, it has shape %s",
+                                dims + 2, nirimp_shape_text(w->ndim, w->shape, buf, sizeof buf));
     memset(g, 0, sizeof *g);
     g->cout = w->shape[0];
     g->cin_g = w->shape[1];
@@ -236,12 +238,13 @@ nc_status conv_geometry(imp *c, const fnode *f, int dims, conv_geom *g)
     g->d[0] = dims == 2 ? d[0] : 1;
     g->d[1] = d[dims - 1];
     if (g->groups < 1 || g->cout < 1 || g->cin_g < 1 || g->cout % g->groups)
-        return node_fail(c, f, NC_ERR_FORMAT, "field 'groups' (%lld) does not divide the %lld output channels",
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'groups' (%lld) does not divide the %lld output channels",
                          (long long)g->groups, (long long)g->cout);
     for (int a = 0; a < 2; a++)
         if (g->k[a] < 1 || g->s[a] < 1 || g->d[a] < 1)
-            return node_fail(c, f, NC_ERR_FORMAT, "kernel, field 'stride' and field 'dilation' must be at least 1");
-    const nir_value *pv = field(f, "padding");
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT,
+                                    "kernel, field 'stride' and field 'dilation' must be at least 1");
+    const nir_value *pv = nirimp_field(f, "padding");
     if (pv && pv->kind == NIR_STRING) {
         const char *mode = pv->numel == 1 ? pv->s[0] : "";
         if (strcmp(mode, "valid") == 0) {
@@ -256,7 +259,7 @@ nc_status conv_geometry(imp *c, const fnode *f, int dims, conv_geom *g)
                 nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
                          "padding \"same\" with a stride above 1 (PyTorch refuses it): padded as for stride 1");
         } else {
-            return node_fail(c, f, NC_ERR_FORMAT, "field 'padding' is the string \"%s\"; only \"same\" and \"valid\" exist",
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'padding' is the string \"%s\"; only \"same\" and \"valid\" exist",
                              mode);
         }
     } else {
@@ -267,12 +270,12 @@ nc_status conv_geometry(imp *c, const fnode *f, int dims, conv_geom *g)
         g->pad[1] = g->pad[3] = p[dims - 1];
         for (int a = 0; a < 4; a++)
             if (g->pad[a] < 0)
-                return node_fail(c, f, NC_ERR_FORMAT, "field 'padding' is negative");
+                return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'padding' is negative");
     }
     return NC_OK;
 }
 
-nc_status pool_geometry(imp *c, const fnode *f, conv_geom *g)
+nc_status nirimp_pool_geometry(imp *c, const fnode *f, conv_geom *g)
 {
     int64_t k[2], s[2], p[2];
     nc_status st;
@@ -286,21 +289,21 @@ nc_status pool_geometry(imp *c, const fnode *f, conv_geom *g)
         g->d[a] = 1;
         g->pad[a] = g->pad[a + 2] = p[a];
         if (g->k[a] < 1 || g->s[a] < 1 || p[a] < 0)
-            return node_fail(c, f, NC_ERR_FORMAT, "fields 'kernel_size' and 'stride' must be at least 1, 'padding' at least 0");
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "fields 'kernel_size' and 'stride' must be at least 1, 'padding' at least 0");
     }
-    if (!field(f, "stride"))
+    if (!nirimp_field(f, "stride"))
         nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name, "field 'stride' is missing; the kernel size is used");
     return NC_OK;
 }
 
-nc_status mismatch(imp *c, const fnode *from, const fnode *to, const char *field_name, int want_ndim,
+nc_status nirimp_mismatch(imp *c, const fnode *from, const fnode *to, const char *field_name, int want_ndim,
                           const int64_t *want)
 {
     char a[128], b[128];
     return nc_fail(c->err, NC_ERR_SHAPE,
                    "shape mismatch along the edge '%s' -> '%s': '%s' gives %s, but node '%s' (%s) takes %s (field '%s')",
-                   from->name, to->name, from->name, shape_text(from->ndim, from->shape, a, sizeof a), to->name,
-                   to->type, shape_text(want_ndim, want, b, sizeof b), field_name);
+                   from->name, to->name, from->name, nirimp_shape_text(from->ndim, from->shape, a, sizeof a), to->name,
+                   to->type, nirimp_shape_text(want_ndim, want, b, sizeof b), field_name);
 }
 
 /* First non-recurrent predecessor of f (−1 if none). */
@@ -314,7 +317,7 @@ static int first_pred(const imp *c, int fi)
 
 /* Infers f's output shape (NIR and IR) from its input shape (known when it
  * has a non-recurrent input; else from its own fields). */
-nc_status infer_fnode(imp *c, int fi)
+nc_status nirimp_infer_fnode(imp *c, int fi)
 {
     fnode *f = &c->n[fi];
     int pi = first_pred(c, fi);
@@ -331,32 +334,32 @@ nc_status infer_fnode(imp *c, int fi)
             if (e->to != fi || e->recurrent || e->from == pi)
                 continue;
             const fnode *q = &c->n[e->from];
-            if (!same_shape(q->ndim, q->shape, p->ndim, p->shape))
+            if (!nirimp_same_shape(q->ndim, q->shape, p->ndim, p->shape))
                 return nc_fail(c->err, NC_ERR_SHAPE,
                                "shape mismatch at node '%s' (%s): its inputs '%s' %s and '%s' %s are summed but differ "
                                "in shape",
-                               f->name, f->type, p->name, shape_text(p->ndim, p->shape, buf, sizeof buf), q->name,
-                               shape_text(q->ndim, q->shape, buf2, sizeof buf2));
+                               f->name, f->type, p->name, nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf),
+                               q->name, nirimp_shape_text(q->ndim, q->shape, buf2, sizeof buf2));
         }
     }
     int irn = 0;
     int64_t irs[4] = {0};
     if (f->role == F_INPUT) {
-        const nir_value *v = field(f, "shape");
+        const nir_value *v = nirimp_field(f, "shape");
         int64_t s[NIR_MAX_NDIM];
         int n = 0;
         if (!v)
-            return node_fail(c, f, NC_ERR_FORMAT, "field 'shape' is missing");
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'shape' is missing");
         if (v->kind == NIR_STRING || v->ndim > 1 || v->numel < 1 || v->numel > 4)
-            return node_fail(c, f, NC_ERR_FORMAT, "field 'shape' must be 1 to 4 sizes");
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'shape' must be 1 to 4 sizes");
         if (v->ndim == 0)
             nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
                      "field 'shape' is a scalar, not a 1-d array (the official reader refuses that); read as [%g]",
-                     value_at(v, 0));
+                     nirimp_value_at(v, 0));
         for (int64_t k = 0; k < v->numel; k++) {
-            double x = value_at(v, k);
+            double x = nirimp_value_at(v, k);
             if (!(x >= 1 && x <= 1e9) || x != floor(x))
-                return node_fail(c, f, NC_ERR_FORMAT, "field 'shape' holds %g, not a positive size", x);
+                return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'shape' holds %g, not a positive size", x);
             s[n++] = (int64_t)x;
         }
         set_out(f, n, s);
@@ -365,59 +368,59 @@ nc_status infer_fnode(imp *c, int fi)
         set_ir(f, irn, irs);
         return NC_OK;
     }
-    if (f->role == F_OUTPUT || f->role == F_IDENT || is_type(f, "Scale")) {
+    if (f->role == F_OUTPUT || f->role == F_IDENT || nirimp_is_type(f, "Scale")) {
         if (!p)
-            return node_fail(c, f, NC_ERR_FORMAT, "has no input edge");
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "has no input edge");
         set_out(f, p->ndim, p->shape);
         set_ir(f, p->ir_ndim, p->ir_shape);
         if (f->role != F_NODE) {
-            const nir_value *v = field(f, "shape");
+            const nir_value *v = nirimp_field(f, "shape");
             if (v && v->kind != NIR_STRING && v->ndim <= 1) {
                 int64_t s[NIR_MAX_NDIM], numel = 1;
                 int n = (int)(v->numel < NIR_MAX_NDIM ? v->numel : NIR_MAX_NDIM);
                 for (int k = 0; k < n; k++)
-                    numel *= (s[k] = (int64_t)value_at(v, k));
-                if (!same_shape(n, s, p->ndim, p->shape)) {
+                    numel *= (s[k] = (int64_t)nirimp_value_at(v, k));
+                if (!nirimp_same_shape(n, s, p->ndim, p->shape)) {
                     if (numel != nc_shape_numel(p->ndim, p->shape))
-                        return mismatch(c, p, f, "shape", n, s);
+                        return nirimp_mismatch(c, p, f, "shape", n, s);
                     nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
                              "field 'shape' %s differs from what arrives from '%s', %s (same number of values); the "
                              "arriving shape is used",
-                             shape_text(n, s, buf, sizeof buf), p->name, shape_text(p->ndim, p->shape, buf2, sizeof buf2));
+                             nirimp_shape_text(n, s, buf, sizeof buf), p->name, nirimp_shape_text(p->ndim, p->shape, buf2, sizeof buf2));
                 }
             }
         }
-        if (is_type(f, "Scale")) {
+        if (nirimp_is_type(f, "Scale")) {
             const nir_value *v;
             if ((st = need_field(c, f, "scale", &v)) != NC_OK)
                 return st;
             int64_t numel = nc_shape_numel(p->ndim, p->shape);
-            if (v->numel != 1 && !(v->numel == numel && (same_shape(v->ndim, v->shape, p->ndim, p->shape) || v->ndim == 1)))
-                return mismatch(c, p, f, "scale", v->ndim, v->shape);
+            if (v->numel != 1 && !(v->numel == numel && (nirimp_same_shape(v->ndim, v->shape, p->ndim, p->shape) || v->ndim == 1)))
+                return nirimp_mismatch(c, p, f, "scale", v->ndim, v->shape);
         }
         return NC_OK;
     }
-    if (is_type(f, "Affine") || is_type(f, "Linear")) {
+    if (nirimp_is_type(f, "Affine") || nirimp_is_type(f, "Linear")) {
         const nir_value *w, *b = NULL;
         if ((st = need_field(c, f, "weight", &w)) != NC_OK)
             return st;
         if (w->ndim != 2 || w->shape[0] < 1 || w->shape[1] < 1)
-            return node_fail(c, f, NC_ERR_FORMAT, "field 'weight' must be a 2-d (out, in) array, it is %s",
-                             shape_text(w->ndim, w->shape, buf, sizeof buf));
-        if (is_type(f, "Affine")) {
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'weight' must be a 2-d (out, in) array, it is %s",
+                             nirimp_shape_text(w->ndim, w->shape, buf, sizeof buf));
+        if (nirimp_is_type(f, "Affine")) {
             if ((st = need_field(c, f, "bias", &b)) != NC_OK)
                 return st;
             if (b->numel != w->shape[0])
-                return node_fail(c, f, NC_ERR_SHAPE, "field 'bias' has %lld values for %lld outputs",
+                return nirimp_node_fail(c, f, NC_ERR_SHAPE, "field 'bias' has %lld values for %lld outputs",
                                  (long long)b->numel, (long long)w->shape[0]);
         }
         int64_t in = w->shape[1];
         if (p && nc_shape_numel(p->ndim, p->shape) != in)
-            return mismatch(c, p, f, "weight", 1, &in);
+            return nirimp_mismatch(c, p, f, "weight", 1, &in);
         if (p && p->ndim != 1)
             nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
                      "its input '%s' is %s, not 1-d; read as flattened (NIR's type check would refuse it)", p->name,
-                     shape_text(p->ndim, p->shape, buf, sizeof buf));
+                     nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf));
         f->has_in = 1;
         f->in_ndim = 1;
         f->in_shape[0] = in;
@@ -425,13 +428,13 @@ nc_status infer_fnode(imp *c, int fi)
         set_ir(f, 1, &w->shape[0]);
         return NC_OK;
     }
-    if (is_type(f, "Conv1d") || is_type(f, "Conv2d")) {
-        int dims = is_type(f, "Conv2d") ? 2 : 1;
+    if (nirimp_is_type(f, "Conv1d") || nirimp_is_type(f, "Conv2d")) {
+        int dims = nirimp_is_type(f, "Conv2d") ? 2 : 1;
         conv_geom g;
-        if ((st = conv_geometry(c, f, dims, &g)) != NC_OK)
+        if ((st = nirimp_conv_geometry(c, f, dims, &g)) != NC_OK)
             return st;
         int64_t in[3] = {g.cin_g * g.groups, 0, 0};
-        const nir_value *is = field(f, "input_shape");
+        const nir_value *is = nirimp_field(f, "input_shape");
         int64_t declared[2] = {0, 0};
         if (is) {
             if ((st = get_ints(c, f, "input_shape", dims, 1, 0, declared)) != NC_OK)
@@ -440,17 +443,17 @@ nc_status infer_fnode(imp *c, int fi)
         if (p) {
             if (p->ndim != dims + 1 || p->shape[0] != in[0]) {
                 int64_t want[3] = {in[0], is ? declared[0] : -1, is && dims == 2 ? declared[1] : -1};
-                return mismatch(c, p, f, "weight", dims + 1, want);
+                return nirimp_mismatch(c, p, f, "weight", dims + 1, want);
             }
             for (int d = 0; d < dims; d++)
                 in[1 + d] = p->shape[1 + d];
             if (is && (declared[0] != in[1] || (dims == 2 && declared[1] != in[2]))) {
                 int64_t want[3] = {in[0], declared[0], declared[dims - 1]};
-                return mismatch(c, p, f, "input_shape", dims + 1, want);
+                return nirimp_mismatch(c, p, f, "input_shape", dims + 1, want);
             }
         } else {
             if (!is)
-                return node_fail(c, f, NC_ERR_FORMAT, "its input size is unknown (no field 'input_shape', no input edge)");
+                return nirimp_node_fail(c, f, NC_ERR_FORMAT, "its input size is unknown (no field 'input_shape', no input edge)");
             in[1] = declared[0];
             in[2] = declared[dims - 1];
         }
@@ -463,40 +466,42 @@ nc_status infer_fnode(imp *c, int fi)
         int64_t oh = window_out(ih, g.k[0], g.s[0], g.pad[0], g.pad[2], g.d[0]);
         int64_t ow = window_out(iw, g.k[1], g.s[1], g.pad[1], g.pad[3], g.d[1]);
         if (oh < 1 || ow < 1)
-            return node_fail(c, f, NC_ERR_SHAPE, "the %lldx%lld kernel does not fit the input %s", (long long)g.k[0],
-                             (long long)g.k[1], shape_text(dims + 1, in, buf, sizeof buf));
+            return nirimp_node_fail(c, f, NC_ERR_SHAPE, "the %lldx%lld kernel does not fit the input %s",
+                                    (long long)g.k[0], (long long)g.k[1],
+                                    nirimp_shape_text(dims + 1, in, buf, sizeof buf));
         int64_t out[3] = {g.cout, dims == 2 ? oh : ow, ow};
         set_out(f, dims + 1, out);
         int64_t ir3[3] = {g.cout, oh, ow};
         set_ir(f, 3, ir3);
         return NC_OK;
     }
-    if (is_type(f, "SumPool2d") || is_type(f, "AvgPool2d")) {
+    if (nirimp_is_type(f, "SumPool2d") || nirimp_is_type(f, "AvgPool2d")) {
         conv_geom g;
-        if ((st = pool_geometry(c, f, &g)) != NC_OK)
+        if ((st = nirimp_pool_geometry(c, f, &g)) != NC_OK)
             return st;
         if (!p)
-            return node_fail(c, f, NC_ERR_FORMAT, "has no input edge");
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "has no input edge");
         if (p->ndim != 3)
             return nc_fail(c->err, NC_ERR_SHAPE,
                            "shape mismatch along the edge '%s' -> '%s': '%s' gives %s, but node '%s' (%s) takes a "
                            "[C, H, W] input",
-                           p->name, f->name, p->name, shape_text(p->ndim, p->shape, buf, sizeof buf), f->name, f->type);
+                           p->name, f->name, p->name, nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf), f->name,
+                           f->type);
         int64_t oh = window_out(p->shape[1], g.k[0], g.s[0], g.pad[0], g.pad[2], 1);
         int64_t ow = window_out(p->shape[2], g.k[1], g.s[1], g.pad[1], g.pad[3], 1);
         if (oh < 1 || ow < 1)
-            return node_fail(c, f, NC_ERR_SHAPE, "field 'kernel_size' does not fit the input %s",
-                             shape_text(p->ndim, p->shape, buf, sizeof buf));
+            return nirimp_node_fail(c, f, NC_ERR_SHAPE, "field 'kernel_size' does not fit the input %s",
+                             nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf));
         int64_t out[3] = {p->shape[0], oh, ow};
         set_out(f, 3, out);
         set_ir(f, 3, out);
         return NC_OK;
     }
-    if (is_type(f, "Flatten")) {
+    if (nirimp_is_type(f, "Flatten")) {
         if (!p)
-            return node_fail(c, f, NC_ERR_FORMAT, "has no input edge");
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "has no input edge");
         int64_t sd[1], ed[1];
-        if (!field(f, "start_dim"))
+        if (!nirimp_field(f, "start_dim"))
             nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
                      "field 'start_dim' is missing; NIR's default 1 is used (0 flattens everything)");
         if ((st = get_ints(c, f, "start_dim", 1, 0, 1, sd)) != NC_OK || (st = get_ints(c, f, "end_dim", 1, 0, -1, ed)) != NC_OK)
@@ -504,16 +509,17 @@ nc_status infer_fnode(imp *c, int fi)
         int nd = p->ndim;
         int64_t s0 = sd[0] < 0 ? sd[0] + nd : sd[0], e0 = ed[0] < 0 ? ed[0] + nd : ed[0];
         if (s0 < 0 || e0 >= nd || s0 > e0)
-            return node_fail(c, f, NC_ERR_SHAPE, "fields 'start_dim' %lld and 'end_dim' %lld do not fit its input %s",
-                             (long long)sd[0], (long long)ed[0], shape_text(nd, p->shape, buf, sizeof buf));
-        const nir_value *it = field(f, "input_type");
+            return nirimp_node_fail(
+                c, f, NC_ERR_SHAPE, "fields 'start_dim' %lld and 'end_dim' %lld do not fit its input %s",
+                (long long)sd[0], (long long)ed[0], nirimp_shape_text(nd, p->shape, buf, sizeof buf));
+        const nir_value *it = nirimp_field(f, "input_type");
         if (it && it->kind != NIR_STRING && it->ndim == 1) {
             int64_t s[NIR_MAX_NDIM];
             int n = (int)(it->numel < NIR_MAX_NDIM ? it->numel : NIR_MAX_NDIM);
             for (int k = 0; k < n; k++)
-                s[k] = (int64_t)value_at(it, k);
-            if (!same_shape(n, s, p->ndim, p->shape))
-                return mismatch(c, p, f, "input_type", n, s);
+                s[k] = (int64_t)nirimp_value_at(it, k);
+            if (!nirimp_same_shape(n, s, p->ndim, p->shape))
+                return nirimp_mismatch(c, p, f, "input_type", n, s);
         }
         int64_t out[NIR_MAX_NDIM];
         int n = 0;
@@ -530,7 +536,7 @@ nc_status infer_fnode(imp *c, int fi)
         set_ir(f, 1, &numel);
         return NC_OK;
     }
-    if (is_neuron_type(f->type)) {
+    if (nirimp_is_neuron_type(f->type)) {
         int full = 0, pn = 0;
         int64_t ps[NIR_MAX_NDIM];
         const char *pname = "";
@@ -538,14 +544,15 @@ nc_status infer_fnode(imp *c, int fi)
             return st;
         if (full && p) {
             if (nc_shape_numel(pn, ps) != nc_shape_numel(p->ndim, p->shape))
-                return mismatch(c, p, f, pname, pn, ps);
-            if (!same_shape(pn, ps, p->ndim, p->shape))
+                return nirimp_mismatch(c, p, f, pname, pn, ps);
+            if (!nirimp_same_shape(pn, ps, p->ndim, p->shape))
                 nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
                          "parameters of shape %s read values of shape %s (same number): the parameter shape is used",
-                         shape_text(pn, ps, buf, sizeof buf), shape_text(p->ndim, p->shape, buf2, sizeof buf2));
+                         nirimp_shape_text(pn, ps, buf, sizeof buf),
+                         nirimp_shape_text(p->ndim, p->shape, buf2, sizeof buf2));
         }
         if (!full && !p)
-            return node_fail(c, f, NC_ERR_FORMAT,
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT,
                              "its size is unknown: its parameters are scalars and its only input is a recurrent edge");
         if (!full)
             nir_note(c->notes, NC_NIR_NOTE_INFO, f->name,
@@ -567,5 +574,5 @@ nc_status infer_fnode(imp *c, int fi)
         }
         return st;
     }
-    return node_fail(c, f, NC_ERR_UNSUPPORTED, "this node type cannot be read");
+    return nirimp_node_fail(c, f, NC_ERR_UNSUPPORTED, "this node type cannot be read");
 }

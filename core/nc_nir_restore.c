@@ -48,7 +48,7 @@ static nc_tensor *tensor_of(const nir_value *v)
 {
     if (!v || v->kind == NIR_STRING || v->ndim < 1 || v->ndim > NC_MAX_DIMS)
         return NULL;
-    return tensor_from(v, v->ndim, v->shape);
+    return nirimp_tensor_from(v, v->ndim, v->shape);
 }
 
 static int two_ints(const nir_node *n, const char *name, int *out)
@@ -57,7 +57,7 @@ static int two_ints(const nir_node *n, const char *name, int *out)
     if (!v || (v->numel != 1 && v->numel != 2))
         return -1;
     for (int k = 0; k < 2; k++) {
-        double x = value_at(v, v->numel == 1 ? 0 : k);
+        double x = nirimp_value_at(v, v->numel == 1 ? 0 : k);
         if (x != floor(x) || x < 0 || x > 1e6)
             return -1;
         out[k] = (int)x;
@@ -74,7 +74,7 @@ static int meta_int(const nir_node *n, const char *name, int dflt)
 static float meta_float(const nir_node *n, const char *name, float dflt)
 {
     const nir_value *v = n ? nir_get(n, 1, name) : NULL;
-    return v && v->kind != NIR_STRING && v->numel == 1 ? (float)value_at(v, 0) : dflt;
+    return v && v->kind != NIR_STRING && v->numel == 1 ? (float)nirimp_value_at(v, 0) : dflt;
 }
 
 static const char *meta_str(const nir_node *n, const char *name)
@@ -94,7 +94,7 @@ static int restore_weights(restore_ctx *r, nc_node *m, const nir_node *car, int 
         return refuse(r, "node '%s': no usable weight", m->name);
     if (meta_int(car, "has_bias", 1)) {
         const nir_value *b = num_field(car, "bias");
-        if (!b || b->numel != w->shape[0] || !(m->bias = tensor_from(b, 1, &b->numel)))
+        if (!b || b->numel != w->shape[0] || !(m->bias = nirimp_tensor_from(b, 1, &b->numel)))
             return refuse(r, "node '%s': no usable bias", m->name);
     }
     return 0;
@@ -135,7 +135,7 @@ static int restore_neuron(restore_ctx *r, nc_node *m, const nir_node *car)
     nr->dt = meta_float(car, "dt", (float)r->opts->dt);
     nr->integrate_dt = meta_int(car, "integrate_dt", 0);
     param_spec spec[8];
-    int n = neuron_params(strcmp(car->type, "IF") == 0 ? "IF" : car->type, spec);
+    int n = nirimp_neuron_params(strcmp(car->type, "IF") == 0 ? "IF" : car->type, spec);
     int64_t numel = nc_shape_numel(m->ndim, m->shape);
     int64_t pshape[2] = {NC_NPARAM_COUNT, numel};
     if (!n || numel < 1 || !(m->weight = nc_tensor_new(2, pshape)))
@@ -148,7 +148,7 @@ static int restore_neuron(restore_ctx *r, nc_node *m, const nir_node *car)
             return refuse(r, "node '%s': field '%s' is missing", m->name, spec[k].name);
         float *row = m->weight->data + (int64_t)spec[k].row * numel;
         for (int64_t e = 0; e < numel; e++)
-            row[e] = v ? (float)value_at(v, v->numel == 1 ? 0 : e) : spec[k].dflt;
+            row[e] = v ? (float)nirimp_value_at(v, v->numel == 1 ? 0 : e) : spec[k].dflt;
     }
     return 0;
 }
@@ -209,7 +209,7 @@ static int restore_tables(restore_ctx *r)
             if (restore_weights(r, m, car, 4) || two_ints(car, "stride", m->stride) ||
                 two_ints(car, "dilation", m->dilation))
                 return refuse(r, "node '%s': conv fields", m->name);
-            m->groups = num_field(car, "groups") ? (int)value_at(num_field(car, "groups"), 0) : 1;
+            m->groups = num_field(car, "groups") ? (int)nirimp_value_at(num_field(car, "groups"), 0) : 1;
             m->kernel[0] = (int)m->weight->shape[2];
             m->kernel[1] = (int)m->weight->shape[3];
             {
@@ -245,8 +245,8 @@ static int restore_tables(restore_ctx *r)
         }
         case NC_NODE_AFFINE: {
             const nir_value *sc = meta_of(car, "scale", NIR_FLOAT, -1), *sh2 = meta_of(car, "shift", NIR_FLOAT, -1);
-            if (!sc || !sh2 || sc->numel != sh2->numel || !(m->weight = tensor_from(sc, 1, &sc->numel)) ||
-                !(m->bias = tensor_from(sh2, 1, &sh2->numel)))
+            if (!sc || !sh2 || sc->numel != sh2->numel || !(m->weight = nirimp_tensor_from(sc, 1, &sc->numel)) ||
+                !(m->bias = nirimp_tensor_from(sh2, 1, &sh2->numel)))
                 return refuse(r, "node '%s': scale and shift", m->name);
             break;
         }
@@ -258,7 +258,7 @@ static int restore_tables(restore_ctx *r)
             const nir_value *sc = meta_of(car, "scale_unfolded", NIR_FLOAT, -1);
             if (!sc)
                 sc = num_field(car, "scale");
-            if (!sc || !(m->weight = tensor_from(sc, 1, &sc->numel)))
+            if (!sc || !(m->weight = nirimp_tensor_from(sc, 1, &sc->numel)))
                 return refuse(r, "node '%s': scale", m->name);
             break;
         }
@@ -288,7 +288,7 @@ static int restore_tables(restore_ctx *r)
 /* A file this program exported (graph metadata format and a fingerprint
  * that matches the content): *is_ours = 1 and *out the exact net that was
  * exported.  Otherwise *is_ours = 0 and NC_OK (read it by NIR's rules). */
-nc_status restore_ours(const nir_node *root, const nc_nir_load_options *opts, nc_net **out,
+nc_status nirimp_restore_ours(const nir_node *root, const nc_nir_load_options *opts, nc_net **out,
                               nc_nir_notes *notes, nc_error *err, int *is_ours)
 {
     *is_ours = 0;
