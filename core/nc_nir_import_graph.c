@@ -265,7 +265,7 @@ static int adj_build(const imp *c, adj *a)
  * cycle was cut, 0 if none is left, −1 on out of memory. */
 int nirimp_cut_one_cycle(imp *c, int64_t *cut_edge)
 {
-    adj a;
+    adj a = {0}; /* adj_free() is safe on it when an allocation before adj_build() fails */
     int n = c->count, rc = 0;
     int *state = calloc((size_t)n, sizeof(int)); /* 0 new, 1 on stack, 2 done */
     int *stack = malloc((size_t)(n ? n : 1) * sizeof(int)), *pos = malloc((size_t)(n ? n : 1) * sizeof(int));
@@ -463,7 +463,7 @@ nc_status nirimp_find_ends(imp *c)
  * node indices. */
 nc_status nirimp_topo_order(imp *c, int *order)
 {
-    adj a;
+    adj a = {0}; /* adj_free() is safe on it when an allocation before adj_build() fails */
     int *deg = calloc((size_t)c->count, sizeof(int)), *queue = malloc((size_t)c->count * sizeof(int));
     if (!deg || !queue || adj_build(c, &a) != 0) {
         free(deg);
