@@ -315,6 +315,303 @@ static int first_pred(const imp *c, int fi)
     return -1;
 }
 
+/* The incoming shape: every non-recurrent edge into node fi must bring the
+ * same shape as the first one, pi (their values are summed). */
+static nc_status check_inputs_agree(imp *c, fnode *f, int fi, int pi)
+{
+    if (pi < 0)
+        return NC_OK;
+    const fnode *p = &c->n[pi];
+    char buf[128], buf2[128];
+    f->has_in = 1;
+    f->in_ndim = p->ndim;
+    memcpy(f->in_shape, p->shape, sizeof f->in_shape);
+    for (int64_t k = 0; k < c->ne; k++) {
+        const fedge *e = &c->e[k];
+        if (e->to != fi || e->recurrent || e->from == pi)
+            continue;
+        const fnode *q = &c->n[e->from];
+        if (!nirimp_same_shape(q->ndim, q->shape, p->ndim, p->shape))
+            return nc_fail(c->err, NC_ERR_SHAPE,
+                           "shape mismatch at node '%s' (%s): its inputs '%s' %s and '%s' %s are summed but differ "
+                           "in shape",
+                           f->name, f->type, p->name, nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf),
+                           q->name, nirimp_shape_text(q->ndim, q->shape, buf2, sizeof buf2));
+    }
+    return NC_OK;
+}
+
+/* The Input node: its shape is its field 'shape'. */
+static nc_status infer_input(imp *c, fnode *f, const fnode *p)
+{
+    nc_status st = NC_OK;
+    int irn = 0;
+    int64_t irs[4] = {0};
+    const nir_value *v = nirimp_field(f, "shape");
+    int64_t s[NIR_MAX_NDIM];
+    int n = 0;
+    if (!v)
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'shape' is missing");
+    if (v->kind == NIR_STRING || v->ndim > 1 || v->numel < 1 || v->numel > 4)
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'shape' must be 1 to 4 sizes");
+    if (v->ndim == 0)
+        nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
+                 "field 'shape' is a scalar, not a 1-d array (the official reader refuses that); read as [%g]",
+                 nirimp_value_at(v, 0));
+    for (int64_t k = 0; k < v->numel; k++) {
+        double x = nirimp_value_at(v, k);
+        if (!(x >= 1 && x <= 1e9) || x != floor(x))
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'shape' holds %g, not a positive size", x);
+        s[n++] = (int64_t)x;
+    }
+    set_out(f, n, s);
+    if ((st = ir_shape_of(c, f, n, s, &irn, irs)) != NC_OK)
+        return st;
+    set_ir(f, irn, irs);
+    return NC_OK;
+}
+
+/* Output, identity and Scale nodes pass their input's shape on; a declared
+ * 'shape' that differs is refused, or noted when only the layout differs. */
+static nc_status infer_passthrough(imp *c, fnode *f, const fnode *p)
+{
+    char buf[128], buf2[128];
+    nc_status st = NC_OK;
+    if (!p)
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT, "has no input edge");
+    set_out(f, p->ndim, p->shape);
+    set_ir(f, p->ir_ndim, p->ir_shape);
+    if (f->role != F_NODE) {
+        const nir_value *v = nirimp_field(f, "shape");
+        if (v && v->kind != NIR_STRING && v->ndim <= 1) {
+            int64_t s[NIR_MAX_NDIM], numel = 1;
+            int n = (int)(v->numel < NIR_MAX_NDIM ? v->numel : NIR_MAX_NDIM);
+            for (int k = 0; k < n; k++)
+                numel *= (s[k] = (int64_t)nirimp_value_at(v, k));
+            if (!nirimp_same_shape(n, s, p->ndim, p->shape)) {
+                if (numel != nc_shape_numel(p->ndim, p->shape))
+                    return nirimp_mismatch(c, p, f, "shape", n, s);
+                nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
+                         "field 'shape' %s differs from what arrives from '%s', %s (same number of values); the "
+                         "arriving shape is used",
+                         nirimp_shape_text(n, s, buf, sizeof buf), p->name, nirimp_shape_text(p->ndim, p->shape, buf2, sizeof buf2));
+            }
+        }
+    }
+    if (nirimp_is_type(f, "Scale")) {
+        const nir_value *v;
+        if ((st = need_field(c, f, "scale", &v)) != NC_OK)
+            return st;
+        int64_t numel = nc_shape_numel(p->ndim, p->shape);
+        if (v->numel != 1 && !(v->numel == numel && (nirimp_same_shape(v->ndim, v->shape, p->ndim, p->shape) || v->ndim == 1)))
+            return nirimp_mismatch(c, p, f, "scale", v->ndim, v->shape);
+    }
+    return NC_OK;
+}
+
+/* Affine and Linear: (out, in) weights read the flattened input. */
+static nc_status infer_dense(imp *c, fnode *f, const fnode *p)
+{
+    char buf[128];
+    nc_status st = NC_OK;
+    const nir_value *w, *b = NULL;
+    if ((st = need_field(c, f, "weight", &w)) != NC_OK)
+        return st;
+    if (w->ndim != 2 || w->shape[0] < 1 || w->shape[1] < 1)
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'weight' must be a 2-d (out, in) array, it is %s",
+                         nirimp_shape_text(w->ndim, w->shape, buf, sizeof buf));
+    if (nirimp_is_type(f, "Affine")) {
+        if ((st = need_field(c, f, "bias", &b)) != NC_OK)
+            return st;
+        if (b->numel != w->shape[0])
+            return nirimp_node_fail(c, f, NC_ERR_SHAPE, "field 'bias' has %lld values for %lld outputs",
+                             (long long)b->numel, (long long)w->shape[0]);
+    }
+    int64_t in = w->shape[1];
+    if (p && nc_shape_numel(p->ndim, p->shape) != in)
+        return nirimp_mismatch(c, p, f, "weight", 1, &in);
+    if (p && p->ndim != 1)
+        nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
+                 "its input '%s' is %s, not 1-d; read as flattened (NIR's type check would refuse it)", p->name,
+                 nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf));
+    f->has_in = 1;
+    f->in_ndim = 1;
+    f->in_shape[0] = in;
+    set_out(f, 1, &w->shape[0]);
+    set_ir(f, 1, &w->shape[0]);
+    return NC_OK;
+}
+
+/* Conv1d and Conv2d: the input comes from the edge, else from
+ * 'input_shape'; the output from the kernel geometry. */
+static nc_status infer_conv(imp *c, fnode *f, const fnode *p)
+{
+    char buf[128];
+    nc_status st = NC_OK;
+    int dims = nirimp_is_type(f, "Conv2d") ? 2 : 1;
+    conv_geom g;
+    if ((st = nirimp_conv_geometry(c, f, dims, &g)) != NC_OK)
+        return st;
+    int64_t in[3] = {g.cin_g * g.groups, 0, 0};
+    const nir_value *is = nirimp_field(f, "input_shape");
+    int64_t declared[2] = {0, 0};
+    if (is) {
+        if ((st = get_ints(c, f, "input_shape", dims, 1, 0, declared)) != NC_OK)
+            return st;
+    }
+    if (p) {
+        if (p->ndim != dims + 1 || p->shape[0] != in[0]) {
+            int64_t want[3] = {in[0], is ? declared[0] : -1, is && dims == 2 ? declared[1] : -1};
+            return nirimp_mismatch(c, p, f, "weight", dims + 1, want);
+        }
+        for (int d = 0; d < dims; d++)
+            in[1 + d] = p->shape[1 + d];
+        if (is && (declared[0] != in[1] || (dims == 2 && declared[1] != in[2]))) {
+            int64_t want[3] = {in[0], declared[0], declared[dims - 1]};
+            return nirimp_mismatch(c, p, f, "input_shape", dims + 1, want);
+        }
+    } else {
+        if (!is)
+            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "its input size is unknown (no field 'input_shape', no input edge)");
+        in[1] = declared[0];
+        in[2] = declared[dims - 1];
+    }
+    if (!is)
+        nir_note(c->notes, NC_NIR_NOTE_INFO, f->name, "field 'input_shape' is missing; taken from the input");
+    f->has_in = 1;
+    f->in_ndim = dims + 1;
+    memcpy(f->in_shape, in, sizeof in);
+    int64_t ih = dims == 2 ? in[1] : 1, iw = dims == 2 ? in[2] : in[1];
+    int64_t oh = window_out(ih, g.k[0], g.s[0], g.pad[0], g.pad[2], g.d[0]);
+    int64_t ow = window_out(iw, g.k[1], g.s[1], g.pad[1], g.pad[3], g.d[1]);
+    if (oh < 1 || ow < 1)
+        return nirimp_node_fail(c, f, NC_ERR_SHAPE, "the %lldx%lld kernel does not fit the input %s",
+                                (long long)g.k[0], (long long)g.k[1],
+                                nirimp_shape_text(dims + 1, in, buf, sizeof buf));
+    int64_t out[3] = {g.cout, dims == 2 ? oh : ow, ow};
+    set_out(f, dims + 1, out);
+    int64_t ir3[3] = {g.cout, oh, ow};
+    set_ir(f, 3, ir3);
+    return NC_OK;
+}
+
+/* SumPool2d and AvgPool2d over a [C, H, W] input. */
+static nc_status infer_pool(imp *c, fnode *f, const fnode *p)
+{
+    char buf[128];
+    nc_status st = NC_OK;
+    conv_geom g;
+    if ((st = nirimp_pool_geometry(c, f, &g)) != NC_OK)
+        return st;
+    if (!p)
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT, "has no input edge");
+    if (p->ndim != 3)
+        return nc_fail(c->err, NC_ERR_SHAPE,
+                       "shape mismatch along the edge '%s' -> '%s': '%s' gives %s, but node '%s' (%s) takes a "
+                       "[C, H, W] input",
+                       p->name, f->name, p->name, nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf), f->name,
+                       f->type);
+    int64_t oh = window_out(p->shape[1], g.k[0], g.s[0], g.pad[0], g.pad[2], 1);
+    int64_t ow = window_out(p->shape[2], g.k[1], g.s[1], g.pad[1], g.pad[3], 1);
+    if (oh < 1 || ow < 1)
+        return nirimp_node_fail(c, f, NC_ERR_SHAPE, "field 'kernel_size' does not fit the input %s",
+                         nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf));
+    int64_t out[3] = {p->shape[0], oh, ow};
+    set_out(f, 3, out);
+    set_ir(f, 3, out);
+    return NC_OK;
+}
+
+/* Flatten from start_dim to end_dim (NIR's defaults 1 and -1). */
+static nc_status infer_flatten(imp *c, fnode *f, const fnode *p)
+{
+    char buf[128];
+    nc_status st = NC_OK;
+    if (!p)
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT, "has no input edge");
+    int64_t sd[1], ed[1];
+    if (!nirimp_field(f, "start_dim"))
+        nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
+                 "field 'start_dim' is missing; NIR's default 1 is used (0 flattens everything)");
+    if ((st = get_ints(c, f, "start_dim", 1, 0, 1, sd)) != NC_OK || (st = get_ints(c, f, "end_dim", 1, 0, -1, ed)) != NC_OK)
+        return st;
+    int nd = p->ndim;
+    int64_t s0 = sd[0] < 0 ? sd[0] + nd : sd[0], e0 = ed[0] < 0 ? ed[0] + nd : ed[0];
+    if (s0 < 0 || e0 >= nd || s0 > e0)
+        return nirimp_node_fail(
+            c, f, NC_ERR_SHAPE, "fields 'start_dim' %lld and 'end_dim' %lld do not fit its input %s",
+            (long long)sd[0], (long long)ed[0], nirimp_shape_text(nd, p->shape, buf, sizeof buf));
+    const nir_value *it = nirimp_field(f, "input_type");
+    if (it && it->kind != NIR_STRING && it->ndim == 1) {
+        int64_t s[NIR_MAX_NDIM];
+        int n = (int)(it->numel < NIR_MAX_NDIM ? it->numel : NIR_MAX_NDIM);
+        for (int k = 0; k < n; k++)
+            s[k] = (int64_t)nirimp_value_at(it, k);
+        if (!nirimp_same_shape(n, s, p->ndim, p->shape))
+            return nirimp_mismatch(c, p, f, "input_type", n, s);
+    }
+    int64_t out[NIR_MAX_NDIM];
+    int n = 0;
+    for (int d = 0; d < s0; d++)
+        out[n++] = p->shape[d];
+    int64_t prod = 1;
+    for (int64_t d = s0; d <= e0; d++)
+        prod *= p->shape[d];
+    out[n++] = prod;
+    for (int64_t d = e0 + 1; d < nd; d++)
+        out[n++] = p->shape[d];
+    set_out(f, n, out);
+    int64_t numel = nc_shape_numel(p->ndim, p->shape);
+    set_ir(f, 1, &numel);
+    return NC_OK;
+}
+
+/* Neurons: the shape of their parameters, or (scalar parameters) the
+ * shape arriving. */
+static nc_status infer_neuron(imp *c, fnode *f, const fnode *p)
+{
+    char buf[128], buf2[128];
+    nc_status st = NC_OK;
+    int irn = 0;
+    int64_t irs[4] = {0};
+    int full = 0, pn = 0;
+    int64_t ps[NIR_MAX_NDIM];
+    const char *pname = "";
+    if ((st = neuron_shape(c, f, &full, &pn, ps, &pname)) != NC_OK)
+        return st;
+    if (full && p) {
+        if (nc_shape_numel(pn, ps) != nc_shape_numel(p->ndim, p->shape))
+            return nirimp_mismatch(c, p, f, pname, pn, ps);
+        if (!nirimp_same_shape(pn, ps, p->ndim, p->shape))
+            nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
+                     "parameters of shape %s read values of shape %s (same number): the parameter shape is used",
+                     nirimp_shape_text(pn, ps, buf, sizeof buf),
+                     nirimp_shape_text(p->ndim, p->shape, buf2, sizeof buf2));
+    }
+    if (!full && !p)
+        return nirimp_node_fail(c, f, NC_ERR_FORMAT,
+                         "its size is unknown: its parameters are scalars and its only input is a recurrent edge");
+    if (!full)
+        nir_note(c->notes, NC_NIR_NOTE_INFO, f->name,
+                 "scalar (0-d or one-value) parameters broadcast to the shape arriving");
+    if (full) {
+        set_out(f, pn, ps);
+        if (p)
+            set_ir(f, p->ir_ndim, p->ir_shape);
+        else if ((st = ir_shape_of(c, f, pn, ps, &irn, irs)) == NC_OK)
+            set_ir(f, irn, irs);
+        if (!p) {
+            f->has_in = 1;
+            f->in_ndim = pn;
+            memcpy(f->in_shape, ps, (size_t)pn * sizeof(int64_t));
+        }
+    } else {
+        set_out(f, p->ndim, p->shape);
+        set_ir(f, p->ir_ndim, p->ir_shape);
+    }
+    return st;
+}
+
 /* Infers f's output shape (NIR and IR) from its input shape (known when it
  * has a non-recurrent input; else from its own fields). */
 nc_status nirimp_infer_fnode(imp *c, int fi)
@@ -322,257 +619,22 @@ nc_status nirimp_infer_fnode(imp *c, int fi)
     fnode *f = &c->n[fi];
     int pi = first_pred(c, fi);
     const fnode *p = pi >= 0 ? &c->n[pi] : NULL;
-    char buf[128], buf2[128];
-    nc_status st = NC_OK;
-    /* the incoming shape: every non-recurrent edge must bring the same */
-    if (p) {
-        f->has_in = 1;
-        f->in_ndim = p->ndim;
-        memcpy(f->in_shape, p->shape, sizeof f->in_shape);
-        for (int64_t k = 0; k < c->ne; k++) {
-            const fedge *e = &c->e[k];
-            if (e->to != fi || e->recurrent || e->from == pi)
-                continue;
-            const fnode *q = &c->n[e->from];
-            if (!nirimp_same_shape(q->ndim, q->shape, p->ndim, p->shape))
-                return nc_fail(c->err, NC_ERR_SHAPE,
-                               "shape mismatch at node '%s' (%s): its inputs '%s' %s and '%s' %s are summed but differ "
-                               "in shape",
-                               f->name, f->type, p->name, nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf),
-                               q->name, nirimp_shape_text(q->ndim, q->shape, buf2, sizeof buf2));
-        }
-    }
-    int irn = 0;
-    int64_t irs[4] = {0};
-    if (f->role == F_INPUT) {
-        const nir_value *v = nirimp_field(f, "shape");
-        int64_t s[NIR_MAX_NDIM];
-        int n = 0;
-        if (!v)
-            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'shape' is missing");
-        if (v->kind == NIR_STRING || v->ndim > 1 || v->numel < 1 || v->numel > 4)
-            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'shape' must be 1 to 4 sizes");
-        if (v->ndim == 0)
-            nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
-                     "field 'shape' is a scalar, not a 1-d array (the official reader refuses that); read as [%g]",
-                     nirimp_value_at(v, 0));
-        for (int64_t k = 0; k < v->numel; k++) {
-            double x = nirimp_value_at(v, k);
-            if (!(x >= 1 && x <= 1e9) || x != floor(x))
-                return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'shape' holds %g, not a positive size", x);
-            s[n++] = (int64_t)x;
-        }
-        set_out(f, n, s);
-        if ((st = ir_shape_of(c, f, n, s, &irn, irs)) != NC_OK)
-            return st;
-        set_ir(f, irn, irs);
-        return NC_OK;
-    }
-    if (f->role == F_OUTPUT || f->role == F_IDENT || nirimp_is_type(f, "Scale")) {
-        if (!p)
-            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "has no input edge");
-        set_out(f, p->ndim, p->shape);
-        set_ir(f, p->ir_ndim, p->ir_shape);
-        if (f->role != F_NODE) {
-            const nir_value *v = nirimp_field(f, "shape");
-            if (v && v->kind != NIR_STRING && v->ndim <= 1) {
-                int64_t s[NIR_MAX_NDIM], numel = 1;
-                int n = (int)(v->numel < NIR_MAX_NDIM ? v->numel : NIR_MAX_NDIM);
-                for (int k = 0; k < n; k++)
-                    numel *= (s[k] = (int64_t)nirimp_value_at(v, k));
-                if (!nirimp_same_shape(n, s, p->ndim, p->shape)) {
-                    if (numel != nc_shape_numel(p->ndim, p->shape))
-                        return nirimp_mismatch(c, p, f, "shape", n, s);
-                    nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
-                             "field 'shape' %s differs from what arrives from '%s', %s (same number of values); the "
-                             "arriving shape is used",
-                             nirimp_shape_text(n, s, buf, sizeof buf), p->name, nirimp_shape_text(p->ndim, p->shape, buf2, sizeof buf2));
-                }
-            }
-        }
-        if (nirimp_is_type(f, "Scale")) {
-            const nir_value *v;
-            if ((st = need_field(c, f, "scale", &v)) != NC_OK)
-                return st;
-            int64_t numel = nc_shape_numel(p->ndim, p->shape);
-            if (v->numel != 1 && !(v->numel == numel && (nirimp_same_shape(v->ndim, v->shape, p->ndim, p->shape) || v->ndim == 1)))
-                return nirimp_mismatch(c, p, f, "scale", v->ndim, v->shape);
-        }
-        return NC_OK;
-    }
-    if (nirimp_is_type(f, "Affine") || nirimp_is_type(f, "Linear")) {
-        const nir_value *w, *b = NULL;
-        if ((st = need_field(c, f, "weight", &w)) != NC_OK)
-            return st;
-        if (w->ndim != 2 || w->shape[0] < 1 || w->shape[1] < 1)
-            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'weight' must be a 2-d (out, in) array, it is %s",
-                             nirimp_shape_text(w->ndim, w->shape, buf, sizeof buf));
-        if (nirimp_is_type(f, "Affine")) {
-            if ((st = need_field(c, f, "bias", &b)) != NC_OK)
-                return st;
-            if (b->numel != w->shape[0])
-                return nirimp_node_fail(c, f, NC_ERR_SHAPE, "field 'bias' has %lld values for %lld outputs",
-                                 (long long)b->numel, (long long)w->shape[0]);
-        }
-        int64_t in = w->shape[1];
-        if (p && nc_shape_numel(p->ndim, p->shape) != in)
-            return nirimp_mismatch(c, p, f, "weight", 1, &in);
-        if (p && p->ndim != 1)
-            nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
-                     "its input '%s' is %s, not 1-d; read as flattened (NIR's type check would refuse it)", p->name,
-                     nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf));
-        f->has_in = 1;
-        f->in_ndim = 1;
-        f->in_shape[0] = in;
-        set_out(f, 1, &w->shape[0]);
-        set_ir(f, 1, &w->shape[0]);
-        return NC_OK;
-    }
-    if (nirimp_is_type(f, "Conv1d") || nirimp_is_type(f, "Conv2d")) {
-        int dims = nirimp_is_type(f, "Conv2d") ? 2 : 1;
-        conv_geom g;
-        if ((st = nirimp_conv_geometry(c, f, dims, &g)) != NC_OK)
-            return st;
-        int64_t in[3] = {g.cin_g * g.groups, 0, 0};
-        const nir_value *is = nirimp_field(f, "input_shape");
-        int64_t declared[2] = {0, 0};
-        if (is) {
-            if ((st = get_ints(c, f, "input_shape", dims, 1, 0, declared)) != NC_OK)
-                return st;
-        }
-        if (p) {
-            if (p->ndim != dims + 1 || p->shape[0] != in[0]) {
-                int64_t want[3] = {in[0], is ? declared[0] : -1, is && dims == 2 ? declared[1] : -1};
-                return nirimp_mismatch(c, p, f, "weight", dims + 1, want);
-            }
-            for (int d = 0; d < dims; d++)
-                in[1 + d] = p->shape[1 + d];
-            if (is && (declared[0] != in[1] || (dims == 2 && declared[1] != in[2]))) {
-                int64_t want[3] = {in[0], declared[0], declared[dims - 1]};
-                return nirimp_mismatch(c, p, f, "input_shape", dims + 1, want);
-            }
-        } else {
-            if (!is)
-                return nirimp_node_fail(c, f, NC_ERR_FORMAT, "its input size is unknown (no field 'input_shape', no input edge)");
-            in[1] = declared[0];
-            in[2] = declared[dims - 1];
-        }
-        if (!is)
-            nir_note(c->notes, NC_NIR_NOTE_INFO, f->name, "field 'input_shape' is missing; taken from the input");
-        f->has_in = 1;
-        f->in_ndim = dims + 1;
-        memcpy(f->in_shape, in, sizeof in);
-        int64_t ih = dims == 2 ? in[1] : 1, iw = dims == 2 ? in[2] : in[1];
-        int64_t oh = window_out(ih, g.k[0], g.s[0], g.pad[0], g.pad[2], g.d[0]);
-        int64_t ow = window_out(iw, g.k[1], g.s[1], g.pad[1], g.pad[3], g.d[1]);
-        if (oh < 1 || ow < 1)
-            return nirimp_node_fail(c, f, NC_ERR_SHAPE, "the %lldx%lld kernel does not fit the input %s",
-                                    (long long)g.k[0], (long long)g.k[1],
-                                    nirimp_shape_text(dims + 1, in, buf, sizeof buf));
-        int64_t out[3] = {g.cout, dims == 2 ? oh : ow, ow};
-        set_out(f, dims + 1, out);
-        int64_t ir3[3] = {g.cout, oh, ow};
-        set_ir(f, 3, ir3);
-        return NC_OK;
-    }
-    if (nirimp_is_type(f, "SumPool2d") || nirimp_is_type(f, "AvgPool2d")) {
-        conv_geom g;
-        if ((st = nirimp_pool_geometry(c, f, &g)) != NC_OK)
-            return st;
-        if (!p)
-            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "has no input edge");
-        if (p->ndim != 3)
-            return nc_fail(c->err, NC_ERR_SHAPE,
-                           "shape mismatch along the edge '%s' -> '%s': '%s' gives %s, but node '%s' (%s) takes a "
-                           "[C, H, W] input",
-                           p->name, f->name, p->name, nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf), f->name,
-                           f->type);
-        int64_t oh = window_out(p->shape[1], g.k[0], g.s[0], g.pad[0], g.pad[2], 1);
-        int64_t ow = window_out(p->shape[2], g.k[1], g.s[1], g.pad[1], g.pad[3], 1);
-        if (oh < 1 || ow < 1)
-            return nirimp_node_fail(c, f, NC_ERR_SHAPE, "field 'kernel_size' does not fit the input %s",
-                             nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf));
-        int64_t out[3] = {p->shape[0], oh, ow};
-        set_out(f, 3, out);
-        set_ir(f, 3, out);
-        return NC_OK;
-    }
-    if (nirimp_is_type(f, "Flatten")) {
-        if (!p)
-            return nirimp_node_fail(c, f, NC_ERR_FORMAT, "has no input edge");
-        int64_t sd[1], ed[1];
-        if (!nirimp_field(f, "start_dim"))
-            nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
-                     "field 'start_dim' is missing; NIR's default 1 is used (0 flattens everything)");
-        if ((st = get_ints(c, f, "start_dim", 1, 0, 1, sd)) != NC_OK || (st = get_ints(c, f, "end_dim", 1, 0, -1, ed)) != NC_OK)
-            return st;
-        int nd = p->ndim;
-        int64_t s0 = sd[0] < 0 ? sd[0] + nd : sd[0], e0 = ed[0] < 0 ? ed[0] + nd : ed[0];
-        if (s0 < 0 || e0 >= nd || s0 > e0)
-            return nirimp_node_fail(
-                c, f, NC_ERR_SHAPE, "fields 'start_dim' %lld and 'end_dim' %lld do not fit its input %s",
-                (long long)sd[0], (long long)ed[0], nirimp_shape_text(nd, p->shape, buf, sizeof buf));
-        const nir_value *it = nirimp_field(f, "input_type");
-        if (it && it->kind != NIR_STRING && it->ndim == 1) {
-            int64_t s[NIR_MAX_NDIM];
-            int n = (int)(it->numel < NIR_MAX_NDIM ? it->numel : NIR_MAX_NDIM);
-            for (int k = 0; k < n; k++)
-                s[k] = (int64_t)nirimp_value_at(it, k);
-            if (!nirimp_same_shape(n, s, p->ndim, p->shape))
-                return nirimp_mismatch(c, p, f, "input_type", n, s);
-        }
-        int64_t out[NIR_MAX_NDIM];
-        int n = 0;
-        for (int d = 0; d < s0; d++)
-            out[n++] = p->shape[d];
-        int64_t prod = 1;
-        for (int64_t d = s0; d <= e0; d++)
-            prod *= p->shape[d];
-        out[n++] = prod;
-        for (int64_t d = e0 + 1; d < nd; d++)
-            out[n++] = p->shape[d];
-        set_out(f, n, out);
-        int64_t numel = nc_shape_numel(p->ndim, p->shape);
-        set_ir(f, 1, &numel);
-        return NC_OK;
-    }
-    if (nirimp_is_neuron_type(f->type)) {
-        int full = 0, pn = 0;
-        int64_t ps[NIR_MAX_NDIM];
-        const char *pname = "";
-        if ((st = neuron_shape(c, f, &full, &pn, ps, &pname)) != NC_OK)
-            return st;
-        if (full && p) {
-            if (nc_shape_numel(pn, ps) != nc_shape_numel(p->ndim, p->shape))
-                return nirimp_mismatch(c, p, f, pname, pn, ps);
-            if (!nirimp_same_shape(pn, ps, p->ndim, p->shape))
-                nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
-                         "parameters of shape %s read values of shape %s (same number): the parameter shape is used",
-                         nirimp_shape_text(pn, ps, buf, sizeof buf),
-                         nirimp_shape_text(p->ndim, p->shape, buf2, sizeof buf2));
-        }
-        if (!full && !p)
-            return nirimp_node_fail(c, f, NC_ERR_FORMAT,
-                             "its size is unknown: its parameters are scalars and its only input is a recurrent edge");
-        if (!full)
-            nir_note(c->notes, NC_NIR_NOTE_INFO, f->name,
-                     "scalar (0-d or one-value) parameters broadcast to the shape arriving");
-        if (full) {
-            set_out(f, pn, ps);
-            if (p)
-                set_ir(f, p->ir_ndim, p->ir_shape);
-            else if ((st = ir_shape_of(c, f, pn, ps, &irn, irs)) == NC_OK)
-                set_ir(f, irn, irs);
-            if (!p) {
-                f->has_in = 1;
-                f->in_ndim = pn;
-                memcpy(f->in_shape, ps, (size_t)pn * sizeof(int64_t));
-            }
-        } else {
-            set_out(f, p->ndim, p->shape);
-            set_ir(f, p->ir_ndim, p->ir_shape);
-        }
+    nc_status st = check_inputs_agree(c, f, fi, pi);
+    if (st != NC_OK)
         return st;
-    }
+    if (f->role == F_INPUT)
+        return infer_input(c, f, p);
+    if (f->role == F_OUTPUT || f->role == F_IDENT || nirimp_is_type(f, "Scale"))
+        return infer_passthrough(c, f, p);
+    if (nirimp_is_type(f, "Affine") || nirimp_is_type(f, "Linear"))
+        return infer_dense(c, f, p);
+    if (nirimp_is_type(f, "Conv1d") || nirimp_is_type(f, "Conv2d"))
+        return infer_conv(c, f, p);
+    if (nirimp_is_type(f, "SumPool2d") || nirimp_is_type(f, "AvgPool2d"))
+        return infer_pool(c, f, p);
+    if (nirimp_is_type(f, "Flatten"))
+        return infer_flatten(c, f, p);
+    if (nirimp_is_neuron_type(f->type))
+        return infer_neuron(c, f, p);
     return nirimp_node_fail(c, f, NC_ERR_UNSUPPORTED, "this node type cannot be read");
 }
