@@ -153,6 +153,108 @@ static int restore_neuron(restore_ctx *r, nc_node *m, const nir_node *car)
     return 0;
 }
 
+static int restore_conv(restore_ctx *r, nc_node *m, const nir_node *car)
+{
+    if (restore_weights(r, m, car, 4) || two_ints(car, "stride", m->stride) || two_ints(car, "dilation", m->dilation))
+        return refuse(r, "node '%s': conv fields", m->name);
+    m->groups = num_field(car, "groups") ? (int)nirimp_value_at(num_field(car, "groups"), 0) : 1;
+    m->kernel[0] = (int)m->weight->shape[2];
+    m->kernel[1] = (int)m->weight->shape[3];
+    const nir_value *pad = meta_of(car, "pad", NIR_INT, 4);
+    int p2[2];
+    if (pad)
+        for (int k = 0; k < 4; k++)
+            m->pad[k] = (int)pad->i[k];
+    else if (two_ints(car, "padding", p2) == 0) {
+        m->pad[0] = m->pad[2] = p2[0];
+        m->pad[1] = m->pad[3] = p2[1];
+    } else
+        return refuse(r, "node '%s': padding", m->name);
+    return 0;
+}
+
+static int restore_pool(restore_ctx *r, nc_node *m, const nir_node *car)
+{
+    const nir_value *pad = meta_of(car, "pad", NIR_INT, 4);
+    if (two_ints(car, "kernel_size", m->kernel) || two_ints(car, "stride", m->stride) || !pad)
+        return refuse(r, "node '%s': pool fields", m->name);
+    for (int k = 0; k < 4; k++)
+        m->pad[k] = (int)pad->i[k];
+    m->count_include_pad = meta_int(car, "count_include_pad", 1);
+    m->ceil_mode = meta_int(car, "ceil_mode", 0);
+    if (m->kind == NC_NODE_MAXPOOL &&
+        nc_maxpool_strategy_parse(meta_str(car, "maxpool_strategy"), &m->maxpool_strategy) != 0)
+        return refuse(r, "node '%s': max-pool strategy", m->name);
+    return 0;
+}
+
+/* The fields of node m (the i-th of n) from its carrier, the NIR node that
+ * holds its weights and our metadata; `source` is its recurrent source.
+ * Returns 0, or -1 with r->why set. */
+static int restore_fields(restore_ctx *r, nc_node *m, const nir_node *car, int64_t source, int64_t i, int64_t n)
+{
+    switch (m->kind) {
+    case NC_NODE_INPUT:
+    case NC_NODE_FLATTEN:
+    case NC_NODE_ADD:
+    case NC_NODE_CONCAT:
+    case NC_NODE_OUTPUT:
+    case NC_NODE_GLOBAL_AVGPOOL: break;
+    case NC_NODE_CONV2D:
+        return restore_conv(r, m, car);
+    case NC_NODE_DENSE:
+        if (restore_weights(r, m, car, 2))
+            return -1;
+        break;
+    case NC_NODE_AVGPOOL:
+    case NC_NODE_MAXPOOL:
+        return restore_pool(r, m, car);
+    case NC_NODE_AFFINE: {
+        const nir_value *sc = meta_of(car, "scale", NIR_FLOAT, -1), *sh2 = meta_of(car, "shift", NIR_FLOAT, -1);
+        if (!sc || !sh2 || sc->numel != sh2->numel || !(m->weight = nirimp_tensor_from(sc, 1, &sc->numel)) ||
+            !(m->bias = nirimp_tensor_from(sh2, 1, &sh2->numel)))
+            return refuse(r, "node '%s': scale and shift", m->name);
+        break;
+    }
+    case NC_NODE_NEURON:
+        if (restore_neuron(r, m, car))
+            return -1;
+        break;
+    case NC_NODE_SCALE: {
+        const nir_value *sc = meta_of(car, "scale_unfolded", NIR_FLOAT, -1);
+        if (!sc)
+            sc = num_field(car, "scale");
+        if (!sc || !(m->weight = nirimp_tensor_from(sc, 1, &sc->numel)))
+            return refuse(r, "node '%s': scale", m->name);
+        break;
+    }
+    case NC_NODE_RECURRENT:
+        if (source <= i || source >= n)
+            return refuse(r, "node '%s': recurrent source", m->name);
+        m->recur_source = (int)source;
+        break;
+    case NC_NODE_KIND_COUNT: break;
+    }
+    return 0;
+}
+
+/* The shapes must come out as they were written. */
+static int check_shapes(restore_ctx *r)
+{
+    nc_error err;
+    nc_net *check = nc_net_clone(r->net);
+    if (!check)
+        return refuse(r, "out of memory");
+    int bad = nc_net_infer_shapes(check, &err) != NC_OK;
+    for (int i = 0; !bad && i < check->n_nodes; i++)
+        bad = check->nodes[i].ndim != r->net->nodes[i].ndim ||
+              memcmp(check->nodes[i].shape, r->net->nodes[i].shape, sizeof check->nodes[i].shape) != 0;
+    nc_net_free(check);
+    if (bad)
+        return refuse(r, "the network it describes does not fit together (%s)", err.message);
+    return 0;
+}
+
 /* Builds r->net from our tables; −1 (with r->why) when they do not add up. */
 static int restore_tables(restore_ctx *r)
 {
@@ -198,91 +300,10 @@ static int restore_tables(restore_ctx *r)
         const nir_node *car = cname[0] ? nir_graph_find(root->graph, cname) : NULL;
         if (cname[0] && !car)
             return refuse(r, "node '%s': its NIR node '%s' is gone", m->name, cname);
-        switch (m->kind) {
-        case NC_NODE_INPUT:
-        case NC_NODE_FLATTEN:
-        case NC_NODE_ADD:
-        case NC_NODE_CONCAT:
-        case NC_NODE_OUTPUT:
-        case NC_NODE_GLOBAL_AVGPOOL: break;
-        case NC_NODE_CONV2D:
-            if (restore_weights(r, m, car, 4) || two_ints(car, "stride", m->stride) ||
-                two_ints(car, "dilation", m->dilation))
-                return refuse(r, "node '%s': conv fields", m->name);
-            m->groups = num_field(car, "groups") ? (int)nirimp_value_at(num_field(car, "groups"), 0) : 1;
-            m->kernel[0] = (int)m->weight->shape[2];
-            m->kernel[1] = (int)m->weight->shape[3];
-            {
-                const nir_value *pad = meta_of(car, "pad", NIR_INT, 4);
-                int p2[2];
-                if (pad)
-                    for (int k = 0; k < 4; k++)
-                        m->pad[k] = (int)pad->i[k];
-                else if (two_ints(car, "padding", p2) == 0) {
-                    m->pad[0] = m->pad[2] = p2[0];
-                    m->pad[1] = m->pad[3] = p2[1];
-                } else
-                    return refuse(r, "node '%s': padding", m->name);
-            }
-            break;
-        case NC_NODE_DENSE:
-            if (restore_weights(r, m, car, 2))
-                return -1;
-            break;
-        case NC_NODE_AVGPOOL:
-        case NC_NODE_MAXPOOL: {
-            const nir_value *pad = meta_of(car, "pad", NIR_INT, 4);
-            if (two_ints(car, "kernel_size", m->kernel) || two_ints(car, "stride", m->stride) || !pad)
-                return refuse(r, "node '%s': pool fields", m->name);
-            for (int k = 0; k < 4; k++)
-                m->pad[k] = (int)pad->i[k];
-            m->count_include_pad = meta_int(car, "count_include_pad", 1);
-            m->ceil_mode = meta_int(car, "ceil_mode", 0);
-            if (m->kind == NC_NODE_MAXPOOL &&
-                nc_maxpool_strategy_parse(meta_str(car, "maxpool_strategy"), &m->maxpool_strategy) != 0)
-                return refuse(r, "node '%s': max-pool strategy", m->name);
-            break;
-        }
-        case NC_NODE_AFFINE: {
-            const nir_value *sc = meta_of(car, "scale", NIR_FLOAT, -1), *sh2 = meta_of(car, "shift", NIR_FLOAT, -1);
-            if (!sc || !sh2 || sc->numel != sh2->numel || !(m->weight = nirimp_tensor_from(sc, 1, &sc->numel)) ||
-                !(m->bias = nirimp_tensor_from(sh2, 1, &sh2->numel)))
-                return refuse(r, "node '%s': scale and shift", m->name);
-            break;
-        }
-        case NC_NODE_NEURON:
-            if (restore_neuron(r, m, car))
-                return -1;
-            break;
-        case NC_NODE_SCALE: {
-            const nir_value *sc = meta_of(car, "scale_unfolded", NIR_FLOAT, -1);
-            if (!sc)
-                sc = num_field(car, "scale");
-            if (!sc || !(m->weight = nirimp_tensor_from(sc, 1, &sc->numel)))
-                return refuse(r, "node '%s': scale", m->name);
-            break;
-        }
-        case NC_NODE_RECURRENT:
-            if (recur->i[i] <= i || recur->i[i] >= n)
-                return refuse(r, "node '%s': recurrent source", m->name);
-            m->recur_source = (int)recur->i[i];
-            break;
-        case NC_NODE_KIND_COUNT: break;
-        }
+        if (restore_fields(r, m, car, recur->i[i], i, n))
+            return -1;
     }
-    /* the shapes must come out as they were written */
-    nc_error err;
-    nc_net *check = nc_net_clone(r->net);
-    if (!check)
-        return refuse(r, "out of memory");
-    int bad = nc_net_infer_shapes(check, &err) != NC_OK;
-    for (int i = 0; !bad && i < check->n_nodes; i++)
-        bad = check->nodes[i].ndim != r->net->nodes[i].ndim ||
-              memcmp(check->nodes[i].shape, r->net->nodes[i].shape, sizeof check->nodes[i].shape) != 0;
-    nc_net_free(check);
-    if (bad)
-        return refuse(r, "the network it describes does not fit together (%s)", err.message);
-    return 0;
+    return check_shapes(r);
 }
 
 /* A file this program exported (graph metadata format and a fingerprint
