@@ -572,6 +572,25 @@ static int64_t slice_clamp(int64_t dim, int64_t *start, int64_t *end, int64_t st
     return s > e ? (s - e + (-step) - 1) / (-step) : 0;
 }
 
+/* Fills r, in its own row-major order, from a strided view of a: element
+ * idx of r is a's element base + sum(idx[d] * view[d]).  Slice and Transpose
+ * are such views. */
+static void copy_view(const cval *a, int64_t base, const int64_t *view, cval *r)
+{
+    int64_t idx[CV_MAX_DIMS] = {0};
+    for (int64_t k = 0; k < r->n; k++) {
+        int64_t src = base;
+        for (int d = 0; d < r->ndim; d++)
+            src += idx[d] * view[d];
+        if (r->is_int)
+            r->i[k] = a->i[src];
+        else
+            r->f[k] = a->f[src];
+        for (int d = r->ndim - 1; d >= 0 && ++idx[d] == r->dims[d]; d--)
+            idx[d] = 0;
+    }
+}
+
 nc_status onnx_c_slice(nctx *c)
 {
     cval *a, *r;
@@ -583,19 +602,13 @@ nc_status onnx_c_slice(nctx *c)
     for (int d = 0; d < a->ndim; d++)
         dims[d] = slice_clamp(a->dims[d], &start[d], &end[d], step[d]);
     TRY(new_out(c, a->is_int, a->ndim, dims, &r));
-    int64_t strides[CV_MAX_DIMS], idx[CV_MAX_DIMS] = {0};
+    int64_t strides[CV_MAX_DIMS], view[CV_MAX_DIMS], base = 0;
     strides_of(a->ndim, a->dims, strides);
-    for (int64_t k = 0; k < r->n; k++) {
-        int64_t src = 0;
-        for (int d = 0; d < a->ndim; d++)
-            src += (start[d] + idx[d] * step[d]) * strides[d];
-        if (r->is_int)
-            r->i[k] = a->i[src];
-        else
-            r->f[k] = a->f[src];
-        for (int d = a->ndim - 1; d >= 0 && ++idx[d] == dims[d]; d--)
-            idx[d] = 0;
+    for (int d = 0; d < a->ndim; d++) {
+        base += start[d] * strides[d];
+        view[d] = step[d] * strides[d];
     }
+    copy_view(a, base, view, r);
     set_const(c, 0, r);
     return NC_OK;
 }
@@ -614,22 +627,14 @@ nc_status onnx_c_transpose(nctx *c)
         if (p[d] < 0 || seen[p[d]]++)
             return onnx_node_fail(c, NC_ERR_FORMAT, "perm is not a permutation");
     }
-    int64_t dims[CV_MAX_DIMS], strides[CV_MAX_DIMS], idx[CV_MAX_DIMS] = {0};
+    int64_t dims[CV_MAX_DIMS], strides[CV_MAX_DIMS], view[CV_MAX_DIMS];
     for (int d = 0; d < a->ndim; d++)
         dims[d] = a->dims[p[d]];
     strides_of(a->ndim, a->dims, strides);
+    for (int d = 0; d < a->ndim; d++)
+        view[d] = strides[p[d]];
     TRY(new_out(c, a->is_int, a->ndim, dims, &r));
-    for (int64_t k = 0; k < r->n; k++) {
-        int64_t src = 0;
-        for (int d = 0; d < a->ndim; d++)
-            src += idx[d] * strides[p[d]];
-        if (r->is_int)
-            r->i[k] = a->i[src];
-        else
-            r->f[k] = a->f[src];
-        for (int d = a->ndim - 1; d >= 0 && ++idx[d] == dims[d]; d--)
-            idx[d] = 0;
-    }
+    copy_view(a, 0, view, r);
     set_const(c, 0, r);
     return NC_OK;
 }
