@@ -278,22 +278,35 @@ static StepResult run_project(SelfTest *t)
 static const char *const shot_views[] = {"accuracy", "firing-rates", "calibration-error", "raster", "membrane",
                                          "sops", "teaching", NULL};
 
+/* Saves the window as DIR/window-<name>.png: NEXT, or FAIL with the reason. */
+static StepResult save_window_png(SelfTest *t, const char *name)
+{
+    g_autofree char *path = g_strdup_printf("%s/window-%s.png", t->dir, name);
+    g_autoptr(GError) error = NULL;
+    if (!nc_window_save_screenshot(t->window, path, &error))
+        return fail("screenshot %s: %s", path, error->message);
+    return NEXT;
+}
+
+/* The first call of a screenshot loop over views: no view shown yet, and no
+ * toast in front of the window. */
+static void begin_view_loop(SelfTest *t)
+{
+    if (t->step_begun)
+        return;
+    t->step_begun = TRUE;
+    t->view = -1;
+    nc_window_dismiss_toast(t->window);
+}
+
 /* One screenshot per view, each after the view had time to draw. */
 static StepResult screenshots(SelfTest *t)
 {
-    if (!t->step_begun) {
-        t->step_begun = TRUE;
-        t->view = -1;
-        nc_window_dismiss_toast(t->window);
-    }
+    begin_view_loop(t);
     if (!waited(t, 0.4))
         return WAIT;
-    if (t->view >= 0) {
-        g_autofree char *path = g_strdup_printf("%s/window-%s.png", t->dir, shot_views[t->view]);
-        g_autoptr(GError) error = NULL;
-        if (!nc_window_save_screenshot(t->window, path, &error))
-            return fail("screenshot %s: %s", path, error->message);
-    }
+    if (t->view >= 0 && save_window_png(t, shot_views[t->view]) == FAIL)
+        return FAIL;
     if (!shot_views[++t->view]) {
         say("saved %d screenshots", t->view);
         return NEXT;
@@ -313,10 +326,8 @@ static StepResult dark_mode(SelfTest *t)
     }
     if (!waited(t, 0.5))
         return WAIT;
-    g_autofree char *path = g_strdup_printf("%s/window-dark.png", t->dir);
-    g_autoptr(GError) error = NULL;
-    if (!nc_window_save_screenshot(t->window, path, &error))
-        return fail("screenshot %s: %s", path, error->message);
+    if (save_window_png(t, "dark") == FAIL)
+        return FAIL;
     g_settings_set_string(t->settings, "style-variant", "follow");
     return NEXT;
 }
@@ -482,11 +493,7 @@ static const char *const finetune_views[] = {"calibration-error", "accuracy", "s
  * (window-finetune-<view>.png). */
 static StepResult finetune_screenshots(SelfTest *t)
 {
-    if (!t->step_begun) {
-        t->step_begun = TRUE;
-        t->view = -1;
-        nc_window_dismiss_toast(t->window);
-    }
+    begin_view_loop(t);
     if (!waited(t, 0.4))
         return WAIT;
     gboolean settings = t->view >= 0 && strcmp(finetune_views[t->view], "settings") == 0;
@@ -497,10 +504,9 @@ static StepResult finetune_screenshots(SelfTest *t)
         return WAIT;
     }
     if (t->view >= 0) {
-        g_autofree char *path = g_strdup_printf("%s/window-finetune-%s.png", t->dir, finetune_views[t->view]);
-        g_autoptr(GError) error = NULL;
-        if (!nc_window_save_screenshot(t->window, path, &error))
-            return fail("screenshot %s: %s", path, error->message);
+        g_autofree char *name = g_strdup_printf("finetune-%s", finetune_views[t->view]);
+        if (save_window_png(t, name) == FAIL)
+            return FAIL;
     }
     if (settings)
         activate(t, "show-side", g_variant_new_string("model"));
@@ -585,10 +591,8 @@ static StepResult settings_shot(SelfTest *t)
     }
     if (!waited(t, 0.4))
         return WAIT;
-    g_autofree char *path = g_strdup_printf("%s/window-settings.png", t->dir);
-    g_autoptr(GError) error = NULL;
-    if (!nc_window_save_screenshot(t->window, path, &error))
-        return fail("screenshot %s: %s", path, error->message);
+    if (save_window_png(t, "settings") == FAIL)
+        return FAIL;
     activate(t, "show-side", g_variant_new_string("model"));
     return NEXT;
 }
