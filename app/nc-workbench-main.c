@@ -1,12 +1,11 @@
 /* nc-workbench-main.c — `neurocuda-workbench [MODEL]`: the GTK4 workbench.
  * Everything lives in ui/ (NcApplication and the window); this only runs it. */
 #include "nc-application.h"
-#include "nc-self-test.h"
 
 int main(int argc, char **argv)
 {
     NcApplication *app = nc_application_new();
     int status = g_application_run(G_APPLICATION(app), argc, argv);
     g_object_unref(app);
-    return status ? status : nc_self_test_status();
+    return status;
 }

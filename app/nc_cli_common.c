@@ -212,6 +212,18 @@ int nc_cli_is_snn(const nc_net *net)
     return nc_cli_has_nir_models(net);
 }
 
+nc_net *nc_cli_load_snn(const char *path)
+{
+    nc_net *net = nc_cli_load_model(path);
+    if (net && !nc_cli_is_snn(net)) {
+        fprintf(stderr, "neurocuda: %s holds no spiking neurons; convert it first: neurocuda convert %s -o "
+                        "model.ncsnn\n", path, path);
+        nc_net_free(net);
+        net = NULL;
+    }
+    return net;
+}
+
 const char nc_cli_convert_help[] =
     "  --threshold M    max | p99 | p99.9 (default) | p99.99 | mmse: how λ is chosen from the\n"
     "                   activations of each ReLU layer (percentiles over non-zero activations)\n"

@@ -66,15 +66,9 @@ int nc_cmd_export_lava(int argc, char **argv)
         return 2;
     }
     const char *model = argv[optind];
-    nc_net *net = nc_cli_load_model(model);
+    nc_net *net = nc_cli_load_snn(model);
     if (!net)
         return 1;
-    if (!nc_cli_is_snn(net)) {
-        fprintf(stderr, "neurocuda: %s holds no spiking neurons; convert it first: neurocuda convert %s -o "
-                        "model.ncsnn\n", model, model);
-        nc_net_free(net);
-        return 1;
-    }
     nc_error err = {0};
     nc_loihi_net *q = NULL;
     nc_loihi_notes notes = {0};

@@ -51,31 +51,25 @@ int nc_cmd_export_nir(int argc, char **argv)
         return 2;
     }
     const char *model = argv[optind];
-    nc_net *net = nc_cli_load_model(model);
+    nc_net *net = nc_cli_load_snn(model);
     if (!net)
         return 1;
     int rc = 0;
-    if (!nc_cli_is_snn(net)) {
-        fprintf(stderr, "neurocuda: %s holds no spiking neurons; convert it first: neurocuda convert %s -o "
-                        "model.ncsnn\n", model, model);
-        rc = 1;
+    nc_error err = {0};
+    nc_nir_notes notes = {0};
+    opts.source = model;
+    if (nc_nir_export(net, output, &opts, &notes, &err) != NC_OK) {
+        rc = nc_cli_error(&err);
     } else {
-        nc_error err = {0};
-        nc_nir_notes notes = {0};
-        opts.source = model;
-        if (nc_nir_export(net, output, &opts, &notes, &err) != NC_OK) {
-            rc = nc_cli_error(&err);
-        } else {
-            char text[16384];
-            printf("wrote %s (NIR %s, %d nodes)\n", output, NC_NIR_VERSION, net->n_nodes);
-            if (nc_nir_notes_count(&notes, NC_NIR_NOTE_DIFFERENCE) > 0)
-                printf("Other tools will read this differently:\n%s",
-                       nc_nir_notes_format(&notes, NC_NIR_NOTE_DIFFERENCE, text, sizeof text));
-            if (nc_nir_notes_count(&notes, NC_NIR_NOTE_INFO) > 0)
-                printf("Notes:\n%s", nc_nir_notes_format(&notes, NC_NIR_NOTE_INFO, text, sizeof text));
-        }
-        nc_nir_notes_clear(&notes);
+        char text[16384];
+        printf("wrote %s (NIR %s, %d nodes)\n", output, NC_NIR_VERSION, net->n_nodes);
+        if (nc_nir_notes_count(&notes, NC_NIR_NOTE_DIFFERENCE) > 0)
+            printf("Other tools will read this differently:\n%s",
+                   nc_nir_notes_format(&notes, NC_NIR_NOTE_DIFFERENCE, text, sizeof text));
+        if (nc_nir_notes_count(&notes, NC_NIR_NOTE_INFO) > 0)
+            printf("Notes:\n%s", nc_nir_notes_format(&notes, NC_NIR_NOTE_INFO, text, sizeof text));
     }
+    nc_nir_notes_clear(&notes);
     nc_net_free(net);
     return rc;
 }

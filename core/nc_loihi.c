@@ -315,76 +315,109 @@ static nc_status check_thresholds(const nc_net *net, int i, int want_channels, c
 
 static double round_half_away(double x) { return x < 0 ? -floor(-x + 0.5) : floor(x + 0.5); }
 
-static nc_status quantise_layer(nc_loihi_net *q, nc_loihi_layer *L, nc_error *err)
+/* The shape of one weighted layer, as quantisation needs it. */
+typedef struct layer_geom {
+    int conv;
+    int64_t cout, n_w, per_out;  /* outputs, weights, weights per output     */
+    int64_t taps, cin_g, cout_g; /* conv: kernel taps, channels per group    */
+    int64_t in_numel;            /* dense: inputs                            */
+    int src_ch;                  /* the source's channels                    */
+    int src_per_channel;         /* the source has a threshold per channel   */
+} layer_geom;
+
+/* The source channel that weight k of output o reads (0 when the source has
+ * one threshold). */
+static int src_channel(const layer_geom *g, int64_t o, int64_t k)
 {
-    const nc_net *net = q->net;
-    const nc_node *w = &net->nodes[L->node], *src = &net->nodes[L->source], *tgt = &net->nodes[L->target];
+    if (!g->src_per_channel)
+        return 0;
+    return g->conv ? (int)((o / g->cout_g) * g->cin_g + k / g->taps) : nc_loihi_channel(k, g->in_numel, g->src_ch);
+}
+
+/* The target's threshold for output o. */
+static double out_theta(const nc_loihi_layer *L, const nc_node *tgt, int64_t o)
+{
+    return tgt_theta(L, tgt, tgt->kind == NC_NODE_NEURON && tgt->neuron.n_threshold > 1 ? (int)o : 0);
+}
+
+/* Reads the layer's geometry and checks that the thresholds of its source
+ * and target fit it. */
+static nc_status layer_geometry(const nc_net *net, const nc_loihi_layer *L, layer_geom *g, nc_error *err)
+{
+    const nc_node *w = &net->nodes[L->node], *src = &net->nodes[L->source];
     const nc_tensor *W = w->weight;
-    int conv = w->kind == NC_NODE_CONV2D;
-    if ((conv && W->ndim != 4) || (!conv && W->ndim != 2))
+    g->conv = w->kind == NC_NODE_CONV2D;
+    if ((g->conv && W->ndim != 4) || (!g->conv && W->ndim != 2))
         return node_fail(net, L->node, err, "weight has %d dimensions", W->ndim);
-    int64_t cout = W->shape[0], n_w = nc_tensor_numel(W), per_out = n_w / cout;
-    int64_t taps = conv ? W->shape[2] * W->shape[3] : 1;
-    int groups = conv && w->groups > 0 ? w->groups : 1;
-    int64_t cin_g = conv ? W->shape[1] : 0, cout_g = cout / groups;
-    int64_t in_numel = conv ? 0 : W->shape[1];
-    nc_status st = check_thresholds(net, L->target, (int)cout, "driving", err);
+    g->cout = W->shape[0];
+    g->n_w = nc_tensor_numel(W);
+    g->per_out = g->n_w / g->cout;
+    g->taps = g->conv ? W->shape[2] * W->shape[3] : 1;
+    int groups = g->conv && w->groups > 0 ? w->groups : 1;
+    g->cin_g = g->conv ? W->shape[1] : 0;
+    g->cout_g = g->cout / groups;
+    g->in_numel = g->conv ? 0 : W->shape[1];
+    g->src_ch = nc_node_channels(src);
+    g->src_per_channel = src->kind == NC_NODE_NEURON && src->neuron.n_threshold > 1;
+    nc_status st = check_thresholds(net, L->target, (int)g->cout, "driving", err);
     if (st != NC_OK)
         return st;
-    int src_ch = nc_node_channels(src);
-    if (src->kind == NC_NODE_NEURON && src->neuron.n_threshold > 1) {
-        if ((st = check_thresholds(net, L->source, src_ch, "source", err)) != NC_OK)
-            return st;
-        if (conv && cin_g * groups != src_ch)
-            return node_fail(net, L->node, err, "reads %lld channels but its source '%s' has %d per-channel thresholds",
-                             (long long)(cin_g * groups), src->name, src_ch);
-        if (!conv && in_numel % src_ch != 0)
-            return node_fail(net, L->node, err, "cannot map its %lld inputs to the %d channels of '%s'",
-                             (long long)in_numel, src_ch, src->name);
-    } else if ((st = check_thresholds(net, L->source, 1, "source", err)) != NC_OK) {
+    if (!g->src_per_channel)
+        return check_thresholds(net, L->source, 1, "source", err);
+    if ((st = check_thresholds(net, L->source, g->src_ch, "source", err)) != NC_OK)
         return st;
-    }
+    if (g->conv && g->cin_g * groups != g->src_ch)
+        return node_fail(net, L->node, err, "reads %lld channels but its source '%s' has %d per-channel thresholds",
+                         (long long)(g->cin_g * groups), src->name, g->src_ch);
+    if (!g->conv && g->in_numel % g->src_ch != 0)
+        return node_fail(net, L->node, err, "cannot map its %lld inputs to the %d channels of '%s'",
+                         (long long)g->in_numel, g->src_ch, src->name);
+    return NC_OK;
+}
 
-    /* the output's stand-in threshold: its largest current per step / 16 */
-    L->theta_out = 1;
-    if (tgt->kind == NC_NODE_OUTPUT) {
-        double worst = 0;
-        for (int64_t o = 0; o < cout; o++) {
-            double s = w->bias && o < nc_tensor_numel(w->bias) ? fabs((double)w->bias->data[o]) : 0;
-            for (int64_t k = 0; k < per_out; k++) {
-                int ch = 0;
-                if (src->kind == NC_NODE_NEURON && src->neuron.n_threshold > 1)
-                    ch = conv ? (int)((o / cout_g) * cin_g + k / taps) : nc_loihi_channel(k, in_numel, src_ch);
-                s += fabs((double)W->data[o * per_out + k]) * theta_of(src, ch);
-            }
-            worst = isfinite(s) && s > worst ? s : worst;
-        }
-        if (worst > 0)
-            L->theta_out = worst / 16;
+/* The output's stand-in threshold: its largest current per step / 16. */
+static double output_theta(const nc_net *net, const nc_loihi_layer *L, const layer_geom *g)
+{
+    const nc_node *w = &net->nodes[L->node], *src = &net->nodes[L->source];
+    double worst = 0;
+    for (int64_t o = 0; o < g->cout; o++) {
+        double s = w->bias && o < nc_tensor_numel(w->bias) ? fabs((double)w->bias->data[o]) : 0;
+        for (int64_t k = 0; k < g->per_out; k++)
+            s += fabs((double)w->weight->data[o * g->per_out + k]) * theta_of(src, src_channel(g, o, k));
+        worst = isfinite(s) && s > worst ? s : worst;
     }
-    double *wn = malloc((size_t)n_w * sizeof *wn);
-    L->weight = malloc((size_t)n_w * sizeof *L->weight);
-    if (!wn || !L->weight) {
-        free(wn);
-        return nc_fail(err, NC_ERR_MEMORY, "loihi quantisation: out of memory for %lld weights", (long long)n_w);
-    }
-    L->n_weight = n_w;
+    return worst > 0 ? worst / 16 : 1;
+}
+
+/* The weights in units of the target's threshold (θ_in·fold/θ_out folded in)
+ * into wn; *max gets the largest magnitude. */
+static nc_status normalised_weights(const nc_net *net, const nc_loihi_layer *L, const layer_geom *g, double *wn,
+                                    double *max, nc_error *err)
+{
+    const nc_node *w = &net->nodes[L->node], *src = &net->nodes[L->source], *tgt = &net->nodes[L->target];
     double m = 0;
-    for (int64_t o = 0; o < cout; o++) {
-        double th_t = tgt_theta(L, tgt, tgt->kind == NC_NODE_NEURON && tgt->neuron.n_threshold > 1 ? (int)o : 0);
-        for (int64_t k = 0; k < per_out; k++) {
-            int ch = 0;
-            if (src->kind == NC_NODE_NEURON && src->neuron.n_threshold > 1)
-                ch = conv ? (int)((o / cout_g) * cin_g + k / taps) : nc_loihi_channel(k, in_numel, src_ch);
-            double v = (double)W->data[o * per_out + k];
-            if (!isfinite(v)) {
-                free(wn);
-                return node_fail(net, L->node, err, "weight %lld is %g; weights must be finite", (long long)(o * per_out + k), v);
-            }
-            wn[o * per_out + k] = v * theta_of(src, ch) * L->fold / th_t;
-            m = fmax(m, fabs(wn[o * per_out + k]));
+    for (int64_t o = 0; o < g->cout; o++) {
+        double th_t = out_theta(L, tgt, o);
+        for (int64_t k = 0; k < g->per_out; k++) {
+            double v = (double)w->weight->data[o * g->per_out + k];
+            if (!isfinite(v))
+                return node_fail(net, L->node, err, "weight %lld is %g; weights must be finite",
+                                 (long long)(o * g->per_out + k), v);
+            wn[o * g->per_out + k] = v * theta_of(src, src_channel(g, o, k)) * L->fold / th_t;
+            m = fmax(m, fabs(wn[o * g->per_out + k]));
         }
     }
+    *max = m;
+    return NC_OK;
+}
+
+/* The weight exponent and threshold mantissa that put the largest weight m
+ * at the 8-bit limit (the mantissa capped at its maximum, and said so). */
+static nc_status weight_scale(const nc_loihi_net *q, nc_loihi_layer *L, double m, int *exp_out, double *vth_out,
+                              nc_error *err)
+{
+    const nc_net *net = q->net;
+    const nc_node *tgt = &net->nodes[L->target];
     int vt = q->opts.vth_target;
     int e = 0;
     double vth = vt;
@@ -392,25 +425,33 @@ static nc_status quantise_layer(nc_loihi_net *q, nc_loihi_layer *L, nc_error *er
         e = (int)ceil(log2(m * vt / NC_LOIHI_W_MAX));
         e = e < NC_LOIHI_WEXP_MIN ? NC_LOIHI_WEXP_MIN : e > NC_LOIHI_WEXP_MAX ? NC_LOIHI_WEXP_MAX : e;
         vth = floor(NC_LOIHI_W_MAX * ldexp(1.0, e) / m);
-        if (vth < 1) {
-            free(wn);
+        if (vth < 1)
             return node_fail(net, L->node, err,
                              "its weights cannot be represented: the largest is %.4g times the threshold of '%s' "
                              "(max |w|·θ_in/θ_out), above 254·2^7 = 32512 even with the largest weight exponent; "
                              "recalibrate with a larger threshold for '%s' or rescale the layer",
                              m, tgt->name, tgt->name);
-        }
         if (vth > NC_LOIHI_VTH_MAX) {
             vth = NC_LOIHI_VTH_MAX;
             L->vth_capped = 1;
         }
     }
-    L->weight_exp = e;
-    L->vth_mant = (int)vth;
-    double to_int = vth / ldexp(1.0, e), any = 0;
+    *exp_out = e;
+    *vth_out = vth;
+    return NC_OK;
+}
+
+/* Rounds the normalised weights wn to even 8-bit integers (the chip's
+ * weights are 8-bit with the lowest bit 0) and records the error; the
+ * largest row sum bounds the integer sums later. */
+static nc_status round_weights(const nc_net *net, nc_loihi_layer *L, const layer_geom *g, const double *wn, double m,
+                               double vth, nc_error *err)
+{
+    const nc_node *tgt = &net->nodes[L->target];
+    double to_int = vth / ldexp(1.0, L->weight_exp), any = 0;
     err_acc acc = {0};
     err_init(&L->weights);
-    for (int64_t k = 0; k < n_w; k++) {
+    for (int64_t k = 0; k < g->n_w; k++) {
         double r = 2.0 * round_half_away(wn[k] * to_int / 2.0);
         int clipped = r < NC_LOIHI_W_MIN || r > NC_LOIHI_W_MAX;
         r = r < NC_LOIHI_W_MIN ? NC_LOIHI_W_MIN : r > NC_LOIHI_W_MAX ? NC_LOIHI_W_MAX : r;
@@ -419,7 +460,6 @@ static nc_status quantise_layer(nc_loihi_net *q, nc_loihi_layer *L, nc_error *er
         err_add(&L->weights, &acc, k, wn[k], r / to_int, clipped);
     }
     err_finish(&L->weights, &acc);
-    free(wn);
     if (m > 0 && any == 0)
         return node_fail(net, L->node, err,
                          "its weights cannot be represented: the largest is %.3g times the threshold of '%s', and "
@@ -427,48 +467,58 @@ static nc_status quantise_layer(nc_loihi_net *q, nc_loihi_layer *L, nc_error *er
                          "layer's threshold is far too large for its weights (recalibrate '%s')",
                          m, tgt->name, NC_LOIHI_WEXP_MIN, NC_LOIHI_VTH_MAX, tgt->name);
     L->w_abs_row_max = 0;
-    for (int64_t o = 0; o < cout; o++) {
+    for (int64_t o = 0; o < g->cout; o++) {
         double s = 0;
-        for (int64_t k = 0; k < per_out; k++)
-            s += abs(L->weight[o * per_out + k]);
+        for (int64_t k = 0; k < g->per_out; k++)
+            s += abs(L->weight[o * g->per_out + k]);
         L->w_abs_row_max = fmax(L->w_abs_row_max, s);
     }
+    return NC_OK;
+}
 
-    /* biases: b̃ = b/θ in v units (·vth·64), 13-bit mantissa + exponent */
+/* Biases: b̃ = b/θ in v units (·vth·64), 13-bit mantissa + exponent. */
+static nc_status quantise_biases(const nc_net *net, nc_loihi_layer *L, int64_t cout, double vth, nc_error *err)
+{
+    const nc_node *w = &net->nodes[L->node], *tgt = &net->nodes[L->target];
     err_init(&L->biases);
-    if (w->bias) {
-        if (nc_tensor_numel(w->bias) != cout)
-            return node_fail(net, L->node, err, "has %lld biases for %lld outputs", (long long)nc_tensor_numel(w->bias),
-                             (long long)cout);
-        L->n_bias = (int)cout;
-        L->bias_mant = malloc((size_t)cout * sizeof *L->bias_mant);
-        if (!L->bias_mant)
-            return nc_fail(err, NC_ERR_MEMORY, "loihi quantisation: out of memory");
-        double vunit = vth * (1 << NC_LOIHI_VTH_SHIFT), bmax = 0;
-        for (int64_t o = 0; o < cout; o++) {
-            double b = w->bias->data[o];
-            if (!isfinite(b))
-                return node_fail(net, L->node, err, "bias %lld is %g; biases must be finite", (long long)o, b);
-            bmax = fmax(bmax, fabs(b / tgt_theta(L, tgt, tgt->kind == NC_NODE_NEURON && tgt->neuron.n_threshold > 1 ? (int)o : 0) * vunit));
-        }
-        int be = 0;
-        while (be < NC_LOIHI_BIAS_EXP_MAX && round_half_away(bmax / ldexp(1.0, be)) > NC_LOIHI_BIAS_MAX)
-            be++;
-        L->bias_exp = be;
-        err_acc bacc = {0};
-        for (int64_t o = 0; o < cout; o++) {
-            double th = tgt_theta(L, tgt, tgt->kind == NC_NODE_NEURON && tgt->neuron.n_threshold > 1 ? (int)o : 0);
-            double bt = w->bias->data[o] / th, r = round_half_away(bt * vunit / ldexp(1.0, be));
-            int clipped = r < NC_LOIHI_BIAS_MIN || r > NC_LOIHI_BIAS_MAX;
-            r = r < NC_LOIHI_BIAS_MIN ? NC_LOIHI_BIAS_MIN : r > NC_LOIHI_BIAS_MAX ? NC_LOIHI_BIAS_MAX : r;
-            L->bias_mant[o] = (int16_t)r;
-            err_add(&L->biases, &bacc, o, bt, r * ldexp(1.0, be) / vunit, clipped);
-        }
-        err_finish(&L->biases, &bacc);
+    if (!w->bias)
+        return NC_OK;
+    if (nc_tensor_numel(w->bias) != cout)
+        return node_fail(net, L->node, err, "has %lld biases for %lld outputs", (long long)nc_tensor_numel(w->bias),
+                         (long long)cout);
+    L->n_bias = (int)cout;
+    L->bias_mant = malloc((size_t)cout * sizeof *L->bias_mant);
+    if (!L->bias_mant)
+        return nc_fail(err, NC_ERR_MEMORY, "loihi quantisation: out of memory");
+    double vunit = vth * (1 << NC_LOIHI_VTH_SHIFT), bmax = 0;
+    for (int64_t o = 0; o < cout; o++) {
+        double b = w->bias->data[o];
+        if (!isfinite(b))
+            return node_fail(net, L->node, err, "bias %lld is %g; biases must be finite", (long long)o, b);
+        bmax = fmax(bmax, fabs(b / out_theta(L, tgt, o) * vunit));
     }
+    int be = 0;
+    while (be < NC_LOIHI_BIAS_EXP_MAX && round_half_away(bmax / ldexp(1.0, be)) > NC_LOIHI_BIAS_MAX)
+        be++;
+    L->bias_exp = be;
+    err_acc bacc = {0};
+    for (int64_t o = 0; o < cout; o++) {
+        double th = out_theta(L, tgt, o);
+        double bt = w->bias->data[o] / th, r = round_half_away(bt * vunit / ldexp(1.0, be));
+        int clipped = r < NC_LOIHI_BIAS_MIN || r > NC_LOIHI_BIAS_MAX;
+        r = r < NC_LOIHI_BIAS_MIN ? NC_LOIHI_BIAS_MIN : r > NC_LOIHI_BIAS_MAX ? NC_LOIHI_BIAS_MAX : r;
+        L->bias_mant[o] = (int16_t)r;
+        err_add(&L->biases, &bacc, o, bt, r * ldexp(1.0, be) / vunit, clipped);
+    }
+    err_finish(&L->biases, &bacc);
+    return NC_OK;
+}
 
-    /* thresholds: the layer is normalised to θ, which (vth << 6) represents
-     * exactly; the comparison below is computed, not assumed */
+/* Thresholds: the layer is normalised to θ, which (vth << 6) represents
+ * exactly; the comparison below is computed, not assumed.  Then v0. */
+static void quantise_thresholds(const nc_net *net, nc_loihi_layer *L, double vth)
+{
+    const nc_node *tgt = &net->nodes[L->target];
     err_init(&L->thresholds);
     err_acc tacc = {0};
     int nt = tgt->kind == NC_NODE_NEURON ? tgt->neuron.n_threshold : 1;
@@ -483,7 +533,39 @@ static nc_status quantise_layer(nc_loihi_net *q, nc_loihi_layer *L, nc_error *er
         L->v0 = (int32_t)llround(f * vu);
         L->v0_error = fabs(L->v0 / vu - f);
     }
-    return NC_OK;
+}
+
+static nc_status quantise_layer(nc_loihi_net *q, nc_loihi_layer *L, nc_error *err)
+{
+    const nc_net *net = q->net;
+    layer_geom g = {0};
+    nc_status st = layer_geometry(net, L, &g, err);
+    if (st != NC_OK)
+        return st;
+    L->theta_out = net->nodes[L->target].kind == NC_NODE_OUTPUT ? output_theta(net, L, &g) : 1;
+    double *wn = malloc((size_t)g.n_w * sizeof *wn);
+    L->weight = malloc((size_t)g.n_w * sizeof *L->weight);
+    if (!wn || !L->weight) {
+        free(wn);
+        return nc_fail(err, NC_ERR_MEMORY, "loihi quantisation: out of memory for %lld weights", (long long)g.n_w);
+    }
+    L->n_weight = g.n_w;
+    double m = 0, vth = 0;
+    int e = 0;
+    st = normalised_weights(net, L, &g, wn, &m, err);
+    if (st == NC_OK)
+        st = weight_scale(q, L, m, &e, &vth, err);
+    if (st == NC_OK) {
+        L->weight_exp = e;
+        L->vth_mant = (int)vth;
+        st = round_weights(net, L, &g, wn, m, vth, err);
+    }
+    free(wn);
+    if (st == NC_OK)
+        st = quantise_biases(net, L, g.cout, vth, err);
+    if (st == NC_OK)
+        quantise_thresholds(net, L, vth);
+    return st;
 }
 
 nc_status nc_loihi_quantise(const nc_net *net, const nc_loihi_quant_options *opts, nc_loihi_net **out, nc_error *err)

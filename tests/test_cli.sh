@@ -9,28 +9,7 @@ SRC=${NC_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 MODEL=$SRC/assets/models/fmnist_cnn.onnx
 CNN=$SRC/tests/fixtures/models/cnn_maxpool.onnx
 PREP=(--mean 0.2860 --std 0.3530)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-n=0
-failed=0
-
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; sed 's/^/# /' "$WORK/out" | tail -n 15; }
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-
-# expect NAME EXIT-CODE COMMAND...: runs it, output in $WORK/out, checks the exit code,
-# and that a crash (signal) never happens.
-expect() {
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$WORK/out" 2>&1
-  local rc=$?
-  if [ $rc -ge 128 ]; then not_ok "$name (killed by signal $((rc - 128)))"; return 1; fi
-  if [ "$want" = nonzero ] && [ $rc -ne 0 ]; then ok "$name"; return 0; fi
-  if [ "$rc" = "$want" ]; then ok "$name"; return 0; fi
-  not_ok "$name (exit $rc, expected $want)"
-  return 1
-}
+source "$(dirname "$0")/cli_common.sh"
 
 # json_get KEY: the value of KEY in the JSON line of $WORK/out (the last line of stdout; a
 # sanitizer build may print its own report after it on stderr).

@@ -10,13 +10,7 @@ SRC=${NC_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 MODEL=$SRC/assets/models/fmnist_cnn.onnx
 PREP=(--mean 0.2860 --std 0.3530)
 SMALL=(--calib-images 300 --limit 300 --train-images 512 --val-images 256 --eval-T 4 --batch 32)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; sed 's/^/# /' "$WORK/out" | tail -n 15; }
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+source "$(dirname "$0")/cli_common.sh"
 json() { grep '^{' "$WORK/out" | tail -n 1 | python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
 
 if [ ! -d /usr/share/datasets/fashion-mnist ]; then

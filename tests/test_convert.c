@@ -2,6 +2,7 @@
  * calibration step on the CPU engine, and (when the fixture models exist)
  * calibrate + convert + QCFS accuracy on Fashion-MNIST. */
 #include "nc_test.h"
+#include "nc_test_util.h"
 
 #include <unistd.h>
 
@@ -29,14 +30,6 @@ static nc_tensor *random_tensor(int ndim, const int64_t *shape, float scale)
     return t;
 }
 
-static int add_input(nc_net *net, int ndim, const int64_t *shape)
-{
-    int i = nc_net_add_node(net, NC_NODE_INPUT, "x", 0, NULL);
-    net->nodes[i].ndim = ndim;
-    memcpy(net->nodes[i].shape, shape, (size_t)ndim * sizeof *shape);
-    return i;
-}
-
 static int add_dense(nc_net *net, const char *name, int in, int64_t fin, int64_t fout)
 {
     int i = nc_net_add_node(net, NC_NODE_DENSE, name, 1, &in);
@@ -57,28 +50,12 @@ static int add_conv(nc_net *net, const char *name, int in, int64_t cin, int64_t 
     return i;
 }
 
-static int add_neuron(nc_net *net, const char *name, int in, nc_neuron_model model)
-{
-    int i = nc_net_add_node(net, NC_NODE_NEURON, name, 1, &in);
-    net->nodes[i].neuron.model = model;
-    return i;
-}
-
 static int add_pool(nc_net *net, nc_node_kind kind, const char *name, int in)
 {
     int i = nc_net_add_node(net, kind, name, 1, &in);
     net->nodes[i].kernel[0] = net->nodes[i].kernel[1] = 2;
     net->nodes[i].stride[0] = net->nodes[i].stride[1] = 2;
     return i;
-}
-
-static int infer(nc_net *net)
-{
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) == NC_OK)
-        return 1;
-    printf("# infer shapes: %s\n", err.message);
-    return 0;
 }
 
 /* x[6] → fc1[5] → relu → fc2[3] → out. */
@@ -149,17 +126,6 @@ static nc_tensor *forward(const nc_net *net, const nc_tensor *x, nc_mode mode, i
         printf("# forward: %s\n", err.message);
     nc_engine_free(e);
     return out;
-}
-
-/* Prints a multi-line text as TAP comments. */
-static void print_comment(const char *text)
-{
-    for (const char *line = text; *line;) {
-        const char *end = strchr(line, '\n');
-        int n = end ? (int)(end - line) : (int)strlen(line);
-        printf("# %.*s\n", n, line);
-        line += n + (end != NULL);
-    }
 }
 
 static double max_abs_diff(const nc_tensor *a, const nc_tensor *b)
@@ -514,28 +480,11 @@ static double snn_accuracy(nc_engine *e, const nc_dataset *ds, int T, int64_t n)
             printf("# snn: %s\n", err.message);
             break;
         }
-        int64_t f = out->shape[2];
-        for (int64_t s = 0; s < bs; s++) {
-            float sum[64] = {0};
-            for (int t = 0; t < T; t++)
-                for (int64_t k = 0; k < f && k < 64; k++)
-                    sum[k] += out->data[(t * bs + s) * f + k];
-            correct += nc_argmax(sum, f < 64 ? f : 64) == labels[s];
-        }
+        correct += snn_correct(out, T, bs, labels);
         nc_tensor_free(out);
     }
     nc_tensor_free(x);
     return (double)correct / (double)n;
-}
-
-static nc_preprocess fmnist_pp(void)
-{
-    nc_preprocess pp;
-    memset(&pp, 0, sizeof pp);
-    pp.n_mean = pp.n_std = 1;
-    pp.mean[0] = 0.2860f;
-    pp.std[0] = 0.3530f;
-    return pp;
 }
 
 /* Calibrates on 500 train images, converts (L = 8) and compares the QCFS-ANN

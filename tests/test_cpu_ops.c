@@ -1,30 +1,13 @@
 /* test_cpu_ops.c — every fast CPU kernel against its naive reference on random
  * shapes, plus hand-checked values for the window rules and QCFS. */
 #include "nc_test.h"
+#define NC_TEST_RNG_SEED 0x1234567ull
+#include "nc_test_util.h"
 #include "nc_test_cpu_path.h"
 
 #include "../sim/nc_cpu_ops.h"
 
 #include <stdint.h>
-
-static uint64_t rng_state = 0x1234567ull;
-
-static uint32_t rnd(void)
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(rng_state >> 33);
-}
-
-static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); } /* [lo, hi] */
-static float rnd_float(void) { return (float)rnd() / 2147483648.0f * 2.0f - 1.0f; }          /* [-1, 1) */
-
-static float *rnd_array(int64_t n)
-{
-    float *a = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    for (int64_t i = 0; i < n; i++)
-        a[i] = rnd_float();
-    return a;
-}
 
 /* Compares got with ref (|got − ref| ≤ atol + rtol·|ref|); prints the first
  * mismatches and the max error; returns 1 when all are close. */

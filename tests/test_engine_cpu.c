@@ -2,6 +2,8 @@
  * the naive kernels, the IF/QCFS identity, hand-computed spike trains, SNN
  * convergence, Poisson encoding, cancel, observers, MaxPool strategies. */
 #include "nc_test.h"
+#define NC_TEST_RNG_SEED 0x9e3779b9ull
+#include "nc_test_util.h"
 #include "nc_test_cpu_path.h"
 
 #include "../sim/nc_cpu_ops.h"
@@ -9,36 +11,7 @@
 
 #include <stdint.h>
 
-static uint64_t rng_state = 0x9e3779b9ull;
-
-static float rnd_float(void) /* [-1, 1) */
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)(uint32_t)(rng_state >> 33) / 2147483648.0f * 2.0f - 1.0f;
-}
-
-static nc_tensor *rnd_tensor(int ndim, const int64_t *shape, float lo, float hi)
-{
-    nc_tensor *t = nc_tensor_new(ndim, shape);
-    for (int64_t i = 0; i < nc_tensor_numel(t); i++)
-        t->data[i] = lo + (rnd_float() + 1.0f) * 0.5f * (hi - lo);
-    return t;
-}
-
 /* ---- net building ---------------------------------------------------------- */
-
-static int add1(nc_net *net, nc_node_kind kind, const char *name, int in)
-{
-    return nc_net_add_node(net, kind, name, 1, &in);
-}
-
-static int add_input(nc_net *net, int ndim, const int64_t *shape)
-{
-    int i = nc_net_add_node(net, NC_NODE_INPUT, "x", 0, NULL);
-    net->nodes[i].ndim = ndim;
-    memcpy(net->nodes[i].shape, shape, (size_t)ndim * sizeof(int64_t));
-    return i;
-}
 
 static int add_conv(nc_net *net, const char *name, int in, int cout, int cin, int k, int pad)
 {
@@ -60,13 +33,6 @@ static int add_dense(nc_net *net, const char *name, int in, int fout, int fin, f
     return i;
 }
 
-static int add_neuron(nc_net *net, const char *name, int in, nc_neuron_model model)
-{
-    int i = add1(net, NC_NODE_NEURON, name, in);
-    net->nodes[i].neuron.model = model;
-    return i;
-}
-
 static void set_if(nc_net *net, int i, int n, const float *th, float v0, nc_reset reset, nc_compare cmp)
 {
     nc_neuron *nr = &net->nodes[i].neuron;
@@ -75,15 +41,6 @@ static void set_if(nc_net *net, int i, int n, const float *th, float v0, nc_rese
     nr->v0_fraction = v0;
     nr->reset = reset;
     nr->compare = cmp;
-}
-
-static int infer(nc_net *net)
-{
-    nc_error err = {0};
-    nc_status s = nc_net_infer_shapes(net, &err);
-    if (s != NC_OK)
-        printf("# infer: %s\n", err.message);
-    return s == NC_OK;
 }
 
 /* Loads net into a new cpu engine and runs one forward pass. */

@@ -10,6 +10,7 @@
 #define TEST_GPU_COMMON_H
 
 #include "nc_test.h"
+#include "nc_test_util.h"
 
 #include "nc_config.h"
 
@@ -52,26 +53,6 @@ static const char *gpu_skip_reason(void)
             NC_RUN(fn);                                                                           \
     } while (0)
 
-/* ---- random data ------------------------------------------------------------ */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static inline float rnd_float(void) /* [-1, 1) */
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)(uint32_t)(rng_state >> 33) / 2147483648.0f * 2.0f - 1.0f;
-}
-
-static inline float rnd_range(float lo, float hi) { return lo + (rnd_float() + 1.0f) * 0.5f * (hi - lo); }
-
-static inline nc_tensor *rnd_tensor(int ndim, const int64_t *shape, float lo, float hi)
-{
-    nc_tensor *t = nc_tensor_new(ndim, shape);
-    for (int64_t i = 0; t && i < nc_tensor_numel(t); i++)
-        t->data[i] = rnd_range(lo, hi);
-    return t;
-}
-
 /* ---- comparisons ------------------------------------------------------------ */
 
 /* Elementwise |got − ref| ≤ atol + rtol·|ref|: prints the first 5 mismatches,
@@ -111,20 +92,8 @@ static inline double rel_error(const float *got, const float *ref, int64_t n)
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* ---- net building ------------------------------------------------------------- */
-
-static inline int add1(nc_net *net, nc_node_kind kind, const char *name, int in)
-{
-    return nc_net_add_node(net, kind, name, 1, &in);
-}
-
-static inline int add_input(nc_net *net, int ndim, const int64_t *shape)
-{
-    int i = nc_net_add_node(net, NC_NODE_INPUT, "x", 0, NULL);
-    net->nodes[i].ndim = ndim;
-    memcpy(net->nodes[i].shape, shape, (size_t)ndim * sizeof(int64_t));
-    return i;
-}
+/* ---- net building (add1, add_input, add_neuron, infer and the random data
+ * come from nc_test_util.h) ---------------------------------------------------- */
 
 static inline int add_conv_full(nc_net *net, const char *name, int in, int cout, int cin_per_group, int kh, int kw,
                          const int stride[2], const int pad[4], const int dil[2], int groups, float wscale)
@@ -170,13 +139,6 @@ static inline int add_pool(nc_net *net, nc_node_kind kind, const char *name, int
     return i;
 }
 
-static inline int add_neuron(nc_net *net, const char *name, int in, nc_neuron_model model)
-{
-    int i = add1(net, NC_NODE_NEURON, name, in);
-    net->nodes[i].neuron.model = model;
-    return i;
-}
-
 /* An IF neuron with n thresholds drawn from [lo, hi]. */
 static inline int add_if(nc_net *net, const char *name, int in, int n, float lo, float hi, nc_reset reset, nc_compare cmp)
 {
@@ -189,15 +151,6 @@ static inline int add_if(nc_net *net, const char *name, int in, int n, float lo,
     nr->reset = reset;
     nr->compare = cmp;
     return i;
-}
-
-static inline int infer(nc_net *net)
-{
-    nc_error err = {0};
-    nc_status s = nc_net_infer_shapes(net, &err);
-    if (s != NC_OK)
-        printf("# infer: %s\n", err.message);
-    return s == NC_OK;
 }
 
 /* ---- engines -------------------------------------------------------------------- */

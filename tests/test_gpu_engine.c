@@ -374,21 +374,6 @@ static void test_precisions_snn(void)
 
 /* ---- fixture models ---------------------------------------------------------------- */
 
-static int exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-static nc_tensor *read_npy(const char *path)
-{
-    nc_tensor *t = NULL;
-    nc_error err = {0};
-    if (nc_npy_read(path, &t, &err) != NC_OK)
-        printf("# %s\n", err.message);
-    return t;
-}
-
 /* 64 images: the fixture's inputs and perturbed copies of them. */
 static nc_tensor *calibration_images(const nc_tensor *in)
 {

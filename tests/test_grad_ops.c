@@ -10,31 +10,14 @@
  * of the STE's linearisation, IF BPTT by forward-mode differentiation of the
  * recurrence in float64 (the kernel runs reverse mode). */
 #include "nc_test.h"
+#define NC_TEST_RNG_SEED 0x9e3779b97f4a7c15ull
+#include "nc_test_util.h"
 
 #include "../sim/nc_grad_ops.h"
 
 #include <stdint.h>
 
 /* ---- random numbers and comparisons ------------------------------------- */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint32_t rnd(void)
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(rng_state >> 33);
-}
-
-static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); } /* [lo, hi] */
-static float rnd_float(void) { return (float)rnd() / 2147483648.0f * 2.0f - 1.0f; }          /* [-1, 1) */
-
-static float *rnd_array(int64_t n)
-{
-    float *a = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    for (int64_t i = 0; i < n; i++)
-        a[i] = rnd_float();
-    return a;
-}
 
 static float *filled(int64_t n, float value)
 {

@@ -11,6 +11,7 @@
  * 254, so an input x adds u = x·254·2^−1·64 = 8128·x, and the threshold is
  * 127 << 6 = 8128: one threshold per unit of input. */
 #include "nc_test.h"
+#include "nc_test_util.h"
 
 #include <limits.h>
 #include <unistd.h>
@@ -24,11 +25,6 @@
 #include "../sim/nc_simulate.h"
 
 /* ---- building nets --------------------------------------------------------------- */
-
-static int add1(nc_net *net, nc_node_kind kind, const char *name, int in)
-{
-    return nc_net_add_node(net, kind, name, 1, &in);
-}
 
 static int add_dense1(nc_net *net, const char *name, int in, int64_t fin, int64_t fout, const float *w,
                       const float *b)
@@ -51,15 +47,6 @@ static int add_if(nc_net *net, const char *name, int in, float theta, float v0)
     nc_neuron_set_threshold(nr, 1, &theta, NULL);
     nr->v0_fraction = v0;
     return i;
-}
-
-static int infer(nc_net *net)
-{
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) == NC_OK)
-        return 1;
-    printf("# infer: %s\n", err.message);
-    return 0;
 }
 
 /* x[1] → fc1 (W = θ1, bias b1) → if1 (θ1, v0) → fc2 (W = θ2/θ1) → if2 (θ2) →
@@ -721,14 +708,7 @@ static double snn_accuracy(nc_engine *e, const nc_dataset *ds, int T, const nc_n
             correct = -1;
             break;
         }
-        int64_t f = out->shape[2];
-        for (int64_t s = 0; s < bs; s++) {
-            float sum[64] = {0};
-            for (int t = 0; t < T; t++)
-                for (int64_t k = 0; k < f && k < 64; k++)
-                    sum[k] += out->data[(t * bs + s) * f + k];
-            correct += nc_argmax(sum, f < 64 ? f : 64) == labels[s];
-        }
+        correct += snn_correct(out, T, bs, labels);
         nc_tensor_free(out);
     }
     nc_tensor_free(x);
@@ -785,16 +765,6 @@ static void check_fixture(const char *name, const nc_dataset *train, const nc_da
     nc_engine_free(loihi);
     nc_engine_free(cpu);
     nc_net_free(net);
-}
-
-static nc_preprocess fmnist_pp(void)
-{
-    nc_preprocess pp;
-    memset(&pp, 0, sizeof pp);
-    pp.n_mean = pp.n_std = 1;
-    pp.mean[0] = 0.2860f;
-    pp.std[0] = 0.3530f;
-    return pp;
 }
 
 static void run_fixtures(void)

@@ -15,6 +15,7 @@
  *   - bad files made here with the HDF5 C API are refused naming node and
  *     field; MaxPool is refused with the workaround. */
 #include "nc_test.h"
+#include "nc_test_util.h"
 
 #include <hdf5.h>
 #include <unistd.h>
@@ -60,16 +61,6 @@ static const char *fixture_dir(char *buf, size_t size)
             return buf;
     }
     return NULL;
-}
-
-static void print_comment(const char *text)
-{
-    for (const char *line = text; *line;) {
-        const char *end = strchr(line, '\n');
-        int n = end ? (int)(end - line) : (int)strlen(line);
-        printf("# %.*s\n", n, line);
-        line += n + (end != NULL);
-    }
 }
 
 static void print_notes(const nc_nir_notes *notes)

@@ -9,6 +9,7 @@
  * <name>_dynamo.onnx + <name>_dynamo.onnx.data; without them that case is a
  * SKIP, since the same weights must then come through the dynamo path. */
 #include "nc_test.h"
+#include "nc_test_util.h"
 
 #include "nc_dataset.h"
 #include "nc_engine.h"
@@ -21,12 +22,6 @@
 #define RTOL 1e-4
 #define MAX_MODELS 64
 #define DYNAMO_SKIP "dynamo export not generated (needs PyTorch ≥ 2 — run tools/export_onnx.py --exporter dynamo)"
-
-static int exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
 
 static int compare_names(const void *a, const void *b)
 {
@@ -99,15 +94,6 @@ static int run_model(const char *label, const char *onnx, const nc_tensor *input
     nc_engine_free(engine);
     nc_net_free(net);
     return failed;
-}
-
-static nc_tensor *read_npy(const char *path)
-{
-    nc_tensor *t = NULL;
-    nc_error err = {0};
-    if (nc_npy_read(path, &t, &err) != NC_OK)
-        printf("# %s\n", err.message);
-    return t;
 }
 
 static nc_tensor *read_reference(const char *dir, const char *name, const char *kind)

@@ -7,6 +7,7 @@
  *   - the memory estimate refuses a run over budget; cancel leaves the net as
  *     it was; nodes that cannot be trained are named. */
 #include "nc_test.h"
+#include "nc_test_util.h"
 
 #include "../sim/nc_grad_ops.h"
 #include "../sim/nc_train.h"
@@ -81,14 +82,9 @@ static const nc_tensor *get(const fixture *fx, const char *name)
 
 /* ---- the net of tools/pytorch_train_reference.py --------------------------- */
 
-static int add1(nc_net *net, nc_node_kind kind, const char *name, int in)
-{
-    return nc_net_add_node(net, kind, name, 1, &in);
-}
-
 static nc_tensor *copy_of(const nc_tensor *t) { return nc_tensor_copy(t); }
 
-static int add_neuron(nc_net *net, const char *name, int in, nc_neuron_model model, const nc_tensor *th)
+static int add_neuron_th(nc_net *net, const char *name, int in, nc_neuron_model model, const nc_tensor *th)
 {
     int i = add1(net, NC_NODE_NEURON, name, in);
     nc_neuron *nr = &net->nodes[i].neuron;
@@ -111,7 +107,7 @@ static nc_net *reference_net(const fixture *fx, nc_neuron_model model)
     net->nodes[c1].bias = copy_of(get(fx, "conv1.bias"));
     for (int p = 0; p < 4; p++)
         net->nodes[c1].pad[p] = 1;
-    int n1 = add_neuron(net, "n1", c1, model, get(fx, "n1.threshold"));
+    int n1 = add_neuron_th(net, "n1", c1, model, get(fx, "n1.threshold"));
     int ap = add1(net, NC_NODE_AVGPOOL, "pool1", n1);
     net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 2;
     net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 2;
@@ -121,7 +117,7 @@ static nc_net *reference_net(const fixture *fx, nc_neuron_model model)
     net->nodes[c2].groups = 2;
     for (int p = 0; p < 4; p++)
         net->nodes[c2].pad[p] = 1;
-    int n2 = add_neuron(net, "n2", c2, model, get(fx, "n2.threshold"));
+    int n2 = add_neuron_th(net, "n2", c2, model, get(fx, "n2.threshold"));
     int mp = add1(net, NC_NODE_MAXPOOL, "pool2", n2);
     net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
     net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;

@@ -21,6 +21,27 @@ static void done(cairo_t *cr, cairo_surface_t *s)
     cairo_surface_destroy(s);
 }
 
+/* A w×h scratch surface and a plot style (light, or dark): what the layout
+ * and hit tests start from. */
+typedef struct canvas {
+    cairo_surface_t *surface;
+    cairo_t *cr;
+    nc_plot_style st;
+} canvas;
+
+static canvas canvas_new(int w, int h, int dark)
+{
+    canvas cv;
+    cv.cr = scratch(&cv.surface, w, h);
+    if (dark)
+        nc_plot_style_dark(&cv.st);
+    else
+        nc_plot_style_light(&cv.st);
+    return cv;
+}
+
+static void canvas_free(canvas *cv) { done(cv->cr, cv->surface); }
+
 static double now(void)
 {
     struct timespec ts;
@@ -46,37 +67,31 @@ static nc_plot_lines_spec lines_spec(nc_plot_series *series, nc_plot_hline *ann,
 
 static void test_lines_axes(void)
 {
-    cairo_surface_t *s;
-    cairo_t *cr = scratch(&s, 800, 500);
-    nc_plot_style st;
-    nc_plot_style_light(&st);
+    canvas cv = canvas_new(800, 500, 0);
     nc_plot_series series[2];
     nc_plot_hline ann;
     nc_plot_lines_spec spec = lines_spec(series, &ann, 1);
     nc_plot_lines_geometry g;
-    nc_plot_lines_layout(cr, 800, 500, &st, &spec, &g);
+    nc_plot_lines_layout(cv.cr, 800, 500, &cv.st, &spec, &g);
     NC_CHECK(g.x0 == 1 && g.x1 == 5, "x axis spans the steps: %g..%g", g.x0, g.x1);
     NC_CHECK(g.y0 == 0 && g.y1 == 1, "fixed y axis: %g..%g", g.y0, g.y1);
     NC_CHECK(g.frame.left > 0 && g.frame.right < 800 && g.frame.top > 0 && g.frame.bottom < 500, "frame inside");
     NC_CHECK(g.frame.right < 800 - 60, "room for the legend on the right (right = %g)", g.frame.right);
     spec.fixed_y = 0;
-    nc_plot_lines_layout(cr, 800, 500, &st, &spec, &g);
+    nc_plot_lines_layout(cv.cr, 800, 500, &cv.st, &spec, &g);
     NC_CHECK(g.y0 < 0.1 && g.y0 > 0.0 && g.y1 > 0.92 && g.y1 < 1.0, "fitted y axis %g..%g covers data and ANN line",
              g.y0, g.y1);
-    done(cr, s);
+    canvas_free(&cv);
 }
 
 static void test_lines_mapping(void)
 {
-    cairo_surface_t *s;
-    cairo_t *cr = scratch(&s, 640, 400);
-    nc_plot_style st;
-    nc_plot_style_dark(&st);
+    canvas cv = canvas_new(640, 400, 1);
     nc_plot_series series[2];
     nc_plot_hline ann;
     nc_plot_lines_spec spec = lines_spec(series, &ann, 1);
     nc_plot_lines_geometry g;
-    nc_plot_lines_layout(cr, 640, 400, &st, &spec, &g);
+    nc_plot_lines_layout(cv.cr, 640, 400, &cv.st, &spec, &g);
     double px, py, x, y;
     nc_plot_lines_to_px(&g, 1, 0, &px, &py);
     NC_CHECK_CLOSE(px, g.frame.left, 1e-9, 0, "x0 at the left edge");
@@ -93,20 +108,17 @@ static void test_lines_mapping(void)
     NC_CHECK_CLOSE(px, g.frame.left + 0.5 * (g.frame.right - g.frame.left), 1e-9, 0, "log2 axis: 8 halfway to 64");
     nc_plot_lines_from_px(&g, px, py, &x, &y);
     NC_CHECK_CLOSE(x, 8, 1e-9, 0, "log2 round trip");
-    done(cr, s);
+    canvas_free(&cv);
 }
 
 static void test_lines_hit(void)
 {
-    cairo_surface_t *s;
-    cairo_t *cr = scratch(&s, 640, 400);
-    nc_plot_style st;
-    nc_plot_style_light(&st);
+    canvas cv = canvas_new(640, 400, 0);
     nc_plot_series series[2];
     nc_plot_hline ann;
     nc_plot_lines_spec spec = lines_spec(series, &ann, 1);
     nc_plot_lines_geometry g;
-    nc_plot_lines_layout(cr, 640, 400, &st, &spec, &g);
+    nc_plot_lines_layout(cv.cr, 640, 400, &cv.st, &spec, &g);
     double px, py;
     int k = -1, i = -1;
     nc_plot_lines_to_px(&g, 4, 0.75, &px, &py);
@@ -117,7 +129,7 @@ static void test_lines_hit(void)
              "the NaN of series 1 at t = 3 is never hit: %d/%d", k, i);
     NC_CHECK(!nc_plot_lines_nearest(&g, &spec, g.frame.left + 3, g.frame.top + 3, 10, &k, &i),
              "nothing near the empty corner");
-    done(cr, s);
+    canvas_free(&cv);
 }
 
 /* ---- bars ------------------------------------------------------------------------------- */
@@ -133,30 +145,24 @@ static nc_plot_bars_spec bars_spec(int stacked)
 
 static void test_bars_geometry(void)
 {
-    cairo_surface_t *s;
-    cairo_t *cr = scratch(&s, 900, 500);
-    nc_plot_style st;
-    nc_plot_style_light(&st);
+    canvas cv = canvas_new(900, 500, 0);
     nc_plot_bars_spec spec = bars_spec(0);
     nc_plot_bars_geometry g;
-    nc_plot_bars_layout(cr, 900, 500, &st, &spec, &g);
+    nc_plot_bars_layout(cv.cr, 900, 500, &cv.st, &spec, &g);
     NC_CHECK(g.lo == 0 && g.hi >= 0.4 && g.hi < 0.45, "grouped range 0..%g from the largest bar", g.hi);
     NC_CHECK_CLOSE(g.slot * 3, g.frame.right - g.frame.left, 1e-9, 0, "three equal slots");
     spec.stacked = 1;
-    nc_plot_bars_layout(cr, 900, 500, &st, &spec, &g);
+    nc_plot_bars_layout(cv.cr, 900, 500, &cv.st, &spec, &g);
     NC_CHECK(g.hi >= 0.5 && g.hi < 0.55, "stacked range up to the tallest stack (0.5): %g", g.hi);
-    done(cr, s);
+    canvas_free(&cv);
 }
 
 static void test_bars_hit(void)
 {
-    cairo_surface_t *s;
-    cairo_t *cr = scratch(&s, 900, 500);
-    nc_plot_style st;
-    nc_plot_style_light(&st);
+    canvas cv = canvas_new(900, 500, 0);
     nc_plot_bars_spec spec = bars_spec(0);
     nc_plot_bars_geometry g;
-    nc_plot_bars_layout(cr, 900, 500, &st, &spec, &g);
+    nc_plot_bars_layout(cv.cr, 900, 500, &cv.st, &spec, &g);
     int c, k, ok = 1;
     for (int cat = 0; cat < 3; cat++)
         for (int grp = 0; grp < 3; grp++) {
@@ -171,14 +177,14 @@ static void test_bars_hit(void)
     NC_CHECK(!nc_plot_bars_hit(&g, &spec, g.frame.right + 5, g.frame.top + 5, &c, &k), "legend: no hit");
 
     spec.stacked = 1;
-    nc_plot_bars_layout(cr, 900, 500, &st, &spec, &g);
+    nc_plot_bars_layout(cv.cr, 900, 500, &cv.st, &spec, &g);
     double x = g.frame.left + 2 * g.slot + g.slot / 2, span = g.frame.bottom - g.frame.top;
     /* category 2 stacks 0 (clip), 0.1 (quant), 0.4 (uneven) */
     double y_quant = g.frame.bottom - 0.05 / g.hi * span, y_uneven = g.frame.bottom - 0.3 / g.hi * span;
     NC_CHECK(nc_plot_bars_hit(&g, &spec, x, y_quant, &c, &k) && c == 2 && k == 1, "stacked: quant segment (%d)", k);
     NC_CHECK(nc_plot_bars_hit(&g, &spec, x, y_uneven, &c, &k) && c == 2 && k == 2, "stacked: uneven segment (%d)", k);
     NC_CHECK(nc_plot_bars_hit(&g, &spec, x, g.frame.top + 2, &c, &k) && c == 2 && k == -1, "above the stack: none");
-    done(cr, s);
+    canvas_free(&cv);
 }
 
 /* Two stacks per layer (before and after fine-tuning): [3 layers][2 stacks][3 parts]. */
@@ -196,20 +202,17 @@ static nc_plot_bars_spec stacks_spec(void)
 
 static void test_bars_stacks_geometry(void)
 {
-    cairo_surface_t *s;
-    cairo_t *cr = scratch(&s, 900, 500);
-    nc_plot_style st;
-    nc_plot_style_light(&st);
+    canvas cv = canvas_new(900, 500, 0);
     nc_plot_bars_spec spec = stacks_spec();
     nc_plot_bars_geometry g, single;
-    nc_plot_bars_layout(cr, 900, 500, &st, &spec, &g);
+    nc_plot_bars_layout(cv.cr, 900, 500, &cv.st, &spec, &g);
     NC_CHECK(g.stacks == 2, "two stacks per category (%d)", g.stacks);
     NC_CHECK(g.lo == 0 && g.hi >= 0.6 && g.hi < 0.65, "range up to the tallest stack of any column (0.6): %g", g.hi);
     /* the stack keys make the legend wider than the groups alone */
     nc_plot_bars_spec plain = spec;
     plain.n_stacks = 1;
     plain.values = values;
-    nc_plot_bars_layout(cr, 900, 500, &st, &plain, &single);
+    nc_plot_bars_layout(cv.cr, 900, 500, &cv.st, &plain, &single);
     NC_CHECK(single.stacks == 1 && g.frame.right <= single.frame.right, "legend room: %g vs %g", g.frame.right,
              single.frame.right);
     /* the two columns of a slot sit side by side, inside it, the same width */
@@ -226,18 +229,15 @@ static void test_bars_stacks_geometry(void)
     /* a single stack keeps the old geometry (70 % of the slot) */
     nc_plot_bars_rect(&single, &plain, 0, 0, 0, &xa, &ya, &wa, &ha);
     NC_CHECK_CLOSE(wa, single.slot * 0.7, 1e-9, 0, "one stack: 70 %% of the slot");
-    done(cr, s);
+    canvas_free(&cv);
 }
 
 static void test_bars_stacks_hit_and_draw(void)
 {
-    cairo_surface_t *s;
-    cairo_t *cr = scratch(&s, 900, 500);
-    nc_plot_style st;
-    nc_plot_style_light(&st);
+    canvas cv = canvas_new(900, 500, 0);
     nc_plot_bars_spec spec = stacks_spec();
     nc_plot_bars_geometry g;
-    nc_plot_bars_layout(cr, 900, 500, &st, &spec, &g);
+    nc_plot_bars_layout(cv.cr, 900, 500, &cv.st, &spec, &g);
     int ok = 1, c, b, k;
     for (int cat = 0; cat < 3; cat++)
         for (int stack = 0; stack < 2; stack++)
@@ -260,18 +260,18 @@ static void test_bars_stacks_hit_and_draw(void)
     NC_CHECK(nc_plot_bars_hit(&g, &spec, x1 + w1 / 2, y1 + h1 / 2, &c, &k) && c == 2 && k == 2,
              "the stack-less hit still names the part");
     /* drawn: the before column faded (paler over the white background) */
-    nc_plot_bars(cr, 900, 500, &st, &spec);
-    cairo_surface_flush(s);
-    const unsigned char *px = cairo_image_surface_get_data(s);
-    int stride = cairo_image_surface_get_stride(s);
+    nc_plot_bars(cv.cr, 900, 500, &cv.st, &spec);
+    cairo_surface_flush(cv.surface);
+    const unsigned char *px = cairo_image_surface_get_data(cv.surface);
+    int stride = cairo_image_surface_get_stride(cv.surface);
     const uint32_t *before = (const uint32_t *)(px + (int)(y0 + h0 / 2) * stride) + (int)(x0 + w0 / 2);
     const uint32_t *after = (const uint32_t *)(px + (int)(y1 + h1 / 2) * stride) + (int)(x1 + w1 / 2);
     int before_green = (*before >> 8) & 0xff, after_green = (*after >> 8) & 0xff;
-    NC_CHECK(cairo_status(cr) == CAIRO_STATUS_SUCCESS, "drawn");
+    NC_CHECK(cairo_status(cv.cr) == CAIRO_STATUS_SUCCESS, "drawn");
     NC_CHECK(after_green < 200 && before_green > after_green + 40,
              "after in the part's colour (green %d), before faded towards the background (%d)", after_green,
              before_green);
-    done(cr, s);
+    canvas_free(&cv);
 }
 
 /* ---- raster ------------------------------------------------------------------------------- */

@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_workbench_xvfb.sh — the workbench end to end, under Xvfb (TAP).
 #
-# Starts `neurocuda-workbench --self-test=DIR` on the bundled model: it
+# Starts `test_workbench DIR` (tests/test_workbench.c: the workbench's own
+# application and window, driven by a test program) on the bundled model: it
 # converts and simulates through the window's own actions (a run cancelled
 # after its first live update, then p99.9 and mmse runs compared on one
 # accuracy chart), checks that every view received data, exports every chart
@@ -13,9 +14,12 @@
 # finally closes the window during a run (it must exit cleanly).
 # G_DEBUG=fatal-criticals turns any GTK/GLib critical into a failure.
 #
-# Usage: test_workbench_xvfb.sh PATH/TO/neurocuda-workbench
+# The installed program itself must start, and must not carry the test.
+#
+# Usage: test_workbench_xvfb.sh PATH/TO/test_workbench PATH/TO/neurocuda-workbench
 set -u
-workbench=${1:?usage: $0 neurocuda-workbench}
+test_workbench=${1:?usage: $0 test_workbench neurocuda-workbench}
+workbench=${2:?usage: $0 test_workbench neurocuda-workbench}
 out="${NC_BUILD_DIR:-${TMPDIR:-/tmp}}/test-workbench"
 n=0 failed=0
 
@@ -39,7 +43,7 @@ log="$out/self-test.log"
 # by the other tests.
 xvfb-run -a -s "-screen 0 1600x1000x24" \
   env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" GSETTINGS_BACKEND=memory G_DEBUG=fatal-criticals NO_AT_BRIDGE=1 GTK_A11Y=none \
-  timeout 600 "$workbench" --self-test="$out" >"$log" 2>&1
+  timeout 600 "$test_workbench" "$out" >"$log" 2>&1
 status=$?
 sed 's/^/# /' "$log"
 check "the self-test passed (exit status $status, no GTK critical)" '[ $status -eq 0 ] && grep -q "self-test: passed" "$log"'
@@ -66,6 +70,8 @@ done
 check "window screenshots of every view and in dark mode${bad:+ (missing:$bad)}" '[ -z "$bad" ]'
 check "fine-tuning compared before and after, and cancelled mid-epoch" 'grep -q "self-test: fine-tuning: .* layers. errors changed" "$log" && grep -q "fine-tuning stopped .* after Cancel" "$log"'
 check "no temporary files left by the atomic writes" '[ -z "$(ls "$out" | grep -E "\.tmp")" ]'
+check "the workbench prints its version" '"$workbench" --version | grep -q "^neurocuda-workbench "'
+check "the installed workbench carries no self-test" '! grep -qa "self-test: " "$workbench"'
 
 echo "# screenshots and exports are in $out"
 echo "1..$n"

@@ -30,10 +30,21 @@ static Run *newest(NcAccuracyChart *self)
     return self->runs->len ? g_ptr_array_index(self->runs, self->runs->len - 1) : NULL;
 }
 
-/* The chart's spec points into the runs; the caller keeps the label texts. */
-static void build_spec(NcAccuracyChart *self, nc_plot_lines_spec *spec, nc_plot_series *series,
-                       nc_plot_hline *hlines, char labels[2][64])
+/* The plot spec and the storage it points to (series, reference lines and
+ * their labels); the series point into the runs.  Filled in place by
+ * build_spec, never copied. */
+typedef struct {
+    nc_plot_lines_spec spec;
+    nc_plot_series series[NC_ACCURACY_CHART_MAX_RUNS];
+    nc_plot_hline hlines[2];
+    char labels[2][64];
+} AccuracySpec;
+
+static void build_spec(NcAccuracyChart *self, AccuracySpec *out)
 {
+    nc_plot_lines_spec *spec = &out->spec;
+    nc_plot_series *series = out->series;
+    nc_plot_hline *hlines = out->hlines;
     *spec = (nc_plot_lines_spec){.title = "Accuracy versus timesteps", .x_label = "timestep t",
                                  .y_label = "test accuracy", .fixed_y = 1, .y_min = 0, .y_max = 1,
                                  .series = series, .hlines = hlines};
@@ -52,24 +63,20 @@ static void build_spec(NcAccuracyChart *self, nc_plot_lines_spec *spec, nc_plot_
     if (r && isfinite(r->ann))
         spec->y_min = fmin(spec->y_min, fmax(0, floor((r->ann - 0.05) * 10) / 10));
     if (r && isfinite(r->ann)) {
-        snprintf(labels[0], 64, "ANN %.1f%%", 100 * r->ann);
-        hlines[spec->n_hlines++] = (nc_plot_hline){labels[0], r->ann};
+        snprintf(out->labels[0], sizeof out->labels[0], "ANN %.1f%%", 100 * r->ann);
+        hlines[spec->n_hlines++] = (nc_plot_hline){out->labels[0], r->ann};
     }
     if (r && isfinite(r->qcfs)) {
-        snprintf(labels[1], 64, "QCFS-ANN %.1f%%", 100 * r->qcfs);
-        hlines[spec->n_hlines++] = (nc_plot_hline){labels[1], r->qcfs};
+        snprintf(out->labels[1], sizeof out->labels[1], "QCFS-ANN %.1f%%", 100 * r->qcfs);
+        hlines[spec->n_hlines++] = (nc_plot_hline){out->labels[1], r->qcfs};
     }
 }
 
 static void accuracy_draw(NcChart *chart, cairo_t *cr, double w, double h, const nc_plot_style *st)
 {
-    NcAccuracyChart *self = NC_ACCURACY_CHART(chart);
-    nc_plot_lines_spec spec;
-    nc_plot_series series[NC_ACCURACY_CHART_MAX_RUNS];
-    nc_plot_hline hlines[2];
-    char labels[2][64];
-    build_spec(self, &spec, series, hlines, labels);
-    nc_plot_lines(cr, w, h, st, &spec);
+    AccuracySpec s;
+    build_spec(NC_ACCURACY_CHART(chart), &s);
+    nc_plot_lines(cr, w, h, st, &s.spec);
 }
 
 static gboolean accuracy_has_data(NcChart *chart)
@@ -81,21 +88,18 @@ static gboolean accuracy_has_data(NcChart *chart)
 static char *accuracy_query(NcChart *chart, double x, double y, double w, double h)
 {
     NcAccuracyChart *self = NC_ACCURACY_CHART(chart);
-    nc_plot_lines_spec spec;
-    nc_plot_series series[NC_ACCURACY_CHART_MAX_RUNS];
-    nc_plot_hline hlines[2];
-    char labels[2][64];
-    build_spec(self, &spec, series, hlines, labels);
+    AccuracySpec s;
+    build_spec(self, &s);
     cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
     cairo_t *cr = cairo_create(surface);
     nc_plot_style st;
     nc_chart_get_style(chart, &st);
     nc_plot_lines_geometry g;
-    nc_plot_lines_layout(cr, w, h, &st, &spec, &g);
+    nc_plot_lines_layout(cr, w, h, &st, &s.spec, &g);
     cairo_destroy(cr);
     cairo_surface_destroy(surface);
     int k, i;
-    if (!nc_plot_lines_nearest(&g, &spec, x, y, 12, &k, &i))
+    if (!nc_plot_lines_nearest(&g, &s.spec, x, y, 12, &k, &i))
         return g_strdup("accuracy(t): fraction of test images whose output, summed over steps 1..t, "
                         "has its largest value at the label");
     Run *r = g_ptr_array_index(self->runs, k);

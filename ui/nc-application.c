@@ -4,14 +4,12 @@
 #include <stdio.h>
 
 #include "nc-data-dir.h"
-#include "nc-self-test.h"
 #include "nc-window.h"
 #include "nc_config.h"
 
 struct _NcApplication {
     AdwApplication parent_instance;
     GSettings *settings;
-    char *self_test_dir;      /* --self-test=DIR, or NULL */
 };
 
 G_DEFINE_FINAL_TYPE(NcApplication, nc_application, ADW_TYPE_APPLICATION)
@@ -136,12 +134,6 @@ static NcWindow *window_for(NcApplication *self)
     return active && NC_IS_WINDOW(active) ? NC_WINDOW(active) : nc_window_new(GTK_APPLICATION(self), self->settings);
 }
 
-static void start_self_test(NcApplication *self, NcWindow *window)
-{
-    if (self->self_test_dir)
-        nc_self_test_start(GTK_APPLICATION(self), window, self->settings, self->self_test_dir);
-}
-
 static void nc_application_activate(GApplication *app)
 {
     NcApplication *self = NC_APPLICATION(app);
@@ -150,10 +142,8 @@ static void nc_application_activate(GApplication *app)
     gboolean fresh = gtk_application_get_active_window(GTK_APPLICATION(app)) == NULL;
     NcWindow *window = window_for(self);
     gtk_window_present(GTK_WINDOW(window));
-    if (fresh) {
+    if (fresh)
         nc_window_open_default(window);
-        start_self_test(self, window);
-    }
 }
 
 static void nc_application_open(GApplication *app, GFile **files, int n_files, const char *hint)
@@ -164,7 +154,6 @@ static void nc_application_open(GApplication *app, GFile **files, int n_files, c
     NcWindow *window = window_for(self);
     gtk_window_present(GTK_WINDOW(window));
     nc_window_open(window, files[0]);
-    start_self_test(self, window);
 }
 
 static int nc_application_handle_local_options(GApplication *app, GVariantDict *options)
@@ -184,12 +173,6 @@ static int nc_application_handle_local_options(GApplication *app, GVariantDict *
         g_printerr("neurocuda-workbench: %s\n", error->message);
         return 1;
     }
-    const char *dir = NULL;
-    if (g_variant_dict_lookup(options, "self-test", "^&ay", &dir)) {
-        self->self_test_dir = g_strdup(dir);
-        /* a test must not hand its work to a workbench already running */
-        g_application_set_flags(app, g_application_get_flags(app) | G_APPLICATION_NON_UNIQUE);
-    }
     return -1;
 }
 
@@ -197,7 +180,6 @@ static void nc_application_finalize(GObject *object)
 {
     NcApplication *self = NC_APPLICATION(object);
     g_clear_object(&self->settings);
-    g_free(self->self_test_dir);
     G_OBJECT_CLASS(nc_application_parent_class)->finalize(object);
 }
 
@@ -213,8 +195,6 @@ static void nc_application_class_init(NcApplicationClass *klass)
 
 static const GOptionEntry options[] = {
     {"version", 'v', 0, G_OPTION_ARG_NONE, NULL, "Print the version and exit", NULL},
-    {"self-test", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, NULL,
-     "Convert, simulate, check the views, export every chart into DIR and exit (for tests)", "DIR"},
     {NULL},
 };
 

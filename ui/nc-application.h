@@ -1,5 +1,5 @@
 /* nc-application.h — the workbench application (io.github.neurocuda.Workbench):
- * command line ([MODEL], --version, the hidden --self-test=DIR), GSettings,
+ * command line ([MODEL], --version), GSettings,
  * dark mode, accelerators, the about window. */
 #pragma once
 

@@ -1,6 +1,7 @@
 /* fuzz_common.h — what the libFuzzer harnesses of tests/fuzz/ share.
  *
- * Every harness defines LLVMFuzzerTestOneInput (and LLVMFuzzerInitialize).
+ * Every harness defines LLVMFuzzerTestOneInput; the readers share
+ * LLVMFuzzerInitialize (fuzz_init.c), fuzz_cli.c has its own.
  * The same file is linked two ways (tests/fuzz/meson.build):
  *   - with libFuzzer (clang, -fsanitize=fuzzer) by tools/fuzz.sh, and
  *   - with regress_main.c into a normal test that feeds it every file of the

@@ -1,5 +1,6 @@
-/* fuzz_dataset.h — the part the three dataset harnesses share: open the
- * dataset written to `spec` and use it the way an evaluation would. */
+/* fuzz_dataset.h — the part the three dataset harnesses share: write an
+ * images + labels pair, open the dataset written to `spec` and use it the
+ * way an evaluation would. */
 #ifndef NC_FUZZ_DATASET_H
 #define NC_FUZZ_DATASET_H
 
@@ -20,6 +21,19 @@ static inline void fuzz_open_dataset(const char *spec, int64_t limit)
         free(images);
     }
     nc_dataset_free(ds);
+}
+
+/* Writes an input "images [FUZZ_SPLIT labels]" as two files (an empty
+ * labels file when there is no separator); their paths go to images and
+ * labels (1024 bytes each). */
+static inline void fuzz_write_pair(const uint8_t *data, size_t size, const char *images_name,
+                                   const char *labels_name, char *images, char *labels)
+{
+    const uint8_t *parts[2];
+    size_t sizes[2];
+    int n = fuzz_split(data, size, parts, sizes, 2);
+    fuzz_write(images_name, parts[0], sizes[0], images, 1024);
+    fuzz_write(labels_name, n > 1 ? parts[1] : (const uint8_t *)"", n > 1 ? sizes[1] : 0, labels, 1024);
 }
 
 #endif

@@ -2,13 +2,6 @@
  * file); input: the bytes of the .h5 file. */
 #include "fuzz_dataset.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc, (void)argv;
-    fuzz_init_budget();
-    return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char path[1024];

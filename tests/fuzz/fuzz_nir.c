@@ -4,13 +4,6 @@
 #include "fuzz_common.h"
 #include "nc_nir.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc, (void)argv;
-    fuzz_init_budget();
-    return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char path[1024];

@@ -7,13 +7,6 @@
 #include "fuzz_common.h"
 #include "nc_onnx.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc, (void)argv;
-    fuzz_init_budget();
-    return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *parts[3];

@@ -1,8 +1,32 @@
-/* nc-self-test.c — the end-to-end test inside the application (see header).
- * A state machine polled every 100 ms: each step either waits, passes (and
- * the next one begins) or fails the test. */
-#include "nc-self-test.h"
-
+/* test_workbench.c — the workbench's end-to-end test: the real application
+ * and window (linked from the ui library, not part of the installed
+ * workbench), driven from inside their main loop.  `test_workbench DIR
+ * [MODEL]`, run under Xvfb by tests/test_workbench_xvfb.sh:
+ *
+ *   1. wait for the bundled model to open; a setting that is not a number
+ *      must refuse to run and show a dialog that says what to fix;
+ *   2. start a run and cancel it after its first live update;
+ *   3. run p99.9 to the end, then mmse: two curves on one accuracy chart;
+ *   4. check that every view received data while the runs went on;
+ *   5. export every chart as PNG, SVG and PDF, the recording, the project
+ *      and the network as NIR into DIR; open the saved project and
+ *      simulate it;
+ *   6. save screenshots of the window (each view, light and dark, one while
+ *      a run goes on) into DIR;
+ *   6b. fine-tuning: a BPTT run cancelled in the middle of its epoch (the
+ *      converted net and its run are kept), then one BPTT epoch on a few
+ *      training images: two curves (before, after), the calibration error
+ *      before and after side by side, the stage table; screenshots
+ *      window-finetune-{calibration-error,accuracy}.png;
+ *   7. start a long run and close the window during it: the run is
+ *      cancelled, the worker stops and the application exits by itself.
+ * The exit status is 0 only if every check passed.  NC_SELF_TEST_IMAGES and
+ * NC_SELF_TEST_STEPS (default 64 and 16) size the compared runs,
+ * NC_SELF_TEST_TRAIN_IMAGES (default 320) the fine-tuning epoch.
+ * Every step prints a "# self-test: ..." line; small sizes keep it short.
+ *
+ * The test is a state machine polled every 100 ms: each step either waits,
+ * passes (and the next one begins) or fails the test. */
 #include <adwaita.h>
 #include <glib/gstdio.h>
 #include <math.h>
@@ -10,12 +34,14 @@
 #include <string.h>
 
 #include "nc-accuracy-chart.h"
+#include "nc-application.h"
 #include "nc-layer-chart.h"
 #include "nc-model-pane.h"
 #include "nc-settings-pane.h"
 #include "nc-raster-chart.h"
 #include "nc-teach-view.h"
 #include "nc-trace-chart.h"
+#include "nc-window.h"
 
 typedef enum { WAIT, NEXT, FAIL } StepResult;
 
@@ -52,8 +78,6 @@ static int test_images(void) { return env_int("NC_SELF_TEST_IMAGES", 64); }
 static int test_steps(void) { return env_int("NC_SELF_TEST_STEPS", 16); }
 /* training images per epoch of the fine-tuning run */
 static int test_train_images(void) { return env_int("NC_SELF_TEST_TRAIN_IMAGES", 320); }
-
-int nc_self_test_status(void) { return status; }
 
 static void say(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 static void say(const char *fmt, ...)
@@ -254,22 +278,35 @@ static StepResult run_project(SelfTest *t)
 static const char *const shot_views[] = {"accuracy", "firing-rates", "calibration-error", "raster", "membrane",
                                          "sops", "teaching", NULL};
 
+/* Saves the window as DIR/window-<name>.png: NEXT, or FAIL with the reason. */
+static StepResult save_window_png(SelfTest *t, const char *name)
+{
+    g_autofree char *path = g_strdup_printf("%s/window-%s.png", t->dir, name);
+    g_autoptr(GError) error = NULL;
+    if (!nc_window_save_screenshot(t->window, path, &error))
+        return fail("screenshot %s: %s", path, error->message);
+    return NEXT;
+}
+
+/* The first call of a screenshot loop over views: no view shown yet, and no
+ * toast in front of the window. */
+static void begin_view_loop(SelfTest *t)
+{
+    if (t->step_begun)
+        return;
+    t->step_begun = TRUE;
+    t->view = -1;
+    nc_window_dismiss_toast(t->window);
+}
+
 /* One screenshot per view, each after the view had time to draw. */
 static StepResult screenshots(SelfTest *t)
 {
-    if (!t->step_begun) {
-        t->step_begun = TRUE;
-        t->view = -1;
-        nc_window_dismiss_toast(t->window);
-    }
+    begin_view_loop(t);
     if (!waited(t, 0.4))
         return WAIT;
-    if (t->view >= 0) {
-        g_autofree char *path = g_strdup_printf("%s/window-%s.png", t->dir, shot_views[t->view]);
-        g_autoptr(GError) error = NULL;
-        if (!nc_window_save_screenshot(t->window, path, &error))
-            return fail("screenshot %s: %s", path, error->message);
-    }
+    if (t->view >= 0 && save_window_png(t, shot_views[t->view]) == FAIL)
+        return FAIL;
     if (!shot_views[++t->view]) {
         say("saved %d screenshots", t->view);
         return NEXT;
@@ -289,10 +326,8 @@ static StepResult dark_mode(SelfTest *t)
     }
     if (!waited(t, 0.5))
         return WAIT;
-    g_autofree char *path = g_strdup_printf("%s/window-dark.png", t->dir);
-    g_autoptr(GError) error = NULL;
-    if (!nc_window_save_screenshot(t->window, path, &error))
-        return fail("screenshot %s: %s", path, error->message);
+    if (save_window_png(t, "dark") == FAIL)
+        return FAIL;
     g_settings_set_string(t->settings, "style-variant", "follow");
     return NEXT;
 }
@@ -458,11 +493,7 @@ static const char *const finetune_views[] = {"calibration-error", "accuracy", "s
  * (window-finetune-<view>.png). */
 static StepResult finetune_screenshots(SelfTest *t)
 {
-    if (!t->step_begun) {
-        t->step_begun = TRUE;
-        t->view = -1;
-        nc_window_dismiss_toast(t->window);
-    }
+    begin_view_loop(t);
     if (!waited(t, 0.4))
         return WAIT;
     gboolean settings = t->view >= 0 && strcmp(finetune_views[t->view], "settings") == 0;
@@ -473,10 +504,9 @@ static StepResult finetune_screenshots(SelfTest *t)
         return WAIT;
     }
     if (t->view >= 0) {
-        g_autofree char *path = g_strdup_printf("%s/window-finetune-%s.png", t->dir, finetune_views[t->view]);
-        g_autoptr(GError) error = NULL;
-        if (!nc_window_save_screenshot(t->window, path, &error))
-            return fail("screenshot %s: %s", path, error->message);
+        g_autofree char *name = g_strdup_printf("finetune-%s", finetune_views[t->view]);
+        if (save_window_png(t, name) == FAIL)
+            return FAIL;
     }
     if (settings)
         activate(t, "show-side", g_variant_new_string("model"));
@@ -561,10 +591,8 @@ static StepResult settings_shot(SelfTest *t)
     }
     if (!waited(t, 0.4))
         return WAIT;
-    g_autofree char *path = g_strdup_printf("%s/window-settings.png", t->dir);
-    g_autoptr(GError) error = NULL;
-    if (!nc_window_save_screenshot(t->window, path, &error))
-        return fail("screenshot %s: %s", path, error->message);
+    if (save_window_png(t, "settings") == FAIL)
+        return FAIL;
     activate(t, "show-side", g_variant_new_string("model"));
     return NEXT;
 }
@@ -643,7 +671,7 @@ static void self_test_free(gpointer data)
     g_free(t);
 }
 
-void nc_self_test_start(GtkApplication *app, NcWindow *window, GSettings *settings, const char *dir)
+static void self_test_start(GtkApplication *app, NcWindow *window, GSettings *settings, const char *dir)
 {
     static gboolean started;
     if (started)
@@ -659,4 +687,46 @@ void nc_self_test_start(GtkApplication *app, NcWindow *window, GSettings *settin
     g_mkdir_with_parents(dir, 0755);
     say("writing into %s", dir);
     g_timeout_add_full(G_PRIORITY_DEFAULT, 100, tick, t, self_test_free);
+}
+
+/* ---- the program ------------------------------------------------------------------------- */
+
+/* The application has activated (or opened MODEL) and shows its window:
+ * start the test on it, once. */
+static void on_window_shown(GApplication *app, gpointer dir)
+{
+    GtkWindow *active = gtk_application_get_active_window(GTK_APPLICATION(app));
+    if (!active || !NC_IS_WINDOW(active)) {
+        status = 1;
+        g_print("# self-test: FAILED: the application showed no workbench window\n");
+        g_application_quit(app);
+        return;
+    }
+    self_test_start(GTK_APPLICATION(app), NC_WINDOW(active), nc_application_get_settings(NC_APPLICATION(app)),
+                    dir);
+}
+
+static void on_open(GApplication *app, gpointer files, int n_files, const char *hint, gpointer dir)
+{
+    on_window_shown(app, dir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || argv[1][0] == '-') {
+        g_printerr("usage: %s DIR [MODEL]  (writes exports and screenshots into DIR)\n", argv[0]);
+        return 2;
+    }
+    const char *dir = argv[1];
+    /* the application sees the rest: [MODEL] */
+    argv[1] = argv[0];
+    NcApplication *app = nc_application_new();
+    /* a test must not hand its work to a workbench already running */
+    g_application_set_flags(G_APPLICATION(app), g_application_get_flags(G_APPLICATION(app)) | G_APPLICATION_NON_UNIQUE);
+    /* after the application's own handlers: the window is shown and its model is opening */
+    g_signal_connect_after(app, "activate", G_CALLBACK(on_window_shown), (gpointer)dir);
+    g_signal_connect_after(app, "open", G_CALLBACK(on_open), (gpointer)dir);
+    int run = g_application_run(G_APPLICATION(app), argc - 1, argv + 1);
+    g_object_unref(app);
+    return run ? run : status;
 }

@@ -1,0 +1,145 @@
+/* nc_test_util.h — fixture helpers that several C tests share: a seeded
+ * random generator, small nets built node by node, reading fixtures and
+ * counting correct SNN answers.  Everything is static inline, so a test
+ * includes it after nc_test.h and uses what it needs.
+ *
+ * The random sequence of a test stays its own: define NC_TEST_RNG_SEED
+ * before including this header to pick the seed. */
+#ifndef NC_TEST_UTIL_H
+#define NC_TEST_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../core/nc_dataset.h"
+#include "../core/nc_net.h"
+#include "../core/nc_tensor.h"
+#include "../sim/nc_evaluate.h"
+
+#ifndef NC_TEST_RNG_SEED
+#define NC_TEST_RNG_SEED 0x9e3779b97f4a7c15ull
+#endif
+
+/* ---- random data (a 64-bit LCG: the same numbers on every machine) ---------- */
+
+static inline uint32_t rnd(void)
+{
+    static uint64_t state = NC_TEST_RNG_SEED;
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(state >> 33);
+}
+
+static inline int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); } /* [lo, hi] */
+static inline float rnd_float(void) { return (float)rnd() / 2147483648.0f * 2.0f - 1.0f; }          /* [-1, 1) */
+static inline float rnd_range(float lo, float hi) { return lo + (rnd_float() + 1.0f) * 0.5f * (hi - lo); }
+
+/* n values in [-1, 1), malloc'ed */
+static inline float *rnd_array(int64_t n)
+{
+    float *a = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    for (int64_t i = 0; a && i < n; i++)
+        a[i] = rnd_float();
+    return a;
+}
+
+static inline nc_tensor *rnd_tensor(int ndim, const int64_t *shape, float lo, float hi)
+{
+    nc_tensor *t = nc_tensor_new(ndim, shape);
+    for (int64_t i = 0; t && i < nc_tensor_numel(t); i++)
+        t->data[i] = rnd_range(lo, hi);
+    return t;
+}
+
+/* ---- net building ------------------------------------------------------------- */
+
+static inline int add1(nc_net *net, nc_node_kind kind, const char *name, int in)
+{
+    return nc_net_add_node(net, kind, name, 1, &in);
+}
+
+static inline int add_input(nc_net *net, int ndim, const int64_t *shape)
+{
+    int i = nc_net_add_node(net, NC_NODE_INPUT, "x", 0, NULL);
+    net->nodes[i].ndim = ndim;
+    memcpy(net->nodes[i].shape, shape, (size_t)ndim * sizeof(int64_t));
+    return i;
+}
+
+static inline int add_neuron(nc_net *net, const char *name, int in, nc_neuron_model model)
+{
+    int i = add1(net, NC_NODE_NEURON, name, in);
+    net->nodes[i].neuron.model = model;
+    return i;
+}
+
+/* Infers the shapes; prints why not. */
+static inline int infer(nc_net *net)
+{
+    nc_error err = {0};
+    nc_status s = nc_net_infer_shapes(net, &err);
+    if (s != NC_OK)
+        printf("# infer: %s\n", err.message);
+    return s == NC_OK;
+}
+
+/* ---- files and text ------------------------------------------------------------- */
+
+static inline int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* A .npy fixture, or NULL (message printed). */
+static inline nc_tensor *read_npy(const char *path)
+{
+    nc_tensor *t = NULL;
+    nc_error err = {0};
+    if (nc_npy_read(path, &t, &err) != NC_OK)
+        printf("# %s\n", err.message);
+    return t;
+}
+
+/* Prints a multi-line text as TAP comments. */
+static inline void print_comment(const char *text)
+{
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        int n = end ? (int)(end - line) : (int)strlen(line);
+        printf("# %.*s\n", n, line);
+        line += n + (end != NULL);
+    }
+}
+
+/* ---- Fashion-MNIST ---------------------------------------------------------------- */
+
+/* The preprocessing the fixture models were trained with. */
+static inline nc_preprocess fmnist_pp(void)
+{
+    nc_preprocess pp;
+    memset(&pp, 0, sizeof pp);
+    pp.n_mean = pp.n_std = 1;
+    pp.mean[0] = 0.2860f;
+    pp.std[0] = 0.3530f;
+    return pp;
+}
+
+/* How many of the bs samples of an SNN's output [T, bs, classes] are right:
+ * the class with the largest output summed over the T steps (at most 64
+ * classes are looked at). */
+static inline int64_t snn_correct(const nc_tensor *out, int T, int64_t bs, const int32_t *labels)
+{
+    int64_t correct = 0, f = out->shape[2];
+    for (int64_t s = 0; s < bs; s++) {
+        float sum[64] = {0};
+        for (int t = 0; t < T; t++)
+            for (int64_t k = 0; k < f && k < 64; k++)
+                sum[k] += out->data[(t * bs + s) * f + k];
+        correct += nc_argmax(sum, f < 64 ? f : 64) == labels[s];
+    }
+    return correct;
+}
+
+#endif
