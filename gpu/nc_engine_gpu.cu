@@ -112,6 +112,7 @@ struct gnode {
     nc_bf16 *wk16_analog = nullptr;      // its bf16 rounding, for an analog operand
     nc_bf16 *wk16_spike = nullptr;       // θ/D-scaled bf16, for spike counts
     float *k_opscale = nullptr;          // D/θ per input channel, for those counts
+    float *wk_parts[3] = {nullptr, nullptr, nullptr}; // exact fp32 mode: θ/D-scaled weight, TF32 hi, mid, lo
     std::vector<nc_conv_plan> plans;     // chosen algorithms, one per (rows, precision)
 };
 
@@ -161,6 +162,10 @@ void free_caches(gnode &g)
     cudaFree(g.wk16_analog);
     cudaFree(g.wk16_spike);
     cudaFree(g.k_opscale);
+    for (int p = 0; p < 3; p++) {
+        cudaFree(g.wk_parts[p]);
+        g.wk_parts[p] = nullptr;
+    }
     g.w_krsc = nullptr;
     g.wk16_analog = g.wk16_spike = nullptr;
     g.k_opscale = nullptr;
@@ -376,7 +381,7 @@ nc_status value_alloc16(grun *r, int i, int64_t rows, int constant, int counts, 
 nc_status widen(grun *r, int i)
 {
     gval *v = &r->val[i];
-    if (!v->data16)
+    if (!v->data16 && !v->counts)
         return NC_OK;
     if (v->counts)
         return nc_fail(r->err, NC_ERR_DEVICE, "%s: spike counts of node '%s' read by another node than their conv",
@@ -639,44 +644,77 @@ nc_status run_input(grun *r, int i, float *d_input, gval *out)
 
 // ---- convolutions through cuDNN ----------------------------------------------------------
 
-// The cuDNN arithmetic of the engine's precision, or -1 where the engine
-// keeps im2col + cuBLAS (the split modes: cuDNN's bf16 convolutions write
-// bf16, which would lose the split weights' low parts).
-int cudnn_math(nc_gpu_precision p)
+// Can conv node i read its input value `in` as spike counts (an IF's spikes,
+// maybe average-pooled: x = q·θ/D with an integer q), θ/D going into its
+// weights per input channel?
+int counts_input(const grun *r, int i, const gval *in)
 {
-    switch (p) {
-    case NC_GPU_FP32: return NC_CONV_FP32;
-    case NC_GPU_TF32: return NC_CONV_TF32;
-    case NC_GPU_BF16: return NC_CONV_BF16;
-    default: return -1;
-    }
+    if (in->counts)
+        return 1;
+    const gnode &sg = r->st->nodes[r->net->nodes[i].inputs[0]];
+    return r->snn && !in->constant && sg.spike && sg.spike_c == r->st->nodes[i].win.c;
 }
 
-// Does conv node i run through cuDNN in this pass?
-int use_cudnn(const grun *r, int i)
+// How conv node i runs in this pass, given whether its input can be read as
+// spike counts and whether it is constant over the steps: a cuDNN arithmetic
+// (nc_conv_math), or -1 for im2col + cuBLAS.  In fp32, spike counts go to
+// the exact tensor-core mode; an analog input of N rows (the first layer of
+// a direct-encoded net) to cuDNN's fp32 FMA kernels, so that the values stay
+// channels last; an analog input of T·N rows (after an add) to cuBLAS sgemm,
+// which is faster than those kernels.  The split modes keep im2col (cuDNN's
+// bf16 convolutions write bf16, losing the low parts).
+int conv_math(const grun *r, int i, int spike_in, int constant_in)
 {
     const gpu_state *st = r->st;
     const gnode &g = st->nodes[i];
     const nc_gwin &w = g.win;
-    if (!st->cudnn || st->conv == CONV_IM2COL || cudnn_math(st->prec) < 0)
-        return 0;
+    if (!st->cudnn || st->conv == CONV_IM2COL)
+        return -1;
     if (g.groups != 1 || w.pt != w.pb || w.pl != w.pr)
-        return 0; /* cuDNN's legacy API: symmetric padding only; grouped convs keep their kernels */
-    if (st->conv == CONV_AUTO && st->prec == NC_GPU_FP32)
-        return 0; /* cuDNN's fp32 FMA kernels are slower than im2col + cuBLAS sgemm */
-    return 1;
+        return -1; /* cuDNN's legacy API: symmetric padding only; grouped convs keep their kernels */
+    switch (st->prec) {
+    case NC_GPU_TF32: return NC_CONV_TF32;
+    case NC_GPU_BF16: return NC_CONV_BF16;
+    case NC_GPU_FP32:
+        if (spike_in)
+            return NC_CONV_TF32_EXACT;
+        return constant_in || st->conv == CONV_CUDNN ? NC_CONV_FP32 : -1;
+    default: return -1;
+    }
 }
 
-// The weight of conv node i as cuDNN reads it ([Cout, KH, KW, Cin]): fp32,
-// or bf16 (rounded; or, for spike counts, scaled by θ/D first).  Built on
-// first use.
-nc_status cudnn_weights(grun *r, int i, nc_conv_math m, int spike, const void **out)
+// D/θ per input channel of conv node i (k_opscale: spikes to counts) and,
+// in `mul` (scratch), θ/D (into the weights).  Built on first use.
+nc_status spike_scales(grun *r, int i, float **mul)
 {
     gnode &g = r->st->nodes[i];
-    const nc_node *n = &r->net->nodes[i];
+    const gnode &src = r->st->nodes[r->net->nodes[i].inputs[0]];
+    const gnode &neuron = r->st->nodes[src.spike_src];
+    cudaStream_t st = r->st->stream;
+    nc_status s = NC_OK;
+    if (!g.k_opscale) {
+        if ((s = cuda_alloc(r, (size_t)g.win.c * sizeof(float), (void **)&g.k_opscale, "spike scales")) != NC_OK)
+            return s;
+        s = launch_check(r, "scale kernel",
+                         nc_launch_inv_scale(st, g.win.c, neuron.th, neuron.n_th, src.spike_d, g.k_opscale));
+    }
+    if (s == NC_OK && mul && (s = scratch(r, 1, g.win.c, sizeof(float), "spike scales", (void **)mul)) == NC_OK)
+        s = launch_check(r, "scale kernel", nc_launch_scale(st, g.win.c, neuron.th, neuron.n_th, src.spike_d, *mul));
+    return s;
+}
+
+// The weight of conv node i as cuDNN reads it ([Cout, KH, KW, Cin]) in
+// arithmetic m: fp32; bf16 (rounded, or for spike counts scaled by θ/D
+// first); or, exact mode, the θ/D-scaled weight in three TF32 parts.
+// parts[0..n) in the order they are added (the smallest first).  Built on
+// first use.
+nc_status cudnn_weights(grun *r, int i, nc_conv_math m, int spike, const void *parts[3], int *n)
+{
+    gnode &g = r->st->nodes[i];
     cudaStream_t st = r->st->stream;
     int64_t khw = (int64_t)g.win.kh * g.win.kw, k = khw * g.win.c;
     nc_status s = NC_OK;
+    *n = 1;
     if (!g.w_krsc) {
         if ((s = cuda_alloc(r, (size_t)(g.cout * k) * sizeof(float), (void **)&g.w_krsc, "channels-last weights")) != NC_OK)
             return s;
@@ -684,37 +722,41 @@ nc_status cudnn_weights(grun *r, int i, nc_conv_math m, int spike, const void **
                               nc_launch_transpose_rows(st, g.cout, g.win.c, khw, g.w, g.w_krsc))) != NC_OK)
             return s;
     }
-    if (m != NC_CONV_BF16) {
-        *out = g.w_krsc;
+    if (m == NC_CONV_FP32 || m == NC_CONV_TF32) {
+        parts[0] = g.w_krsc;
+        return NC_OK;
+    }
+    float *mul = nullptr;
+    if (m == NC_CONV_TF32_EXACT) {
+        if (!g.wk_parts[0]) {
+            for (int p = 0; p < 3 && s == NC_OK; p++)
+                s = cuda_alloc(r, (size_t)(g.cout * k) * sizeof(float), (void **)&g.wk_parts[p], "TF32 weight parts");
+            if (s == NC_OK)
+                s = spike_scales(r, i, &mul);
+            if (s == NC_OK) /* column j of a KRSC row reads input channel j % Cin */
+                s = launch_check(r, "weight_parts_tf32 kernel",
+                                 nc_launch_weight_parts_tf32(st, g.cout, k, g.w_krsc, mul, g.win.c, g.wk_parts));
+            if (s != NC_OK)
+                return s;
+        }
+        parts[0] = g.wk_parts[2];
+        parts[1] = g.wk_parts[1];
+        parts[2] = g.wk_parts[0];
+        *n = 3;
         return NC_OK;
     }
     nc_bf16 **dst = spike ? &g.wk16_spike : &g.wk16_analog;
     if (!*dst) {
         if ((s = cuda_alloc(r, (size_t)(g.cout * k) * sizeof(nc_bf16), (void **)dst, "bf16 weights")) != NC_OK)
             return s;
-        float *mul = nullptr;
-        if (spike) {
-            const gnode &src = r->st->nodes[n->inputs[0]];
-            const gnode &neuron = r->st->nodes[src.spike_src];
-            if ((s = cuda_alloc(r, (size_t)g.win.c * sizeof(float), (void **)&g.k_opscale, "spike scales")) != NC_OK)
-                return s;
-            if ((s = scratch(r, 1, g.win.c, sizeof(float), "spike scales", (void **)&mul)) != NC_OK)
-                return s;
-            s = launch_check(r, "scale kernel",
-                             nc_launch_inv_scale(st, g.win.c, neuron.th, neuron.n_th, src.spike_d, g.k_opscale));
-            if (s == NC_OK)
-                s = launch_check(r, "scale kernel",
-                                 nc_launch_scale(st, g.win.c, neuron.th, neuron.n_th, src.spike_d, mul));
-            if (s != NC_OK)
-                return s;
-        }
-        // column j of a KRSC row reads input channel j % Cin
-        nc_bf16 *parts[1] = {*dst};
+        if (spike && (s = spike_scales(r, i, &mul)) != NC_OK)
+            return s;
+        nc_bf16 *one[1] = {*dst};
         if ((s = launch_check(r, "weight_parts kernel",
-                              nc_launch_weight_parts(st, g.cout, k, g.w_krsc, mul, g.cout, g.win.c, 1, 1, parts))) != NC_OK)
+                              nc_launch_weight_parts(st, g.cout, k, g.w_krsc, mul, g.cout, g.win.c, 1, 1, one))) != NC_OK)
             return s;
     }
-    *out = *dst;
+    parts[0] = *dst;
     return NC_OK;
 }
 
@@ -748,9 +790,6 @@ nc_status cudnn_plan_for(grun *r, int i, nc_conv_math m, int64_t rows, const voi
     return NC_OK;
 }
 
-// Conv node i through cuDNN: channels-last input and output (T folded into
-// the rows); in bf16 the operand is converted first (spikes to their integer
-// counts) and the bf16 output back to fp32.
 // Is node i's value read only by an IF neuron of this SNN pass (which can
 // take bf16 currents, and adds a pending bias itself)?
 int only_an_if_reads(const grun *r, int i)
@@ -766,7 +805,38 @@ int only_an_if_reads(const grun *r, int i)
 // the rows).  In bf16 the operand is converted first (spikes to their integer
 // counts), unless an IF wrote it as counts already; the bf16 output goes to
 // fp32, unless only an IF reads it (which widens it as it integrates).
-nc_status run_conv_cudnn(grun *r, int i, gval *out)
+// The operand of conv node i in arithmetic m: the input's own values, or its
+// counts (as written by an IF, or converted here) in bf16 or fp32.
+nc_status cudnn_operand(grun *r, int i, nc_conv_math m, int spike, const void **x)
+{
+    const gnode &g = r->st->nodes[i];
+    const nc_gwin &w = g.win;
+    gval *in = &r->val[r->net->nodes[i].inputs[0]];
+    int64_t R = in->rows, in_numel = (int64_t)w.c * w.h * w.w;
+    *x = in->counts && in->data16 ? (const void *)in->data16 : (const void *)in->data;
+    if (in->counts || m == NC_CONV_FP32 || m == NC_CONV_TF32)
+        return NC_OK;
+    nc_status s = spike ? spike_scales(r, i, nullptr) : NC_OK;
+    void *buf = nullptr;
+    size_t elt = m == NC_CONV_BF16 ? sizeof(nc_bf16) : sizeof(float);
+    if (s == NC_OK)
+        s = scratch(r, R, in_numel, elt, m == NC_CONV_BF16 ? "bf16 operand" : "spike counts", &buf);
+    if (s != NC_OK)
+        return s;
+    const float *scale = spike ? g.k_opscale : nullptr;
+    cudaError_t e = m == NC_CONV_BF16
+                        ? nc_launch_to_bf16(r->st->stream, R * w.h * w.w, w.c, in->data, scale, w.c, 1, (nc_bf16 *)buf)
+                        : nc_launch_to_counts_f32(r->st->stream, R * w.h * w.w, w.c, in->data, scale, w.c, 1,
+                                                  (float *)buf);
+    *x = buf;
+    return launch_check(r, "operand kernel", e);
+}
+
+// Conv node i through cuDNN: channels-last input and output (T folded into
+// the rows).  In bf16 and in the exact fp32 mode the operand is spike counts
+// (written so by the IF before, or converted here); a bf16 output goes to
+// fp32 unless only an IF reads it (which widens it as it integrates).
+nc_status run_conv_cudnn(grun *r, int i, nc_conv_math m, gval *out)
 {
     const nc_node *n = &r->net->nodes[i];
     gnode &g = r->st->nodes[i];
@@ -783,47 +853,34 @@ nc_status run_conv_cudnn(grun *r, int i, gval *out)
     }
     if (s != NC_OK)
         return s;
-    int64_t R = in->rows, in_numel = (int64_t)w.c * w.h * w.w, P = (int64_t)w.oh * w.ow;
-    nc_conv_math m = (nc_conv_math)cudnn_math(r->st->prec);
-    const gnode &sg = r->st->nodes[src];
-    int spike = in->counts || (m == NC_CONV_BF16 && spike_operand(r, i, in) && sg.spike_c == w.c);
+    int64_t R = in->rows, P = (int64_t)w.oh * w.ow;
+    int spike = (m == NC_CONV_BF16 || m == NC_CONV_TF32_EXACT) && counts_input(r, i, in);
     int keep16 = m == NC_CONV_BF16 && only_an_if_reads(r, i);
     s = keep16 ? value_alloc16(r, i, R, in->constant, 0, out) : value_alloc(r, i, R, in->constant, out);
     if (s != NC_OK)
         return s;
     out->nhwc = 1;
-    const void *wk = nullptr;
-    if ((s = cudnn_weights(r, i, m, spike, &wk)) != NC_OK)
+    const void *wp[3] = {}, *x = nullptr;
+    int n_parts = 1;
+    if ((s = cudnn_weights(r, i, m, spike, wp, &n_parts)) != NC_OK || (s = cudnn_operand(r, i, m, spike, &x)) != NC_OK)
         return s;
     cudaStream_t st = r->st->stream;
-    const void *x = in->counts ? (const void *)in->data16 : (const void *)in->data;
     void *y = keep16 ? (void *)out->data16 : (void *)out->data;
-    if (m == NC_CONV_BF16 && !in->counts) {
-        void *xb = nullptr;
-        if ((s = scratch(r, R, in_numel, sizeof(nc_bf16), "bf16 operand", &xb)) != NC_OK)
-            return s;
-        s = launch_check(r, "to_bf16 kernel", nc_launch_to_bf16(st, R * w.h * w.w, w.c, in->data,
-                                                                  spike ? g.k_opscale : nullptr, w.c, 1, (nc_bf16 *)xb));
-        if (s != NC_OK)
-            return s;
-        x = xb;
-    }
     if (m == NC_CONV_BF16 && !keep16 &&
         (s = scratch(r, R, g.cout * P, sizeof(nc_bf16), "bf16 conv output", &y)) != NC_OK)
         return s;
     const nc_conv_plan *plan = nullptr;
-    if ((s = cudnn_plan_for(r, i, m, R, x, wk, y, &plan)) != NC_OK)
+    if ((s = cudnn_plan_for(r, i, m, R, x, wp[0], y, &plan)) != NC_OK)
         return s;
     void *ws = nullptr;
     if (plan->workspace && (s = scratch(r, 1, (int64_t)plan->workspace, 1, "cuDNN workspace", &ws)) != NC_OK)
         return s;
-    if ((s = nc_cudnn_conv(r->st->cudnn, plan, x, wk, y, ws, r->where, r->err)) != NC_OK)
-        return s;
-    if (m == NC_CONV_BF16 && !keep16 &&
-        (s = launch_check(r, "bf16_to_f32 kernel",
-                          nc_launch_bf16_to_f32(st, R * g.cout * P, (const nc_bf16 *)y, out->data))) != NC_OK)
-        return s;
-    if (n->bias) {
+    for (int p = 0; p < n_parts && s == NC_OK; p++) /* the parts' sums added into y, the smallest first */
+        s = nc_cudnn_conv(r->st->cudnn, plan, x, wp[p], y, ws, p ? 1.0f : 0.0f, r->where, r->err);
+    if (s == NC_OK && m == NC_CONV_BF16 && !keep16)
+        s = launch_check(r, "bf16_to_f32 kernel",
+                         nc_launch_bf16_to_f32(st, R * g.cout * P, (const nc_bf16 *)y, out->data));
+    if (s == NC_OK && n->bias) {
         if (bias_fusable(r, i))
             out->pbias = g.b;
         else
@@ -834,8 +891,10 @@ nc_status run_conv_cudnn(grun *r, int i, gval *out)
 
 nc_status run_conv(grun *r, int i, gval *out)
 {
-    if (use_cudnn(r, i))
-        return run_conv_cudnn(r, i, out);
+    const gval *cin = input_value(r, i, 0);
+    int m = conv_math(r, i, counts_input(r, i, cin), cin->constant);
+    if (m >= 0)
+        return run_conv_cudnn(r, i, (nc_conv_math)m, out);
     const nc_node *n = &r->net->nodes[i];
     gnode &g = r->st->nodes[i];
     nc_status s = materialize(r, n->inputs[0]);
@@ -1250,18 +1309,20 @@ neuron_op op_of(const grun *r, const nc_node *n)
     return OP_RELU;
 }
 
-// Does IF node i write its spikes as bf16 counts for the one conv that reads
-// them (a cuDNN bf16 conv over exactly these channels, with θ in its
-// weights), instead of θ-valued fp32 spikes that the conv would convert?
+// Does IF node i write its spikes as counts for the one conv that reads them
+// (a cuDNN bf16 or exact fp32 conv over exactly these channels, with θ in
+// its weights), instead of θ-valued fp32 spikes that the conv would convert?
+// Returns that conv's arithmetic (nc_conv_math, never 0 = NC_CONV_FP32), or 0.
 int counts_for_conv(const grun *r, int i, int out_nhwc)
 {
     const gnode &g = r->st->nodes[i];
     if (!r->snn || r->observe || g.consumers != 1 || !g.spike || g.spike_d != 1.0f)
         return 0;
     int j = g.last_use;
-    if (r->net->nodes[j].kind != NC_NODE_CONV2D || r->st->prec != NC_GPU_BF16 || !use_cudnn(r, j))
+    if (r->net->nodes[j].kind != NC_NODE_CONV2D || r->st->nodes[j].win.c != g.spike_c || !(out_nhwc || g.channels == 1))
         return 0;
-    return r->st->nodes[j].win.c == g.spike_c && (out_nhwc || g.channels == 1);
+    int m = conv_math(r, j, 1, 0);
+    return m == NC_CONV_BF16 || m == NC_CONV_TF32_EXACT ? m : 0;
 }
 
 // IF node i over T steps: the current in fp32 or bf16, the spikes out as θ
@@ -1278,8 +1339,11 @@ nc_status run_if(grun *r, int i, gval *out)
     nc_status s;
     nc_if_io io = {};
     const float *pb = in->pbias;
-    if (counts) {
+    if (counts == NC_CONV_BF16) {
         s = value_alloc16(r, i, rows, 0, 1, out);
+    } else if (counts) {
+        s = value_alloc(r, i, rows, 0, out);
+        out->counts = 1;
     } else if (in->data16 || in->constant) {
         s = value_alloc(r, i, rows, 0, out); /* a new T·N buffer (a constant current drives T different steps) */
     } else {
@@ -1294,7 +1358,8 @@ nc_status run_if(grun *r, int i, gval *out)
         io.in16 = in->data16;
     }
     io.out = counts ? nullptr : out->data;
-    io.out_counts = counts ? out->data16 : nullptr;
+    io.out_counts = counts == NC_CONV_BF16 ? out->data16 : nullptr;
+    io.out_counts32 = counts == NC_CONV_TF32_EXACT ? out->data : nullptr;
     out->nhwc = in->nhwc;
     channel_view cv = view_of(r, i, out);
     const nc_neuron *nr = &n->neuron;

@@ -146,7 +146,12 @@ const char *algo_name(int a)
 
 const char *math_name(nc_conv_math m)
 {
-    return m == NC_CONV_BF16 ? "bf16 tensor cores" : m == NC_CONV_TF32 ? "tf32 tensor cores" : "fp32 FMA";
+    switch (m) {
+    case NC_CONV_BF16: return "bf16 tensor cores";
+    case NC_CONV_TF32: return "tf32 tensor cores";
+    case NC_CONV_TF32_EXACT: return "exact fp32: spike counts x 3 TF32 weight parts on tensor cores";
+    default: return "fp32 FMA";
+    }
 }
 
 // May algorithm result p run in precision m?  Deterministic only; the fp32
@@ -155,12 +160,12 @@ int algo_allowed(const cudnnConvolutionFwdAlgoPerf_t &p, nc_conv_math m)
 {
     if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC)
         return 0;
-    if (m != NC_CONV_FP32)
+    if (m == NC_CONV_TF32 || m == NC_CONV_BF16)
         return 1;
     int exact_algo = p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
                      p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
                      p.algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || p.algo == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
-    return exact_algo && p.mathType == CUDNN_FMA_MATH;
+    return exact_algo && (m == NC_CONV_TF32_EXACT || p.mathType == CUDNN_FMA_MATH);
 }
 
 nc_status make_descriptors(const nc_conv_shape *s, nc_conv_math m, nc_conv_plan *plan, const char *where,
@@ -290,14 +295,14 @@ void nc_cudnn_plan_free(nc_conv_plan *plan)
 }
 
 nc_status nc_cudnn_conv(void *handle, const nc_conv_plan *plan, const void *x, const void *w, void *y, void *ws,
-                        const char *where, nc_error *err)
+                        float beta, const char *where, nc_error *err)
 {
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f;
     NC_CUDNN_TRY(err, where,
                  ConvolutionForward((cudnnHandle_t)handle, &one, (cudnnTensorDescriptor_t)plan->x_desc, x,
                                     (cudnnFilterDescriptor_t)plan->w_desc, w,
                                     (cudnnConvolutionDescriptor_t)plan->conv_desc,
-                                    (cudnnConvolutionFwdAlgo_t)plan->algo, ws, plan->workspace, &zero,
+                                    (cudnnConvolutionFwdAlgo_t)plan->algo, ws, plan->workspace, &beta,
                                     (cudnnTensorDescriptor_t)plan->y_desc, y));
     return NC_OK;
 }

@@ -24,9 +24,11 @@
 
 // The arithmetic of one convolution.
 enum nc_conv_math {
-    NC_CONV_FP32, // fp32 data, fp32 FMA (no tensor cores; no FFT or Winograd: exact products)
-    NC_CONV_TF32, // fp32 data, TF32 tensor cores
-    NC_CONV_BF16  // bf16 x, filter and y; fp32 accumulation on tensor cores
+    NC_CONV_FP32,      // fp32 data, fp32 FMA (no tensor cores; no FFT or Winograd: exact products)
+    NC_CONV_TF32,      // fp32 data, TF32 tensor cores
+    NC_CONV_BF16,      // bf16 x, filter and y; fp32 accumulation on tensor cores
+    NC_CONV_TF32_EXACT // TF32 tensor cores on operands that TF32 holds exactly (spike counts, weight
+                       // parts): exact products, fp32 accumulation (no FFT or Winograd)
 };
 
 struct nc_conv_shape {
@@ -67,8 +69,9 @@ nc_status nc_cudnn_plan(void *handle, const nc_conv_shape *s, nc_conv_math m, co
                         void *ws, size_t ws_bytes, nc_conv_plan *plan, const char *where, nc_error *err);
 void nc_cudnn_plan_free(nc_conv_plan *plan);
 
-// y = conv(x, w) with the plan's algorithm; ws: plan->workspace bytes.
+// y = conv(x, w) + beta·y with the plan's algorithm (beta 0 or 1: 1 adds
+// into y, for the parts of split weights); ws: plan->workspace bytes.
 nc_status nc_cudnn_conv(void *handle, const nc_conv_plan *plan, const void *x, const void *w, void *y, void *ws,
-                        const char *where, nc_error *err);
+                        float beta, const char *where, nc_error *err);
 
 #endif

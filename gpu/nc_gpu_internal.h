@@ -62,14 +62,15 @@ cudaError_t nc_launch_if(cudaStream_t s, int T, int64_t total, int c, int64_t in
                          int n_th, float v0f, int reset_zero, int fire_gt, const float *bias,
                          const float *in, int64_t in_step, float *out, int64_t out_step);
 // The same with the current as fp32 (in) or bf16 (in16: a bf16 convolution's
-// output), and the spikes as θ or 0 (out) or as bf16 counts 1 or 0
-// (out_counts: the operand of a bf16 convolution whose weights carry θ).
-// Exactly one of in/in16 and one of out/out_counts are set.
+// output), and the spikes as θ or 0 (out) or as counts 1 or 0 for a
+// convolution whose weights carry θ: bf16 (out_counts) or fp32
+// (out_counts32, the exact fp32 mode).  Exactly one input and one output.
 struct nc_if_io {
     const float *in;
     const nc_bf16 *in16;
     float *out;
     nc_bf16 *out_counts;
+    float *out_counts32;
 };
 cudaError_t nc_launch_if_io(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
                             float v0f, int reset_zero, int fire_gt, const float *bias, const nc_if_io *io,
@@ -139,6 +140,15 @@ cudaError_t nc_launch_to_bf16(cudaStream_t s, int64_t rows, int64_t f, const flo
 cudaError_t nc_launch_weight_parts(cudaStream_t s, int64_t rows, int64_t k, const float *w, const float *mul,
                                    int rows_per_group, int ch_per_group, int64_t k_inner, int parts,
                                    nc_bf16 *const *out);
+// As nc_launch_to_bf16 with a scale, into fp32: the integer spike counts
+// rint(x·scale[ch]) (the operand of the exact fp32 conv).
+cudaError_t nc_launch_to_counts_f32(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
+                                    int c, int64_t inner, float *out);
+// Weights [rows, k] times mul[j % ch_per_row] (may be NULL) in three TF32
+// parts, out[0] = hi, out[1] = mid, out[2] = lo, whose sum is exactly the
+// fp32 product: counts times each part are exact on TF32 tensor cores.
+cudaError_t nc_launch_weight_parts_tf32(cudaStream_t s, int64_t rows, int64_t k, const float *w, const float *mul,
+                                        int ch_per_row, float *const *out);
 // D/θ per channel: out[ch] = d / th[n_th == c ? ch : 0] for ch < c.
 cudaError_t nc_launch_inv_scale(cudaStream_t s, int c, const float *th, int n_th, float d, float *out);
 // θ/D per channel: out[ch] = th[n_th == c ? ch : 0] / d.

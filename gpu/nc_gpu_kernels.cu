@@ -68,6 +68,12 @@ __device__ __forceinline__ void store_spike(nc_bf16 *p, bool fire, float)
 {
     *p = __float2bfloat16_rn(fire ? 1.0f : 0.0f);
 }
+// fp32 counts (the operand of the exact fp32 conv): a wrapper type, so that
+// the kernel's output type says what it writes
+struct count32 {
+    float v;
+};
+__device__ __forceinline__ void store_spike(count32 *p, bool fire, float) { p->v = fire ? 1.0f : 0.0f; }
 
 template <typename In, typename Out, bool GE, bool SUB>
 __global__ void if_kernel(int T, int64_t total, int C, int64_t inner, const float *th, int n_th, float v0f,
@@ -384,14 +390,44 @@ __global__ void conv_direct_kernel(nc_gwin g, int cout, int groups, int64_t tota
     }
 }
 
-__global__ void to_bf16_kernel(int64_t n, int64_t f, const float *in, const float *scale, int c, int64_t inner,
-                               nc_bf16 *out)
+__device__ __forceinline__ void store_value(nc_bf16 *p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void store_value(float *p, float v) { *p = v; }
+
+template <typename Out>
+__global__ void to_operand_kernel(int64_t n, int64_t f, const float *in, const float *scale, int c, int64_t inner,
+                                  Out *out)
 {
     for (int64_t i = gtid(); i < n; i += gstride()) {
         float v = in[i];
         if (scale)
             v = rintf(__fmul_rn(v, scale[(int)(((i % f) / inner) % c)]));
-        out[i] = __float2bfloat16_rn(v);
+        store_value(out + i, v);
+    }
+}
+
+// x rounded to TF32 (10 stored mantissa bits), to nearest even: a value a
+// TF32 tensor core reads unchanged.
+__device__ __forceinline__ float round_tf32(float x)
+{
+    unsigned u = __float_as_uint(x);
+    if ((u & 0x7f800000u) != 0x7f800000u)
+        u += 0xfffu + ((u >> 13) & 1u);
+    return __uint_as_float(u & 0xffffe000u);
+}
+
+// w·mul in three TF32 parts whose sum is exactly the fp32 value: hi carries
+// its top 11 significant bits, mid the next 11, lo the rest.
+__global__ void weight_parts_tf32_kernel(int64_t n, int64_t k, const float *w, const float *mul, int ch_per_row,
+                                         float *hi, float *mid, float *lo)
+{
+    for (int64_t i = gtid(); i < n; i += gstride()) {
+        float v = w[i];
+        if (mul)
+            v = __fmul_rn(v, mul[(i % k) % ch_per_row]);
+        float h = round_tf32(v), r = __fsub_rn(v, h), m = round_tf32(r);
+        hi[i] = h;
+        mid[i] = m;
+        lo[i] = __fsub_rn(r, m);
     }
 }
 
@@ -569,7 +605,7 @@ cudaError_t nc_launch_if(cudaStream_t s, int T, int64_t total, int c, int64_t in
                          float v0f, int reset_zero, int fire_gt, const float *bias, const float *in,
                          int64_t in_step, float *out, int64_t out_step)
 {
-    nc_if_io io = {in, nullptr, out, nullptr};
+    nc_if_io io = {in, nullptr, out, nullptr, nullptr};
     return nc_launch_if_io(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, &io, in_step, out_step);
 }
 
@@ -579,8 +615,15 @@ cudaError_t nc_launch_if_io(cudaStream_t s, int T, int64_t total, int c, int64_t
 {
     if (T < 1 || total < 1 || c < 1 || inner < 1)
         return total == 0 ? cudaSuccess : cudaErrorInvalidValue;
-    if ((io->in == nullptr) == (io->in16 == nullptr) || (io->out == nullptr) == (io->out_counts == nullptr))
+    int outs = (io->out != nullptr) + (io->out_counts != nullptr) + (io->out_counts32 != nullptr);
+    if ((io->in == nullptr) == (io->in16 == nullptr) || outs != 1)
         return cudaErrorInvalidValue;
+    if (io->out_counts32 && io->in)
+        return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in, in_step,
+                               (count32 *)io->out_counts32, out_step);
+    if (io->out_counts32)
+        return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in16, in_step,
+                               (count32 *)io->out_counts32, out_step);
     if (io->in && io->out)
         return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in, in_step,
                                io->out, out_step);
@@ -828,7 +871,31 @@ cudaError_t nc_launch_to_bf16(cudaStream_t s, int64_t rows, int64_t f, const flo
         return cudaSuccess;
     if (scale && (c < 1 || inner < 1))
         return cudaErrorInvalidValue;
-    to_bf16_kernel<<<grid_for(n), kThreads, 0, s>>>(n, f, in, scale, c < 1 ? 1 : c, inner < 1 ? 1 : inner, out);
+    to_operand_kernel<<<grid_for(n), kThreads, 0, s>>>(n, f, in, scale, c < 1 ? 1 : c, inner < 1 ? 1 : inner, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_to_counts_f32(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
+                                    int c, int64_t inner, float *out)
+{
+    int64_t n = rows * f;
+    if (n <= 0)
+        return cudaSuccess;
+    if (!scale || c < 1 || inner < 1)
+        return cudaErrorInvalidValue;
+    to_operand_kernel<<<grid_for(n), kThreads, 0, s>>>(n, f, in, scale, c, inner, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_weight_parts_tf32(cudaStream_t s, int64_t rows, int64_t k, const float *w, const float *mul,
+                                        int ch_per_row, float *const *out)
+{
+    int64_t n = rows * k;
+    if (n <= 0)
+        return cudaSuccess;
+    if (ch_per_row < 1 || !out[0] || !out[1] || !out[2])
+        return cudaErrorInvalidValue;
+    weight_parts_tf32_kernel<<<grid_for(n), kThreads, 0, s>>>(n, k, w, mul, ch_per_row, out[0], out[1], out[2]);
     return cudaGetLastError();
 }
 

@@ -197,6 +197,11 @@ static nc_net *snn_net(int variant, nc_reset reset, nc_compare cmp, int *if_node
         int mp = add_pool(net, NC_NODE_MAXPOOL, "max", c2, 2, 2);
         net->nodes[mp].maxpool_strategy = NC_MAXPOOL_PRE_SPIKE;
         last = add_if(net, "if2", mp, 1, 0.3f, 0.3f, reset, cmp);
+    } else if (variant == 2) { /* an IF read by a conv only, and its conv by an IF only (the fused paths) */
+        int c2 = add_conv(net, "conv2", i1, 12, 8, 3, 1);
+        int i2 = add_if(net, "if2", c2, 12, 0.2f, 0.5f, reset, cmp);
+        if_nodes[(*n_if)++] = i2;
+        last = add_pool(net, NC_NODE_AVGPOOL, "avg", i2, 4, 4);
     } else {
         int mp = add_pool(net, NC_NODE_MAXPOOL, "gated", i1, 2, 2);
         net->nodes[mp].maxpool_strategy = NC_MAXPOOL_GATED;
@@ -238,6 +243,20 @@ static double compare_snn(const char *label, const nc_net *net, const nc_tensor 
     o.observer = &og;
     if (g && nc_engine_forward(g, x, &o, &go, &err) != NC_OK)
         printf("# %s: gpu: %s\n", label, err.message);
+    /* unobserved, the engine fuses (bf16 currents into the IF, spike counts
+     * out of it, biases into the neurons): the same values, bit for bit */
+    nc_tensor *fused = NULL;
+    o.observer = NULL;
+    if (g && go && nc_engine_forward(g, x, &o, &fused, &err) != NC_OK)
+        printf("# %s: gpu, unobserved: %s\n", label, err.message);
+    if (go) {
+        NC_CHECK(fused != NULL, "%s: unobserved forward", label);
+        char what[96];
+        snprintf(what, sizeof what, "%s [%s] unobserved vs observed", label, nc_gpu_precision_name(p));
+        if (fused)
+            NC_CHECK(compare_report(what, fused->data, go->data, nc_tensor_numel(go), 0, 0) == 0, "%s", what);
+    }
+    nc_tensor_free(fused);
     o.observer = &oc;
     co = run_on("cpu", net, x, &o);
     double worst = 0;
@@ -346,10 +365,18 @@ static void test_sequence_input(void)
     nc_net_free(net);
 }
 
+static void precisions_case(int variant);
+
 static void test_precisions_snn(void)
 {
+    precisions_case(0);
+    precisions_case(2);
+}
+
+static void precisions_case(int variant)
+{
     int ifs[8], n_if;
-    nc_net *net = snn_net(0, NC_RESET_SUBTRACT, NC_FIRE_GE, ifs, &n_if);
+    nc_net *net = snn_net(variant, NC_RESET_SUBTRACT, NC_FIRE_GE, ifs, &n_if);
     if (!net) {
         NC_CHECK(0, "shapes");
         return;
@@ -363,7 +390,7 @@ static void test_precisions_snn(void)
     static const double bound[NC_GPU_PRECISION_COUNT] = {2e-3, 0.1, 0.2, 2e-3, 2e-2};
     for (int p = 0; p < NC_GPU_PRECISION_COUNT; p++) {
         char label[64];
-        snprintf(label, sizeof label, "precision %s", nc_gpu_precision_name((nc_gpu_precision)p));
+        snprintf(label, sizeof label, "net %d, precision %s", variant, nc_gpu_precision_name((nc_gpu_precision)p));
         double worst = compare_snn(label, net, x, &o, ifs, n_if, (nc_gpu_precision)p, p == NC_GPU_FP32);
         printf("# %s: worst layer mismatch rate %.2e (bound %.0e)\n", label, worst, bound[p]);
         NC_CHECK(worst <= bound[p], "%s: mismatch rate %.2e", label, worst);

@@ -274,7 +274,7 @@ for (net, p), ms in sorted(sj.items()):
     print(f"torch multi-step SNN {net:12s} {p:5s} {ms:8.2f} ms")
 EOF
 # the logs as one archive (the device run returns only a few files)
-( cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz . && find . -maxdepth 1 -type f ! -name logs.tgz -delete )
+tar czf /tmp/nc-logs.tgz -C "$OUT" . && find "$OUT" -maxdepth 1 -type f -delete && mv /tmp/nc-logs.tgz "$OUT/logs.tgz"
 for t in "${tests[@]}"; do
   [ "${test_rc[$t]:-1}" = 0 ] || exit 1
 done
