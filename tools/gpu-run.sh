@@ -111,6 +111,40 @@ if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt 60 ]; then
     --mean 0.286 --std 0.353 --batch 1024 -T 8 --json > "$OUT/bench_cnn_maxpool_onnx_fp32.txt" 2>&1
 fi
 
+# ---- 3b. accuracy by step on real images: each GPU precision against the CPU engine ----------
+if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt 150 ]; then
+  log "accuracy: fixture models, 2048 test images, T = 8, cpu vs gpu fp32/tf32/bf16"
+  for m in vgg_bn fmnist_cnn_dynamo cnn_maxpool; do
+    src=tests/fixtures/models/$m.onnx
+    [ $m = fmnist_cnn_dynamo ] && src=assets/models/fmnist_cnn.onnx
+    timeout 60 "$B/neurocuda" convert "$src" --data /tmp/nc/data/fmnist --mean 0.2860 --std 0.3530 \
+      --calib-images 500 -o "/tmp/acc_$m.ncsnn" > "$OUT/acc_convert_$m.txt" 2>&1 || continue
+    for e in cpu gpu:fp32 gpu:tf32 gpu:bf16; do
+      opt=(); [ "${e#gpu:}" != "$e" ] && opt=(--engine gpu --engine-opt "precision=${e#gpu:}")
+      timeout 60 "$B/neurocuda" run "/tmp/acc_$m.ncsnn" --data /tmp/nc/data/fmnist -T 8 --batch 256 "${opt[@]}" \
+        --json 2>&1 | grep '^{' | tail -1 > "$OUT/acc_${m}_${e/:/_}.json"
+    done
+  done
+  python3 - "$OUT" <<'EOF2' | tee "$OUT/accuracy.txt"
+import glob, json, os, sys
+out = sys.argv[1]
+for m in ["vgg_bn", "fmnist_cnn_dynamo", "cnn_maxpool"]:
+    acc = {}
+    for e in ["cpu", "gpu_fp32", "gpu_tf32", "gpu_bf16"]:
+        try:
+            acc[e] = json.load(open(os.path.join(out, f"acc_{m}_{e}.json")))["accuracy_by_step"]
+        except Exception as x:
+            acc[e] = None
+    if not acc.get("cpu"):
+        print(f"accuracy {m}: no cpu result"); continue
+    for e, a in acc.items():
+        if e == "cpu": continue
+        if not a: print(f"accuracy {m} {e}: FAILED"); continue
+        d = max(abs(x - y) for x, y in zip(a, acc["cpu"]))
+        print(f"accuracy {m:18s} {e:9s} T=8 {a[-1]:.4f} (cpu {acc['cpu'][-1]:.4f}), max |diff| over steps {100*d:.2f} points")
+EOF2
+fi
+
 # ---- 4. the dense floor in PyTorch ---------------------------------------------------
 if [ "$(left)" -gt 60 ]; then
   log "PyTorch dense floor"
