@@ -1,0 +1,526 @@
+// nc_gpu_conv_dense.cu — the GPU engine's weighted layers: convolutions
+// through cuDNN (channels last, T folded into the rows) or im2col + cuBLAS,
+// and dense layers through cuBLAS, in every precision (see nc_gpu.h).
+#include "gpu/nc_gpu_engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace ncg {
+
+// ---- precision -------------------------------------------------------------------------
+
+gemm_mode mode_for(nc_gpu_precision p, int spike_operand)
+{
+    switch (p) {
+    case NC_GPU_TF32: return {NC_GEMM_TF32, 1, 0};
+    case NC_GPU_BF16: return {NC_GEMM_BF16, 1, spike_operand};
+    case NC_GPU_SPLIT_BF16: return spike_operand ? gemm_mode{NC_GEMM_BF16, 3, 1} : gemm_mode{NC_GEMM_F32, 1, 0};
+    case NC_GPU_SPLIT_BF16X2: return spike_operand ? gemm_mode{NC_GEMM_BF16, 2, 1} : gemm_mode{NC_GEMM_F32, 1, 0};
+    default: return {NC_GEMM_F32, 1, 0};
+    }
+}
+
+// Is the input of weighted node i (its value `in`) a spike operand here?
+static int spike_operand(const grun *r, int i, const gval *in)
+{
+    if (!r->snn || in->constant)
+        return 0;
+    if (r->st->prec != NC_GPU_BF16 && r->st->prec != NC_GPU_SPLIT_BF16 && r->st->prec != NC_GPU_SPLIT_BF16X2)
+        return 0;
+    return r->st->nodes[r->net->nodes[i].inputs[0]].spike;
+}
+static nc_status weights_for(grun *r, int i, const gemm_mode &m, const void *parts[3])
+{
+    gnode &g = r->st->nodes[i];
+    const nc_node *n = &r->net->nodes[i];
+    int64_t rows = n->weight->shape[0], k = nc_tensor_numel(n->weight) / rows;
+    cudaStream_t s = r->st->stream;
+    if (m.kind != NC_GEMM_BF16) {
+        parts[0] = parts[1] = parts[2] = g.w;
+        return NC_OK;
+    }
+    if (!m.spike) {
+        if (!g.wa16) {
+            nc_status st = cuda_alloc(r, (size_t)(rows * k) * sizeof(nc_bf16), (void **)&g.wa16, "bf16 weights");
+            if (st != NC_OK)
+                return st;
+            nc_bf16 *outp[1] = {g.wa16};
+            st = launch_check(r, "weight_parts kernel", nc_launch_weight_parts(s, rows, k, g.w, nullptr, 1, 1, 1, 1, outp));
+            if (st != NC_OK)
+                return st;
+        }
+        parts[0] = parts[1] = parts[2] = g.wa16;
+        return NC_OK;
+    }
+    // spike operand: the input node's descriptor says which θ and D
+    const gnode &src = r->st->nodes[n->inputs[0]];
+    const gnode &neuron = r->st->nodes[src.spike_src];
+    if (g.ws_parts != m.parts) {
+        for (int p = 0; p < 3; p++)
+            cudaFree(g.ws[p]);
+        cudaFree(g.opscale);
+        g.ws[0] = g.ws[1] = g.ws[2] = nullptr;
+        g.opscale = nullptr;
+        g.ws_parts = 0;
+        nc_status st = NC_OK;
+        for (int p = 0; p < m.parts && st == NC_OK; p++)
+            st = cuda_alloc(r, (size_t)(rows * k) * sizeof(nc_bf16), (void **)&g.ws[p], "bf16 weight parts");
+        if (st == NC_OK)
+            st = cuda_alloc(r, (size_t)src.spike_c * sizeof(float), (void **)&g.opscale, "spike scales");
+        float *mul = nullptr;
+        if (st == NC_OK)
+            st = scratch(r, 1, src.spike_c, sizeof(float), "spike scales", (void **)&mul);
+        if (st == NC_OK)
+            st = launch_check(r, "scale kernel",
+                              nc_launch_inv_scale(s, src.spike_c, neuron.th, neuron.n_th, src.spike_d, g.opscale));
+        if (st == NC_OK)
+            st = launch_check(r, "scale kernel", nc_launch_scale(s, src.spike_c, neuron.th, neuron.n_th, src.spike_d, mul));
+        if (st == NC_OK) {
+            // channel of weight column j: conv (o / Mg)·Cg + (j / KH·KW) % Cg;
+            // dense (j / spike_inner) % C
+            int rpg, cpg;
+            int64_t kin;
+            if (n->kind == NC_NODE_CONV2D) {
+                rpg = g.cout / g.groups;
+                cpg = g.win.c / g.groups;
+                kin = (int64_t)g.win.kh * g.win.kw;
+            } else {
+                rpg = (int)rows;
+                cpg = src.spike_c;
+                kin = src.spike_inner;
+            }
+            st = launch_check(r, "weight_parts kernel",
+                              nc_launch_weight_parts(s, rows, k, g.w, mul, rpg, cpg, kin, m.parts, g.ws));
+        }
+        if (st != NC_OK)
+            return st;
+        g.ws_parts = m.parts;
+    }
+    // accumulate the smallest part first
+    for (int p = 0; p < m.parts; p++)
+        parts[p] = g.ws[m.parts - 1 - p];
+    return NC_OK;
+}
+// ---- convolutions through cuDNN ----------------------------------------------------------
+
+// Can conv node i read its input value `in` as spike counts (an IF's spikes,
+// maybe average-pooled: x = q·θ/D with an integer q), θ/D going into its
+// weights per input channel?
+static int counts_input(const grun *r, int i, const gval *in)
+{
+    if (in->counts)
+        return 1;
+    const gnode &sg = r->st->nodes[r->net->nodes[i].inputs[0]];
+    return r->snn && !in->constant && sg.spike && sg.spike_c == r->st->nodes[i].win.c;
+}
+
+// How conv node i runs in this pass, given whether its input can be read as
+// spike counts and whether it is constant over the steps: a cuDNN arithmetic
+// (nc_conv_math), or -1 for im2col + cuBLAS.  In fp32, spike counts go to
+// the exact tensor-core mode; an analog input of N rows (the first layer of
+// a direct-encoded net) to cuDNN's fp32 FMA kernels, so that the values stay
+// channels last; an analog input of T·N rows (after an add) to cuBLAS sgemm,
+// which is faster than those kernels.  The split modes keep im2col (cuDNN's
+// bf16 convolutions write bf16, losing the low parts).
+int conv_math(const grun *r, int i, int spike_in, int constant_in)
+{
+    const gpu_state *st = r->st;
+    const gnode &g = st->nodes[i];
+    const nc_gwin &w = g.win;
+    if (!st->cudnn || st->conv == CONV_IM2COL)
+        return -1;
+    if (g.groups != 1 || w.pt != w.pb || w.pl != w.pr)
+        return -1; /* cuDNN's legacy API: symmetric padding only; grouped convs keep their kernels */
+    switch (st->prec) {
+    case NC_GPU_TF32: return NC_CONV_TF32;
+    case NC_GPU_BF16: return NC_CONV_BF16;
+    case NC_GPU_FP32:
+        if (spike_in)
+            return NC_CONV_TF32_EXACT;
+        return constant_in || st->conv == CONV_CUDNN ? NC_CONV_FP32 : -1;
+    default: return -1;
+    }
+}
+
+// D/θ per input channel of conv node i (k_opscale: spikes to counts) and,
+// in `mul` (scratch), θ/D (into the weights).  Built on first use.
+static nc_status spike_scales(grun *r, int i, float **mul)
+{
+    gnode &g = r->st->nodes[i];
+    const gnode &src = r->st->nodes[r->net->nodes[i].inputs[0]];
+    const gnode &neuron = r->st->nodes[src.spike_src];
+    cudaStream_t st = r->st->stream;
+    nc_status s = NC_OK;
+    if (!g.k_opscale) {
+        if ((s = cuda_alloc(r, (size_t)g.win.c * sizeof(float), (void **)&g.k_opscale, "spike scales")) != NC_OK)
+            return s;
+        s = launch_check(r, "scale kernel",
+                         nc_launch_inv_scale(st, g.win.c, neuron.th, neuron.n_th, src.spike_d, g.k_opscale));
+    }
+    if (s == NC_OK && mul && (s = scratch(r, 1, g.win.c, sizeof(float), "spike scales", (void **)mul)) == NC_OK)
+        s = launch_check(r, "scale kernel", nc_launch_scale(st, g.win.c, neuron.th, neuron.n_th, src.spike_d, *mul));
+    return s;
+}
+
+// The weight of conv node i as cuDNN reads it ([Cout, KH, KW, Cin]) in
+// arithmetic m: fp32; bf16 (rounded, or for spike counts scaled by θ/D
+// first); or, exact mode, the θ/D-scaled weight in three TF32 parts.
+// parts[0..n) in the order they are added (the smallest first).  Built on
+// first use.
+static nc_status cudnn_weights(grun *r, int i, nc_conv_math m, int spike, const void *parts[3], int *n)
+{
+    gnode &g = r->st->nodes[i];
+    cudaStream_t st = r->st->stream;
+    int64_t khw = (int64_t)g.win.kh * g.win.kw, k = khw * g.win.c;
+    nc_status s = NC_OK;
+    *n = 1;
+    if (!g.w_krsc) {
+        if ((s = cuda_alloc(r, (size_t)(g.cout * k) * sizeof(float), (void **)&g.w_krsc, "channels-last weights")) != NC_OK)
+            return s;
+        if ((s = launch_check(r, "transpose kernel",
+                              nc_launch_transpose_rows(st, g.cout, g.win.c, khw, g.w, g.w_krsc))) != NC_OK)
+            return s;
+    }
+    if (m == NC_CONV_FP32 || m == NC_CONV_TF32) {
+        parts[0] = g.w_krsc;
+        return NC_OK;
+    }
+    float *mul = nullptr;
+    if (m == NC_CONV_TF32_EXACT) {
+        if (!g.wk_parts[0]) {
+            for (int p = 0; p < 3 && s == NC_OK; p++)
+                s = cuda_alloc(r, (size_t)(g.cout * k) * sizeof(float), (void **)&g.wk_parts[p], "TF32 weight parts");
+            if (s == NC_OK)
+                s = spike_scales(r, i, &mul);
+            if (s == NC_OK) /* column j of a KRSC row reads input channel j % Cin */
+                s = launch_check(r, "weight_parts_tf32 kernel",
+                                 nc_launch_weight_parts_tf32(st, g.cout, k, g.w_krsc, mul, g.win.c, g.wk_parts));
+            if (s != NC_OK)
+                return s;
+        }
+        parts[0] = g.wk_parts[2];
+        parts[1] = g.wk_parts[1];
+        parts[2] = g.wk_parts[0];
+        *n = 3;
+        return NC_OK;
+    }
+    nc_bf16 **dst = spike ? &g.wk16_spike : &g.wk16_analog;
+    if (!*dst) {
+        if ((s = cuda_alloc(r, (size_t)(g.cout * k) * sizeof(nc_bf16), (void **)dst, "bf16 weights")) != NC_OK)
+            return s;
+        if (spike && (s = spike_scales(r, i, &mul)) != NC_OK)
+            return s;
+        nc_bf16 *one[1] = {*dst};
+        if ((s = launch_check(r, "weight_parts kernel",
+                              nc_launch_weight_parts(st, g.cout, k, g.w_krsc, mul, g.cout, g.win.c, 1, 1, one))) != NC_OK)
+            return s;
+    }
+    parts[0] = *dst;
+    return NC_OK;
+}
+
+// The plan of conv node i for `rows` rows in precision m: chosen at the
+// first pass of that shape (cuDNN times its algorithms on these buffers).
+static nc_status cudnn_plan_for(grun *r, int i, nc_conv_math m, int64_t rows, const void *x, const void *w, void *y,
+                         const nc_conv_plan **out)
+{
+    gnode &g = r->st->nodes[i];
+    for (const nc_conv_plan &p : g.plans)
+        if (p.shape.rows == rows && p.math == m) {
+            *out = &p;
+            return NC_OK;
+        }
+    const nc_gwin &wn = g.win;
+    nc_conv_shape shape = {rows, wn.c, wn.h, wn.w, g.cout, wn.oh, wn.ow, wn.kh, wn.kw, wn.sh, wn.sw, wn.dh, wn.dw,
+                           wn.pt, wn.pl};
+    // room for the algorithms to try: up to 256 MiB, less when memory is short
+    size_t free_bytes = 0, total = 0;
+    cudaMemGetInfo(&free_bytes, &total);
+    size_t ws_bytes = std::min<size_t>(256u << 20, free_bytes / 8);
+    void *ws = nullptr;
+    nc_status s = scratch(r, 1, (int64_t)ws_bytes, 1, "cuDNN workspace", &ws);
+    if (s != NC_OK)
+        return s;
+    nc_conv_plan plan;
+    if ((s = nc_cudnn_plan(r->st->cudnn, &shape, m, x, w, y, ws, ws_bytes, &plan, r->where, r->err)) != NC_OK)
+        return s;
+    g.plans.push_back(plan);
+    *out = &g.plans.back();
+    return NC_OK;
+}
+
+// Is node i's value read only by an IF neuron of this SNN pass (which can
+// take bf16 currents, and adds a pending bias itself)?
+static int only_an_if_reads(const grun *r, int i)
+{
+    const gnode &g = r->st->nodes[i];
+    if (!r->snn || r->observe || g.consumers != 1)
+        return 0;
+    const nc_node *c = &r->net->nodes[g.last_use];
+    return c->kind == NC_NODE_NEURON && c->neuron.model == NC_NEURON_IF;
+}
+
+// Conv node i through cuDNN: channels-last input and output (T folded into
+// the rows).  In bf16 the operand is converted first (spikes to their integer
+// counts), unless an IF wrote it as counts already; the bf16 output goes to
+// fp32, unless only an IF reads it (which widens it as it integrates).
+// The operand of conv node i in arithmetic m: the input's own values, or its
+// counts (as written by an IF, or converted here) in bf16 or fp32.
+static nc_status cudnn_operand(grun *r, int i, nc_conv_math m, int spike, const void **x)
+{
+    const gnode &g = r->st->nodes[i];
+    const nc_gwin &w = g.win;
+    gval *in = &r->val[r->net->nodes[i].inputs[0]];
+    int64_t R = in->rows, in_numel = (int64_t)w.c * w.h * w.w;
+    *x = in->counts && in->data16 ? (const void *)in->data16 : (const void *)in->data;
+    if (in->counts || m == NC_CONV_FP32 || m == NC_CONV_TF32)
+        return NC_OK;
+    nc_status s = spike ? spike_scales(r, i, nullptr) : NC_OK;
+    void *buf = nullptr;
+    size_t elt = m == NC_CONV_BF16 ? sizeof(nc_bf16) : sizeof(float);
+    if (s == NC_OK)
+        s = scratch(r, R, in_numel, elt, m == NC_CONV_BF16 ? "bf16 operand" : "spike counts", &buf);
+    if (s != NC_OK)
+        return s;
+    const float *scale = spike ? g.k_opscale : nullptr;
+    cudaError_t e = m == NC_CONV_BF16
+                        ? nc_launch_to_bf16(r->st->stream, R * w.h * w.w, w.c, in->data, scale, w.c, 1, (nc_bf16 *)buf)
+                        : nc_launch_to_counts_f32(r->st->stream, R * w.h * w.w, w.c, in->data, scale, w.c, 1,
+                                                  (float *)buf);
+    *x = buf;
+    return launch_check(r, "operand kernel", e);
+}
+
+// Conv node i through cuDNN: channels-last input and output (T folded into
+// the rows).  In bf16 and in the exact fp32 mode the operand is spike counts
+// (written so by the IF before, or converted here); a bf16 output goes to
+// fp32 unless only an IF reads it (which widens it as it integrates).
+static nc_status run_conv_cudnn(grun *r, int i, nc_conv_math m, gval *out)
+{
+    const nc_node *n = &r->net->nodes[i];
+    gnode &g = r->st->nodes[i];
+    const nc_gwin &w = g.win;
+    int src = n->inputs[0];
+    gval *in = &r->val[src];
+    nc_status s = NC_OK;
+    if (!in->counts) {
+        s = add_pending_bias(r, src);
+        if (s == NC_OK && w.c > 1) /* with one channel both layouts are the same bytes */
+            s = to_layout(r, src, 1);
+        if (s == NC_OK)
+            s = widen(r, src);
+    }
+    if (s != NC_OK)
+        return s;
+    int64_t R = in->rows, P = (int64_t)w.oh * w.ow;
+    int spike = (m == NC_CONV_BF16 || m == NC_CONV_TF32_EXACT) && counts_input(r, i, in);
+    int keep16 = m == NC_CONV_BF16 && only_an_if_reads(r, i);
+    s = keep16 ? value_alloc16(r, i, R, in->constant, 0, out) : value_alloc(r, i, R, in->constant, out);
+    if (s != NC_OK)
+        return s;
+    out->nhwc = 1;
+    const void *wp[3] = {}, *x = nullptr;
+    int n_parts = 1;
+    if ((s = cudnn_weights(r, i, m, spike, wp, &n_parts)) != NC_OK || (s = cudnn_operand(r, i, m, spike, &x)) != NC_OK)
+        return s;
+    cudaStream_t st = r->st->stream;
+    void *y = keep16 ? (void *)out->data16 : (void *)out->data;
+    if (m == NC_CONV_BF16 && !keep16 &&
+        (s = scratch(r, R, g.cout * P, sizeof(nc_bf16), "bf16 conv output", &y)) != NC_OK)
+        return s;
+    const nc_conv_plan *plan = nullptr;
+    if ((s = cudnn_plan_for(r, i, m, R, x, wp[0], y, &plan)) != NC_OK)
+        return s;
+    void *ws = nullptr;
+    if (plan->workspace && (s = scratch(r, 1, (int64_t)plan->workspace, 1, "cuDNN workspace", &ws)) != NC_OK)
+        return s;
+    for (int p = 0; p < n_parts && s == NC_OK; p++) /* the parts' sums added into y, the smallest first */
+        s = nc_cudnn_conv(r->st->cudnn, plan, x, wp[p], y, ws, p ? 1.0f : 0.0f, r->where, r->err);
+    if (s == NC_OK && m == NC_CONV_BF16 && !keep16)
+        s = launch_check(r, "bf16_to_f32 kernel",
+                         nc_launch_bf16_to_f32(st, R * g.cout * P, (const nc_bf16 *)y, out->data));
+    if (s == NC_OK && n->bias) {
+        if (bias_fusable(r, i))
+            out->pbias = g.b;
+        else
+            s = launch_check(r, "add_bias kernel", nc_launch_add_bias(st, R * P, g.cout, 1, g.b, out->data, out->data));
+    }
+    return s;
+}
+
+nc_status run_conv(grun *r, int i, gval *out)
+{
+    const gval *cin = input_value(r, i, 0);
+    int m = conv_math(r, i, counts_input(r, i, cin), cin->constant);
+    if (m >= 0)
+        return run_conv_cudnn(r, i, (nc_conv_math)m, out);
+    const nc_node *n = &r->net->nodes[i];
+    gnode &g = r->st->nodes[i];
+    nc_status s = materialize(r, n->inputs[0]);
+    if (s != NC_OK)
+        return s;
+    const gval *in = input_value(r, i, 0);
+    if ((s = value_alloc(r, i, in->rows, in->constant, out)) != NC_OK)
+        return s;
+    const nc_gwin &w = g.win;
+    int groups = g.groups, cout = g.cout, cg = w.c / groups, mg = cout / groups;
+    int64_t P = (int64_t)w.oh * w.ow, kg = (int64_t)cg * w.kh * w.kw, R = in->rows;
+    int64_t in_row = (int64_t)w.c * w.h * w.w, out_row = (int64_t)cout * P;
+    cudaStream_t st = r->st->stream;
+    if (groups > 1 && mg < 4) {
+        s = launch_check(r, "conv_direct kernel", nc_launch_conv_direct(st, &w, cout, groups, R, in->data, g.w, out->data));
+    } else {
+        gemm_mode m = mode_for(r->st->prec, spike_operand(r, i, in));
+        const void *wp[3];
+        if ((s = weights_for(r, i, m, wp)) != NC_OK)
+            return s;
+        if (P > 0x7fffffff || kg > 0x7fffffff)
+            return nc_fail(r->err, NC_ERR_UNSUPPORTED, "%s: a GEMM dimension exceeds 2^31", r->where);
+        int pointwise = w.kh == 1 && w.kw == 1 && w.sh == 1 && w.sw == 1 && !w.pt && !w.pl && !w.pb && !w.pr;
+        nc_gemm gm = {};
+        gm.kind = m.kind;
+        gm.ta = gm.tb = CUBLAS_OP_N;
+        gm.m = (int)P;
+        gm.n = mg;
+        gm.k = (int)kg;
+        gm.ldb = (int)kg;
+        gm.stride_b = 0;
+        gm.parts = m.parts;
+        gm.ldc = (int)P;
+        gm.stride_c = out_row;
+        gm.beta = 0.0f;
+        if (pointwise && m.kind != NC_GEMM_BF16) {
+            // the input plane of a sample already is the [Cg, P] matrix
+            gm.lda = (int)P;
+            gm.stride_a = in_row;
+            for (int grp = 0; grp < groups && s == NC_OK; grp++)
+                for (int64_t r0 = 0; r0 < R && s == NC_OK; r0 += 65535) {
+                    gm.batch = (int)std::min<int64_t>(R - r0, 65535);
+                    for (int p = 0; p < 3; p++) {
+                        gm.a[p] = in->data + r0 * in_row + (int64_t)grp * cg * P;
+                        gm.b[p] = (const float *)wp[p] + (int64_t)grp * mg * kg;
+                    }
+                    gm.c = out->data + r0 * out_row + (int64_t)grp * mg * P;
+                    s = nc_gpu_gemm(r->st->blas, &gm, r->where, r->err);
+                }
+        } else {
+            size_t elt = m.kind == NC_GEMM_BF16 ? sizeof(nc_bf16) : sizeof(float);
+            int64_t ld = (P + 7) / 8 * 8; // 16-byte aligned columns for the tensor cores
+            int64_t per_sample = kg * ld * (int64_t)elt;
+            int64_t nb = (int64_t)r->st->chunk_bytes / (per_sample > 0 ? per_sample : 1);
+            nb = std::max<int64_t>(1, std::min<int64_t>(nb, R));
+            nb = std::min<int64_t>(nb, 65535);
+            void *col = nullptr;
+            if ((s = scratch(r, nb, kg * ld, elt, "im2col chunk", &col)) != NC_OK)
+                return s;
+            const float *scale = m.spike ? r->st->nodes[i].opscale : nullptr;
+            gm.lda = (int)ld;
+            gm.stride_a = kg * ld;
+            for (int64_t r0 = 0; r0 < R && s == NC_OK; r0 += nb) {
+                int64_t cnt = std::min(nb, R - r0);
+                for (int grp = 0; grp < groups && s == NC_OK; grp++) {
+                    cudaError_t e = m.kind == NC_GEMM_BF16
+                                        ? nc_launch_im2col_bf16(st, &w, groups, grp, cnt, in->data + r0 * in_row, scale, ld,
+                                                                (nc_bf16 *)col)
+                                        : nc_launch_im2col_f32(st, &w, groups, grp, cnt, in->data + r0 * in_row, ld,
+                                                               (float *)col);
+                    if ((s = launch_check(r, "im2col kernel", e)) != NC_OK)
+                        break;
+                    for (int p = 0; p < 3; p++) {
+                        gm.a[p] = col;
+                        gm.b[p] = (const char *)wp[p] + (int64_t)grp * mg * kg * (int64_t)elt;
+                    }
+                    gm.c = out->data + r0 * out_row + (int64_t)grp * mg * P;
+                    gm.batch = (int)cnt;
+                    s = nc_gpu_gemm(r->st->blas, &gm, r->where, r->err);
+                }
+            }
+        }
+    }
+    if (s == NC_OK && n->bias) {
+        if (bias_fusable(r, i))
+            out->pbias = g.b;
+        else
+            s = launch_check(r, "add_bias kernel", nc_launch_add_bias(st, R, cout, P, g.b, out->data, out->data));
+    }
+    return s;
+}
+
+// out[R, fout] = in[R, fin]·Wᵀ in mode m; wp: the weight parts; op: the
+// operand (fp32 input, or its bf16 conversion).
+nc_status dense_gemm(cublasHandle_t h, const gemm_mode &m, int64_t R, int fin, int fout, const void *op,
+                     const void *const wp[3], float *out, const char *where, nc_error *err)
+{
+    nc_gemm gm = {};
+    gm.kind = m.kind;
+    gm.ta = CUBLAS_OP_T;
+    gm.tb = CUBLAS_OP_N;
+    gm.m = fout;
+    gm.k = fin;
+    gm.lda = fin;
+    gm.ldb = fin;
+    gm.ldc = fout;
+    gm.parts = m.parts;
+    gm.batch = 1;
+    gm.beta = 0.0f;
+    size_t elt = m.kind == NC_GEMM_BF16 ? sizeof(nc_bf16) : sizeof(float);
+    nc_status s = NC_OK;
+    for (int64_t r0 = 0; r0 < R && s == NC_OK; r0 += 0x40000000) {
+        gm.n = (int)std::min<int64_t>(R - r0, 0x40000000);
+        for (int p = 0; p < 3; p++) {
+            gm.a[p] = wp[p];
+            gm.b[p] = (const char *)op + r0 * fin * (int64_t)elt;
+        }
+        gm.c = out + r0 * fout;
+        s = nc_gpu_gemm(h, &gm, where, err);
+    }
+    return s;
+}
+
+nc_status run_dense(grun *r, int i, gval *out)
+{
+    const nc_node *n = &r->net->nodes[i];
+    gnode &g = r->st->nodes[i];
+    nc_status s = materialize(r, n->inputs[0]);
+    if (s != NC_OK)
+        return s;
+    const gval *in = input_value(r, i, 0);
+    if ((s = value_alloc(r, i, in->rows, in->constant, out)) != NC_OK)
+        return s;
+    int fout = (int)n->weight->shape[0], fin = (int)n->weight->shape[1];
+    int64_t R = in->rows;
+    gemm_mode m = mode_for(r->st->prec, spike_operand(r, i, in));
+    const void *wp[3];
+    if ((s = weights_for(r, i, m, wp)) != NC_OK)
+        return s;
+    const void *op = in->data;
+    if (m.kind == NC_GEMM_BF16) {
+        void *conv = nullptr;
+        if ((s = scratch(r, R, fin, sizeof(nc_bf16), "bf16 operand", &conv)) != NC_OK)
+            return s;
+        const gnode &src = r->st->nodes[n->inputs[0]];
+        cudaError_t e = nc_launch_to_bf16(r->st->stream, R, fin, in->data, m.spike ? g.opscale : nullptr,
+                                          src.spike_c, src.spike_inner, (nc_bf16 *)conv);
+        if ((s = launch_check(r, "to_bf16 kernel", e)) != NC_OK)
+            return s;
+        op = conv;
+    }
+    s = dense_gemm(r->st->blas, m, R, fin, fout, op, wp, out->data, r->where, r->err);
+    if (s == NC_OK && n->bias) {
+        if (bias_fusable(r, i))
+            out->pbias = g.b;
+        else
+            s = launch_check(r, "add_bias kernel",
+                             nc_launch_add_bias(r->st->stream, R, fout, 1, g.b, out->data, out->data));
+    }
+    return s;
+}
+
+} // namespace ncg

@@ -1,0 +1,186 @@
+// nc_gpu_engine.h — the GPU engine's state and the functions its files
+// share (C++, gpu/ only).  The engine is split by job:
+//   nc_engine_gpu.cu     the engine's entry points: load, a forward pass and
+//                        its observers, timing, the public C functions
+//   nc_gpu_values.cu     the pool of device blocks, values and their layouts
+//   nc_gpu_conv_dense.cu conv and dense layers in every precision (cuDNN or
+//                        im2col + cuBLAS)
+//   nc_gpu_nodes.cu      every other node: input, pools, element-wise, neurons
+//   nc_gpu_faults.cu     fault injection for the tests
+//   nc_gpu_test_hooks.cu single kernels on host data, for the tests
+#ifndef NC_GPU_ENGINE_H
+#define NC_GPU_ENGINE_H
+
+#include <stdint.h>
+
+#include <string>
+#include <vector>
+
+#include "gpu/nc_gpu_cudnn.h"
+#include "gpu/nc_gpu_internal.h"
+
+namespace ncg {
+
+// ---- state ---------------------------------------------------------------------------
+
+struct gnode {
+    nc_gwin win = {};
+    int cout = 0, groups = 1;
+    float *w = nullptr, *b = nullptr; // conv/dense weight and bias; affine scale and shift
+    float *th = nullptr;              // neuron thresholds (qcfs λ, IF θ)
+    int n_th = 0;
+    int64_t numel = 0;
+    int channels = 1;
+    int64_t inner = 1;
+    int last_use = 0, consumers = 0;
+    // SNN: this node's output is spikes of IF node spike_src, value =
+    // θ[ch]·q/spike_d with an integer q ≤ spike_d (see nc_gpu.h, bf16)
+    int spike = 0, spike_src = -1, spike_c = 1;
+    float spike_d = 1.0f;
+    int64_t spike_inner = 1;
+    // precision caches of a conv/dense node (freed on load and precision change)
+    nc_bf16 *wa16 = nullptr;             // bf16 weights, for an analog operand
+    nc_bf16 *ws[3] = {nullptr, nullptr, nullptr}; // θ/D-scaled weights in parts hi, mid, lo
+    int ws_parts = 0;
+    float *opscale = nullptr;            // D/θ per input channel
+    // cuDNN path of a conv node (freed with the caches above)
+    float *w_krsc = nullptr;             // the weight as [Cout, KH, KW, Cin]
+    nc_bf16 *wk16_analog = nullptr;      // its bf16 rounding, for an analog operand
+    nc_bf16 *wk16_spike = nullptr;       // θ/D-scaled bf16, for spike counts
+    float *k_opscale = nullptr;          // D/θ per input channel, for those counts
+    float *wk_parts[3] = {nullptr, nullptr, nullptr}; // exact fp32 mode: θ/D-scaled weight, TF32 hi, mid, lo
+    std::vector<nc_conv_plan> plans;     // chosen algorithms, one per (rows, precision)
+};
+
+struct block {
+    void *ptr;
+    size_t bytes;
+    int in_use, used_this_run;
+};
+
+// How convolutions run (NC_GPU_CONV): auto = cuDNN where it is faster than
+// im2col + cuBLAS (tf32, bf16), cudnn = cuDNN in every precision it has,
+// im2col = never cuDNN.
+enum conv_impl { CONV_AUTO, CONV_CUDNN, CONV_IM2COL };
+
+struct gpu_state {
+    cudaStream_t stream = nullptr;
+    cublasHandle_t blas = nullptr;
+    void *cudnn = nullptr;              // cuDNN handle, NULL without cuDNN
+    conv_impl conv = CONV_AUTO;
+    cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+    nc_gpu_precision prec = NC_GPU_FP32;
+    size_t chunk_bytes = 48u << 20;
+    const nc_net *net = nullptr;
+    std::vector<gnode> nodes;
+    std::vector<void *> params;
+    std::vector<block> pool;
+    float *host = nullptr;
+    size_t host_bytes = 0;
+    int host_pinned = 0;
+};
+
+inline gpu_state *state_of(const nc_engine *e) { return (gpu_state *)e->impl; }
+
+inline const char *kind_name(const nc_node *n) { return nc_node_kind_name(n->kind); }
+
+// ---- a forward pass -----------------------------------------------------------------
+
+struct gval {
+    float *data;
+    int64_t rows;      // N, or T·N for a value that changes with the step
+    int constant;      // SNN: one step of N rows that holds at every step
+    int owned;         // 1: a pool block; 0: borrowed
+    const float *pbias; // a conv/dense bias not yet added (per channel)
+    int nhwc;          // channels last: each row is [H·W, C] (a cuDNN conv's output and what follows it)
+    // In bf16 the value may be held as bf16 instead of in data (always owned,
+    // always channels last): a conv's currents that only an IF reads, or an
+    // IF's spikes as counts (counts = 1) that only a bf16 conv reads.
+    nc_bf16 *data16;
+    int counts;
+};
+
+struct grun {
+    nc_engine *e;
+    gpu_state *st;
+    const nc_net *net;
+    const nc_run_options *o;
+    int snn, T;
+    int64_t N;
+    nc_error *err;
+    std::vector<gval> val;
+    int seq;          // the input is a sequence [T, N, ...] (SNN mode)
+    int observe;      // an observer is set
+    std::vector<void *> scratch; // work blocks of the current node
+    cudaEvent_t *prof;           // NC_GPU_PROFILE: an event after each node (n_nodes + 1), or NULL
+    char where[NC_NAME_MAX + 96];
+};
+
+// Per-channel kernels see a value as rows of [channels, inner]: a
+// channels-last value is rows·inner rows of [channels, 1].
+struct channel_view {
+    int64_t rows;
+    int channels;
+    int64_t inner;
+};
+
+struct gemm_mode {
+    nc_gemm_kind kind;
+    int parts;  // bf16 parts of the weights
+    int spike;  // the operand is fed as spike counts with θ/D in the weights
+};
+
+// ---- nc_gpu_values.cu ----------------------------------------------------------------
+
+void free_caches(gnode &g);
+void free_params(gpu_state *st);
+void pool_trim(gpu_state *st, int all);
+void pool_put(gpu_state *st, const void *p);
+void set_where(grun *r, int i);
+int64_t numel_of(const grun *r, int i);
+nc_status launch_check(grun *r, const char *what, cudaError_t e);
+nc_status alloc_floats(grun *r, int64_t rows, int64_t per_row, size_t elt, const char *what, void **out);
+nc_status scratch(grun *r, int64_t rows, int64_t per_row, size_t elt, const char *what, void **out);
+nc_status value_alloc(grun *r, int i, int64_t rows, int constant, gval *v);
+void value_free(grun *r, gval *v);
+nc_status value_alloc16(grun *r, int i, int64_t rows, int constant, int counts, gval *v);
+nc_status widen(grun *r, int i);
+channel_view view_of(const grun *r, int i, const gval *v);
+nc_status add_pending_bias(grun *r, int i);
+nc_status to_layout(grun *r, int i, int nhwc);
+nc_status materialize(grun *r, int i);
+const gval *input_value(const grun *r, int i, int k);
+nc_status value_like_input(grun *r, int i, gval *out, const float **src, const float **pbias);
+int bias_fusable(const grun *r, int i);
+nc_status cuda_alloc(grun *r, size_t bytes, void **p, const char *what);
+
+// ---- nc_gpu_conv_dense.cu ------------------------------------------------------------
+
+gemm_mode mode_for(nc_gpu_precision p, int spike_operand);
+int conv_math(const grun *r, int i, int spike_in, int constant_in);
+nc_status run_conv(grun *r, int i, gval *out);
+nc_status dense_gemm(cublasHandle_t h, const gemm_mode &m, int64_t R, int fin, int fout, const void *op,
+                     const void *const wp[3], float *out, const char *where, nc_error *err);
+nc_status run_dense(grun *r, int i, gval *out);
+
+// ---- nc_gpu_nodes.cu -----------------------------------------------------------------
+
+int counts_for_conv(const grun *r, int i, int out_nhwc);
+nc_status run_node(grun *r, int i, float *d_input, gval *out);
+
+// ---- nc_engine_gpu.cu ----------------------------------------------------------------
+
+extern const nc_engine_ops gpu_ops;
+nc_status deliver(grun *r, const gval *v, int node, int64_t per_row, void (*fn)(void *, int, const float *,
+                  int64_t, int64_t), void *user);
+nc_status run_nodes(grun *r, float *d_input);
+nc_status finish_run(grun *r, nc_status s);
+nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *opts, grun *r,
+                    float **d_input, nc_error *err);
+int window_out_size(int in, int k, int stride, int pad0, int pad1, int dil, int ceil_mode);
+int gpu_supports(nc_engine *e, const nc_net *net, int node, char *why, size_t why_size);
+void gpu_destroy(nc_engine *e);
+
+} // namespace ncg
+
+#endif

@@ -1,0 +1,197 @@
+// nc_gpu_test_hooks.cu — single kernels of the GPU engine on host data
+// (nc_gpu.h, "test hooks"): the tests compare them with the CPU references.
+#include "gpu/nc_gpu_engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <new>
+#include <string>
+#include <vector>
+
+using namespace ncg;
+
+// ---- test hooks -------------------------------------------------------------------------------
+
+
+struct dev_buffers {
+    std::vector<void *> p;
+    ~dev_buffers()
+    {
+        for (void *q : p)
+            cudaFree(q);
+    }
+    cudaError_t get(size_t bytes, void **out)
+    {
+        *out = nullptr;
+        cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+        if (e == cudaSuccess)
+            p.push_back(*out);
+        return e;
+    }
+};
+
+
+extern "C" nc_status nc_gpu_test_if(int T, long long n, int c, long long inner, const float *threshold,
+                                    int n_threshold, float v0_fraction, int reset_zero, int fire_gt,
+                                    const float *bias, const float *in, long long in_step, float *out,
+                                    long long out_step, nc_error *err)
+{
+    const char *where = "gpu IF test";
+    long long total = n * c * inner;
+    size_t in_floats = (size_t)((T - 1) * in_step + total), out_floats = (size_t)((T - 1) * out_step + total);
+    dev_buffers d;
+    float *dth, *db = nullptr, *din, *dout;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.get((size_t)n_threshold * 4, (void **)&dth));
+    NC_CUDA_TRY(err, where, d.get(in_floats * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.get(out_floats * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, cudaMemcpy(dth, threshold, (size_t)n_threshold * 4, cudaMemcpyHostToDevice));
+    NC_CUDA_TRY(err, where, cudaMemcpy(din, in, in_floats * 4, cudaMemcpyHostToDevice));
+    NC_CUDA_TRY(err, where, cudaMemset(dout, 0xff, out_floats * 4)); /* poison: every output must be written */
+    if (bias) {
+        NC_CUDA_TRY(err, where, d.get((size_t)c * 4, (void **)&db));
+        NC_CUDA_TRY(err, where, cudaMemcpy(db, bias, (size_t)c * 4, cudaMemcpyHostToDevice));
+    }
+    NC_CUDA_TRY(err, where, nc_launch_if(0, T, total, c, inner, dth, n_threshold, v0_fraction, reset_zero, fire_gt, db,
+                                         din, in_step, dout, out_step));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, out_floats * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
+
+extern "C" nc_status nc_gpu_test_if_bf16(int T, long long n, int c, long long inner, const float *threshold,
+                                         int n_threshold, float v0_fraction, int reset_zero, int fire_gt,
+                                         const float *bias, const float *in, long long in_step, float *counts,
+                                         long long out_step, nc_error *err)
+{
+    const char *where = "gpu bf16 IF test";
+    long long total = n * c * inner;
+    size_t in_n = (size_t)((T - 1) * in_step + total), out_n = (size_t)((T - 1) * out_step + total);
+    dev_buffers d;
+    float *dth, *db = nullptr, *din, *dout;
+    nc_bf16 *din16, *dcounts;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.get((size_t)n_threshold * 4, (void **)&dth));
+    NC_CUDA_TRY(err, where, d.get(in_n * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.get(in_n * 2, (void **)&din16));
+    NC_CUDA_TRY(err, where, d.get(out_n * 2, (void **)&dcounts));
+    NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, cudaMemcpy(dth, threshold, (size_t)n_threshold * 4, cudaMemcpyHostToDevice));
+    NC_CUDA_TRY(err, where, cudaMemcpy(din, in, in_n * 4, cudaMemcpyHostToDevice));
+    NC_CUDA_TRY(err, where, cudaMemset(dcounts, 0xff, out_n * 2)); /* poison: every output must be written */
+    if (bias) {
+        NC_CUDA_TRY(err, where, d.get((size_t)c * 4, (void **)&db));
+        NC_CUDA_TRY(err, where, cudaMemcpy(db, bias, (size_t)c * 4, cudaMemcpyHostToDevice));
+    }
+    NC_CUDA_TRY(err, where, nc_launch_to_bf16(0, 1, (int64_t)in_n, din, nullptr, 1, 1, din16));
+    nc_if_io io = {nullptr, din16, nullptr, dcounts};
+    NC_CUDA_TRY(err, where, nc_launch_if_io(0, T, total, c, inner, dth, n_threshold, v0_fraction, reset_zero, fire_gt,
+                                            db, &io, in_step, out_step));
+    NC_CUDA_TRY(err, where, nc_launch_bf16_to_f32(0, (int64_t)out_n, dcounts, dout));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(counts, dout, out_n * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
+
+extern "C" nc_status nc_gpu_test_avgpool_nhwc(long long rows, int c, int h, int w, const int kernel[2],
+                                              const int stride[2], const int pad[4], const int dilation[2],
+                                              int ceil_mode, int count_include_pad, const float *in, float *out,
+                                              nc_error *err)
+{
+    const char *where = "gpu channels-last avgpool test";
+    nc_gwin g = {c, h, w, 0, 0, kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1],
+                 pad[0], pad[1], pad[2], pad[3]};
+    g.oh = window_out_size(h, g.kh, g.sh, g.pt, g.pb, g.dh, ceil_mode);
+    g.ow = window_out_size(w, g.kw, g.sw, g.pl, g.pr, g.dw, ceil_mode);
+    if (rows < 1 || g.oh < 1 || g.ow < 1)
+        return nc_fail(err, NC_ERR_ARGUMENT, "%s: no window fits", where);
+    size_t in_n = (size_t)(rows * c * h * w), out_n = (size_t)(rows * c * g.oh * g.ow);
+    dev_buffers d;
+    float *din, *dnhwc, *dpool, *dout;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.get(in_n * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.get(in_n * 4, (void **)&dnhwc));
+    NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dpool));
+    NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, cudaMemcpy(din, in, in_n * 4, cudaMemcpyHostToDevice));
+    NC_CUDA_TRY(err, where, cudaMemset(dpool, 0xff, out_n * 4)); /* poison: every output must be written */
+    NC_CUDA_TRY(err, where, nc_launch_transpose_rows(0, rows, c, (int64_t)h * w, din, dnhwc));
+    NC_CUDA_TRY(err, where, nc_launch_avgpool_nhwc(0, &g, count_include_pad, rows, dnhwc, dpool));
+    NC_CUDA_TRY(err, where, nc_launch_transpose_rows(0, rows, (int64_t)g.oh * g.ow, c, dpool, dout));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, out_n * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
+
+extern "C" nc_status nc_gpu_test_gemm(nc_gpu_precision p, long long rows, int fin, int fout, const float *in,
+                                      const float *weight, const float *spike_scale, float *out, nc_error *err)
+{
+    const char *where = "gpu GEMM test";
+    if ((unsigned)p >= NC_GPU_PRECISION_COUNT)
+        return nc_fail(err, NC_ERR_ARGUMENT, "%s: unknown precision", where);
+    dev_buffers d;
+    float *din, *dw, *dout, *dmul = nullptr, *dop = nullptr, *dth = nullptr;
+    nc_bf16 *parts[3] = {}, *conv = nullptr;
+    size_t nin = (size_t)(rows * fin), nw = (size_t)fin * fout, nout = (size_t)(rows * fout);
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.get(nin * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.get(nw * 4, (void **)&dw));
+    NC_CUDA_TRY(err, where, d.get(nout * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, cudaMemcpy(din, in, nin * 4, cudaMemcpyHostToDevice));
+    NC_CUDA_TRY(err, where, cudaMemcpy(dw, weight, nw * 4, cudaMemcpyHostToDevice));
+    NC_CUDA_TRY(err, where, cudaMemset(dout, 0xff, nout * 4));
+    gemm_mode m = mode_for(p, spike_scale != nullptr);
+    const void *wp[3] = {dw, dw, dw};
+    const void *op = din;
+    if (m.kind == NC_GEMM_BF16) {
+        for (int k = 0; k < m.parts; k++)
+            NC_CUDA_TRY(err, where, d.get(nw * 2, (void **)&parts[k]));
+        NC_CUDA_TRY(err, where, d.get(nin * 2, (void **)&conv));
+        if (m.spike) {
+            NC_CUDA_TRY(err, where, d.get((size_t)fin * 4, (void **)&dth));
+            NC_CUDA_TRY(err, where, d.get((size_t)fin * 4, (void **)&dmul));
+            NC_CUDA_TRY(err, where, d.get((size_t)fin * 4, (void **)&dop));
+            NC_CUDA_TRY(err, where, cudaMemcpy(dth, spike_scale, (size_t)fin * 4, cudaMemcpyHostToDevice));
+            NC_CUDA_TRY(err, where, nc_launch_scale(0, fin, dth, fin, 1.0f, dmul));
+            NC_CUDA_TRY(err, where, nc_launch_inv_scale(0, fin, dth, fin, 1.0f, dop));
+        }
+        NC_CUDA_TRY(err, where, nc_launch_weight_parts(0, fout, fin, dw, dmul, fout, fin, 1, m.parts, parts));
+        NC_CUDA_TRY(err, where, nc_launch_to_bf16(0, rows, fin, din, dop, fin, 1, conv));
+        for (int k = 0; k < m.parts; k++)
+            wp[k] = parts[m.parts - 1 - k];
+        op = conv;
+    }
+    cublasHandle_t h = nullptr;
+    NC_CUBLAS_TRY(err, where, cublasCreate(&h));
+    nc_status s = NC_OK;
+    cublasStatus_t bs = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+    if (bs != CUBLAS_STATUS_SUCCESS)
+        s = nc_gpu_fail_cublas(err, where, "cublasSetMathMode", bs);
+    if (s == NC_OK)
+        s = dense_gemm(h, m, rows, fin, fout, op, wp, dout, where, err);
+    cublasDestroy(h);
+    if (s != NC_OK)
+        return s;
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, nout * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
+
+extern "C" nc_status nc_gpu_test_poisson(unsigned long long seed, int T, long long n, const float *in, float *out,
+                                         nc_error *err)
+{
+    const char *where = "gpu Poisson test";
+    dev_buffers d;
+    float *din, *dout;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.get((size_t)n * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.get((size_t)(T * n) * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, cudaMemcpy(din, in, (size_t)n * 4, cudaMemcpyHostToDevice));
+    NC_CUDA_TRY(err, where, nc_launch_poisson(0, seed, T, n, din, dout));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, (size_t)(T * n) * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
