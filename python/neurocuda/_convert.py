@@ -86,10 +86,16 @@ def convert(model, train_loader, timesteps=8, *, example_input=None, threshold="
               "eval-T": T if test_loader is not None or isinstance(train_loader, (str, os.PathLike)) else None}
     values.update(options)
     opts = Options(values)
+    # the exported file lives until the job ends: the project fingerprints it
     with tempfile.TemporaryDirectory(prefix="neurocuda-") as folder:
         if example_input is None and not isinstance(model, (str, os.PathLike)) and hasattr(model, "state_dict"):
             example_input = _example_from(train_loader)
         ann = SNN(open_model(_model_file(model, example_input, folder)), T=T)
+        return _run(ann, opts, train_loader, test_loader, progress, T,
+                    os.fspath(model) if isinstance(model, (str, os.PathLike)) else None)
+
+
+def _run(ann, opts, train_loader, test_loader, progress, T, source):
     streams = []
     if isinstance(train_loader, (str, os.PathLike)):
         opts.set("data", os.fspath(train_loader))
@@ -111,4 +117,4 @@ def convert(model, train_loader, timesteps=8, *, example_input=None, threshold="
     finally:
         for s in streams:
             s.close()
-    return SNN(handle, T=T, results=Results(results), source=model if isinstance(model, str) else None)
+    return SNN(handle, T=T, results=Results(results), source=source)
