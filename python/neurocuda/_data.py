@@ -11,7 +11,7 @@ import ctypes
 import numpy as np
 
 from ._call import call
-from ._errors import ArgumentError, Error, ShapeError
+from ._errors import ArgumentError, Error, ShapeError, status_of
 from ._lib import NEXT_FN, REWIND_FN, lib
 
 FLOAT_P = ctypes.POINTER(ctypes.c_float)
@@ -59,18 +59,24 @@ def check_labels(y, n, where):
     return np.ascontiguousarray(y, dtype=np.int32)
 
 
-def count_of(loader):
-    """Images in one pass: from a DataLoader's sampler, a sized loader of
-    single images, or one counting pass."""
+def count_of(loader, name):
+    """Images in one pass: from a DataLoader's sampler, else one counting
+    pass (which streams too: nothing is kept)."""
     batch_size = getattr(loader, "batch_size", None)
     sampler = getattr(loader, "sampler", None)
     if batch_size and sampler is not None and hasattr(sampler, "__len__"):
         n = len(sampler)
         return (n // batch_size) * batch_size if getattr(loader, "drop_last", False) else n
-    total = 0
-    for batch in loader:
-        x, _ = split_batch(batch)
-        total += len(x)
+    total, batches = 0, 0
+    try:
+        for batch in loader:
+            batches += 1
+            x, _ = split_batch(batch)
+            total += len(x)
+    except Error:
+        raise
+    except Exception as e:
+        raise Error("%s failed in batch %d: %s: %s" % (name, batches + 1, type(e).__name__, e)) from e
     return total
 
 
@@ -78,13 +84,14 @@ class Stream:
     """A loader as a neurocuda_data stream (lib/neurocuda.h)."""
 
     def __init__(self, loader, shape, classes, name, count=None):
+        self.handle = None
         self.loader, self.shape, self.name = loader, tuple(int(d) for d in shape), name
         self.iterator = None
         self.batches = 0
         self.keep = None           # the batch C reads until the next call
         self.error = None          # the Python exception that failed the stream
         self.interrupted = False
-        self.count = count if count is not None else count_of(loader)
+        self.count = count if count is not None else count_of(loader, name)
         if self.count < 1:
             raise ArgumentError("%s yielded no images" % name)
         self.c_next = NEXT_FN(self._next)
@@ -101,7 +108,7 @@ class Stream:
 
     def _fail(self, err, e, code):
         self.error = e
-        err.contents.status = getattr(e, "code", None) or code
+        err.contents.status = status_of(e) or code
         text = str(e) if isinstance(e, Error) else "%s failed in batch %d: %s: %s" % (
             self.name, self.batches, type(e).__name__, e)
         err.contents.message = text.encode("utf-8", "replace")[:1000]
@@ -113,11 +120,12 @@ class Stream:
         try:
             if self.iterator is None:
                 self.iterator = iter(self.loader)
+            self.batches += 1  # the batch being read, for messages
             try:
                 batch = next(self.iterator)
             except StopIteration:
+                self.batches -= 1
                 return 0
-            self.batches += 1
             where = "%s, batch %d" % (self.name, self.batches)
             x, y = split_batch(batch)
             x = check_images(x, self.shape, where)
@@ -131,7 +139,7 @@ class Stream:
             self.interrupted = True
             return self._fail(err, e, 7)
         except Exception as e:
-            return self._fail(err, e, 6 if not hasattr(e, "code") else e.code)
+            return self._fail(err, e, 6)
 
     def _rewind(self, user, err):
         try:

@@ -63,3 +63,8 @@ BY_STATUS = [None, FileError, FormatError, UnsupportedError, ShapeError, OutOfMe
 def error_for(code, message):
     cls = BY_STATUS[code] if 0 < code < len(BY_STATUS) else Error
     return cls(message, code)
+
+
+def status_of(e):
+    """The library's status number of an Error (0 for other exceptions)."""
+    return BY_STATUS.index(type(e)) if type(e) in BY_STATUS else 0
