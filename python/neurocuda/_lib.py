@@ -3,7 +3,7 @@ once, and the signatures of its functions.
 
 Where the library is looked for, in order:
   1. the file named by the environment variable NEUROCUDA_LIB;
-  2. next to this package (an installed wheel puts it there);
+  2. inside this package (pip install . puts libneurocuda.so there);
   3. the build tree of a source checkout (build*/lib/ beside python/);
   4. the system's library path (libneurocuda.so.1 from `meson install`).
 """
@@ -86,7 +86,7 @@ def _candidates():
     if env:
         return [env]  # an explicit choice is the only one
     here = os.path.dirname(os.path.abspath(__file__))
-    found = [os.path.join(here, SONAME)]
+    found = [os.path.join(here, "libneurocuda.so"), os.path.join(here, SONAME)]  # a wheel, a copy
     source_root = os.path.dirname(os.path.dirname(here))
     found += sorted(glob.glob(os.path.join(source_root, "build*", "lib", SONAME)))
     found.append(SONAME)  # the system's library path
