@@ -25,7 +25,6 @@ struct nc_dataset_stream {
     float *images;
     int32_t *labels;
     int64_t batches;      /* batches pulled in this pass (for messages) */
-    int ended;            /* the caller said the pass is over           */
     nc_error failure;     /* code NC_OK until the first failure         */
 };
 
@@ -103,7 +102,6 @@ static int pull(nc_dataset_stream *s)
         return -1;
     }
     if (got == 0) {
-        s->ended = 1;
         nc_fail(&err, NC_ERR_ARGUMENT, "%s ended after %lld samples, but it declared %lld", s->src.name,
                 (long long)(s->base + s->have), (long long)s->src.count);
         fail(s, &err);
@@ -134,7 +132,6 @@ static int rewind_stream(nc_dataset_stream *s)
         return -1;
     }
     s->base = s->have = s->batches = 0;
-    s->ended = 0;
     return 0;
 }
 

@@ -167,9 +167,10 @@ int neurocuda_model_compile(neurocuda_model *m, const char *engine, const neuroc
 /* The bound engine's name ("cpu" when none is bound yet). */
 const char *neurocuda_model_engine(const neurocuda_model *m);
 
-/* One forward pass of n samples (input: n × C × H × W float32).  A spiking
- * network runs T steps and writes out[T][n][classes], the output after
- * every step (accumulated: what its argmax reads); an ANN writes
+/* One forward pass of n samples (input: n × C × H × W float32, direct
+ * encoding).  A spiking network runs T steps and writes out[T][n][classes],
+ * the output node's value after every step (its argmax is the prediction
+ * at that step, as the accuracy by step counts it); an ANN writes
  * out[n][classes] (T ignored). */
 int neurocuda_model_forward(neurocuda_model *m, const float *input, int64_t n, int T, float *out,
                             neurocuda_error *err);
