@@ -53,8 +53,10 @@ def _model_file(model, example_input, folder):
 
 def _example_from(loader):
     """One input of the loader's first batch, for the exporter."""
+    import torch
     x, _ = split_batch(next(iter(loader)))
-    return x[:1]
+    x = x[:1]
+    return x if isinstance(x, torch.Tensor) else torch.as_tensor(to_numpy(x), dtype=torch.float32)
 
 
 def convert(model, train_loader, timesteps=8, *, example_input=None, threshold="p99.9", per_channel=None,

@@ -15,7 +15,12 @@ def test_three_calls(trained, tmp_path, monkeypatch):
     model, train_loader, test_loader = trained
     monkeypatch.chdir(tmp_path)
     snn = neurocuda.convert(model, train_loader, timesteps=8)   # QCFS calibration + BPTT fine-tuning
-    neurocuda.compile(snn, target="auto" if not neurocuda.engines()["gpu"][0] else "gpu")
+    if neurocuda.engines()["gpu"][0]:
+        neurocuda.compile(snn, target="gpu")
+    else:  # says why, and runs on the CPU only when asked
+        with pytest.raises(neurocuda.DeviceError, match="the gpu engine cannot run here"):
+            neurocuda.compile(snn, target="gpu")
+        neurocuda.compile(snn, target="auto")
     neurocuda.to_nir(snn, "model.nir")
     assert os.path.getsize(tmp_path / "model.nir") > 1000
     assert snn.spiking and snn.input_shape == (1, 28, 28) and snn.classes == 10
