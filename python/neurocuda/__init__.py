@@ -10,11 +10,11 @@ A thin layer over libneurocuda (lib/neurocuda.h) through ctypes; the
 library does the work with the GIL released.  docs/PYTHON.md is the guide."""
 from ._errors import (ArgumentError, CancelledError, DeviceError, Error, FileError, FormatError, InternalError,
                       OutOfMemoryError, ShapeError, UnsupportedError)
-from ._lib import lib as _lib
+from ._lib import lib as _library  # not "_lib": that is the submodule
 from ._model import SNN, Results, compile, engines, from_nir, load, to_lava, to_nir, workbench
 from ._convert import convert
 
-__version__ = _lib.neurocuda_version().decode()
+__version__ = _library.neurocuda_version().decode()
 
 __all__ = ["convert", "compile", "load", "to_nir", "from_nir", "to_lava", "workbench", "engines", "SNN", "Results",
            "Error", "FileError", "FormatError", "UnsupportedError", "ShapeError", "OutOfMemoryError",
