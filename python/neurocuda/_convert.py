@@ -86,6 +86,10 @@ def convert(model, train_loader, timesteps=8, *, example_input=None, threshold="
               "finetune-bptt": bptt_epochs, "engine": engine, "calib-images": calib_images, "mean": mean,
               "std": std, "output": os.fspath(output) if output is not None else None, "L": T, "train-T": T,
               "eval-T": T if test_loader is not None or isinstance(train_loader, (str, os.PathLike)) else None}
+    if not isinstance(train_loader, (str, os.PathLike)) and "val_images" not in options:
+        # the last images of a pass are held out only when given: a loader
+        # that shuffles would put other images there every epoch
+        values["val-images"] = 0
     values.update(options)
     opts = Options(values)
     # the exported file lives until the job ends: the project fingerprints it
