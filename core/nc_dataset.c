@@ -7,6 +7,7 @@
  * applies the preprocessing and checks the labels, the same way for every
  * format.  Nothing here prints. */
 #include "nc_dataset.h"
+#include "nc_dataset_stream.h"
 
 #include <hdf5.h>
 
@@ -1061,6 +1062,7 @@ void nc_dataset_free(nc_dataset *ds)
 {
     if (!ds)
         return;
+    nc_dataset_stream_free(ds->stream);
     free(ds->images);
     free(ds->labels);
     free(ds);
@@ -1072,6 +1074,10 @@ void nc_dataset_batch(const nc_dataset *ds, int64_t first, int64_t n, float *ima
         return;
     if (n > ds->count - first) /* never read past the end */
         n = ds->count - first;
+    if (ds->stream) {
+        nc_dataset_stream_batch(ds->stream, first, n, images, labels);
+        return;
+    }
     size_t per = (size_t)ds->channels * ds->height * ds->width;
     if (images)
         memcpy(images, ds->images + (size_t)first * per, (size_t)n * per * sizeof(float));

@@ -32,7 +32,8 @@ typedef struct nc_dataset {
     int32_t *labels;           /* [count]                                    */
     int num_classes;           /* max label + 1                              */
     char path[1024];           /* what was opened, for messages              */
-    char format[16];           /* "idx", "npy", "hdf5"                       */
+    char format[16];           /* "idx", "npy", "hdf5", "stream"             */
+    struct nc_dataset_stream *stream; /* a stream's state (images, labels NULL), else NULL */
 } nc_dataset;
 
 /* Opens a dataset.  `spec` is one of:
@@ -51,6 +52,40 @@ void nc_dataset_free(nc_dataset *ds); /* NULL is a no-op */
 /* Copies samples [first, first+n) into a batch tensor [n, C, H, W] (allocated
  * by the caller with at least that many elements) and labels (may be NULL). */
 void nc_dataset_batch(const nc_dataset *ds, int64_t first, int64_t n, float *images, int32_t *labels);
+
+/* ---- streams: samples the caller hands over batch by batch ----------------
+ *
+ * A stream is a dataset whose samples are not held: a caller (the Python
+ * package's data loader, for one) gives them a batch at a time, and the
+ * dataset keeps only the batches that the current read needs.  Every reader
+ * of datasets goes through nc_dataset_batch and reads forward from the first
+ * sample; a read before what is buffered starts the stream again (rewind).
+ * A stream's `images` and `labels` are NULL.
+ *
+ * A failing stream (the caller's error, a NaN, a label out of range, a
+ * batch of the wrong size, fewer samples than declared) keeps its first
+ * failure; nc_dataset_batch then gives zeros, and whoever drives the job
+ * asks nc_dataset_stream_status between batches (the pipeline runner does)
+ * and stops with the stream's message. */
+typedef struct nc_dataset_source {
+    int64_t count;             /* samples in one pass                            */
+    int channels, height, width;
+    int num_classes;           /* labels must lie in [0, num_classes)            */
+    const char *name;          /* for messages ("the Python loader")             */
+    /* The next batch: sets *images ([n, C, H, W] float32, preprocessed) and
+     * *labels ([n]) to memory that stays valid until the next call, and *n.
+     * Returns 1 for a batch, 0 at the end of the pass, -1 on failure (the
+     * message in err). */
+    int (*next)(void *user, const float **images, const int32_t **labels, int64_t *n, nc_error *err);
+    /* Starts a new pass from the first sample: 0, or -1 with the message. */
+    int (*rewind)(void *user, nc_error *err);
+    void *user;
+} nc_dataset_source;
+
+/* A stream over `src` (copied; src->user must outlive the dataset). */
+nc_status nc_dataset_new_stream(const nc_dataset_source *src, nc_dataset **out, nc_error *err);
+/* NC_OK, or the stream's first failure with its message.  Files: NC_OK. */
+nc_status nc_dataset_stream_status(const nc_dataset *ds, nc_error *err);
 
 /* Parses "0.5" or "0.485,0.456,0.406" into values; returns the count, or -1. */
 int nc_parse_float_list(const char *text, float *values, int max_values);

@@ -185,6 +185,24 @@ static size_t image_length(const unsigned char *image, size_t size)
     return eof > 0 && eof <= size ? (size_t)eof : size;
 }
 
+/* A creation property list whose objects carry no time stamps: the same
+ * content then makes the same bytes (a project written by the CLI and by
+ * the Python package, or twice, compares equal). */
+static hid_t untimed(hid_t cls)
+{
+    hid_t p = H5Pcreate(cls);
+    if (p >= 0 && H5Pset_obj_track_times(p, 0) < 0)
+        nc_h5_close(&p);
+    return p >= 0 ? p : H5P_DEFAULT;
+}
+
+static void close_plist(hid_t *p)
+{
+    if (*p != H5P_DEFAULT)
+        nc_h5_close(p);
+}
+
+
 nc_status nc_h5_create(nc_h5_writer *w, const char *path, nc_error *err)
 {
     nc_h5_quiet();
@@ -214,7 +232,9 @@ nc_status nc_h5_create(nc_h5_writer *w, const char *path, nc_error *err)
                                              image_udata_copy, image_udata_free, w};
     H5Pset_fapl_core(fapl, (size_t)1 << 20, 0);
     H5Pset_file_image_callbacks(fapl, &callbacks);
-    w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hid_t fcpl = untimed(H5P_FILE_CREATE); /* the root group */
+    w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, fcpl, fapl);
+    close_plist(&fcpl);
     char why[256];
     nc_h5_error_text(why, sizeof why); /* before any other call clears the stack */
     nc_h5_close(&fapl);
@@ -608,7 +628,9 @@ static nc_status write_fail(nc_error *err, const char *what, const char *name)
 
 nc_status nc_h5_group_create(hid_t loc, const char *name, hid_t *out, nc_error *err)
 {
-    *out = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t gcpl = untimed(H5P_GROUP_CREATE);
+    *out = H5Gcreate2(loc, name, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+    close_plist(&gcpl);
     return *out < 0 ? write_fail(err, "group", name) : NC_OK;
 }
 
@@ -633,7 +655,7 @@ static hid_t make_space(int ndim, const int64_t *shape, int64_t *numel)
 static hid_t checked_dcpl(hid_t file_type, int ndim, const int64_t *shape, int64_t numel)
 {
     if (ndim < 1 || numel < 1)
-        return H5P_DEFAULT;
+        return untimed(H5P_DATASET_CREATE);
     hsize_t chunk[16];
     double row_bytes = (double)H5Tget_size(file_type);
     for (int i = 1; i < ndim; i++)
@@ -642,8 +664,8 @@ static hid_t checked_dcpl(hid_t file_type, int ndim, const int64_t *shape, int64
     chunk[0] = (hsize_t)(rows < 1 ? 1 : rows > (double)shape[0] ? (double)shape[0] : rows);
     for (int i = 1; i < ndim; i++)
         chunk[i] = (hsize_t)shape[i];
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    if (dcpl >= 0 && (H5Pset_chunk(dcpl, ndim, chunk) < 0 || H5Pset_fletcher32(dcpl) < 0))
+    hid_t dcpl = untimed(H5P_DATASET_CREATE);
+    if (dcpl != H5P_DEFAULT && (H5Pset_chunk(dcpl, ndim, chunk) < 0 || H5Pset_fletcher32(dcpl) < 0))
         nc_h5_close(&dcpl);
     return dcpl >= 0 ? dcpl : H5P_DEFAULT;
 }

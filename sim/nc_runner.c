@@ -19,7 +19,9 @@ struct nc_runner {
     nc_train_options train;             /* decided once the training split is open */
 
     nc_engine *engine;                  /* owned unless desc.engine_instance       */
-    nc_dataset *train_set, *test_set;
+    const nc_dataset *train_set, *test_set; /* the owned ones below, or the caller's */
+    nc_dataset *own_train, *own_test;
+    const nc_runner_observer *obs;      /* while running: the front end's observer */
     nc_net *net;                        /* the job's net (converted, fine-tuned)   */
     nc_net *calibrated;                 /* a sweep: what each method converts      */
     nc_pipeline_result pipeline;
@@ -48,6 +50,12 @@ float nc_runner_crop_fill(const nc_preprocess *pp)
     if (!pp || pp->n_std <= 0 || pp->std[0] == 0)
         return 0.0f;
     return (0.0f - (pp->n_mean > 0 ? pp->mean[0] : 0)) / pp->std[0];
+}
+
+/* Is there a split to measure on? */
+static int has_test_split(const nc_runner_desc *d)
+{
+    return d->test_data || d->dataset;
 }
 
 static int finetunes(const nc_runner_desc *d)
@@ -97,6 +105,8 @@ static nc_run_stage *add(nc_runner *r, nc_run_stage_kind kind, const char *label
 
 static void add_measure(nc_runner *r, int row, int keep, int ann)
 {
+    if (!has_test_split(&r->desc))
+        return;
     nc_run_stage *s = add(r, NC_RUN_MEASURE, keep ? "simulate" : "evaluate");
     s->row = row;
     s->keep = keep;
@@ -181,8 +191,8 @@ void nc_runner_free(nc_runner *r)
     }
     if (r->engine != r->desc.engine_instance)
         nc_engine_free(r->engine);
-    nc_dataset_free(r->train_set);
-    nc_dataset_free(r->test_set);
+    nc_dataset_free(r->own_train);
+    nc_dataset_free(r->own_test);
     nc_net_free(r->net);
     nc_net_free(r->calibrated);
     nc_pipeline_result_clear(&r->pipeline);
@@ -191,11 +201,22 @@ void nc_runner_free(nc_runner *r)
 
 /* ---- the stages ------------------------------------------------------------ */
 
-static nc_status open_split(nc_runner *r, nc_split split, int64_t limit, nc_dataset **out, nc_error *err)
+/* A split: the caller's dataset for it, else opened from desc.dataset. */
+static nc_status open_split(nc_runner *r, nc_split split, int64_t limit, nc_error *err)
 {
-    nc_status st = nc_dataset_open(r->desc.dataset, split, &r->desc.pp, limit, out, err);
+    const nc_dataset *given = split == NC_SPLIT_TRAIN ? r->desc.train_data : r->desc.test_data;
+    const nc_dataset **set = split == NC_SPLIT_TRAIN ? &r->train_set : &r->test_set;
+    nc_dataset **own = split == NC_SPLIT_TRAIN ? &r->own_train : &r->own_test;
+    if (given) {
+        *set = given;
+        return NC_OK;
+    }
+    if (!r->desc.dataset)
+        return nc_fail(err, NC_ERR_ARGUMENT, "no %s data: give a dataset", split == NC_SPLIT_TRAIN ? "training" : "test");
+    nc_status st = nc_dataset_open(r->desc.dataset, split, &r->desc.pp, limit, own, err);
     if (st != NC_OK)
         nc_error_prefix(err, "dataset '%s'", r->desc.dataset);
+    *set = *own;
     return st;
 }
 
@@ -231,11 +252,12 @@ static nc_status run_open(nc_runner *r, nc_error *err)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the network");
     nc_status st = NC_OK;
     if (r->stages[1].kind == NC_RUN_CALIBRATE)
-        st = open_split(r, NC_SPLIT_TRAIN, finetunes(&r->desc) ? 0 : r->desc.pipeline.calib_images, &r->train_set,
-                        err);
-    if (st == NC_OK)
-        st = open_split(r, NC_SPLIT_TEST, r->desc.test_images, &r->test_set, err);
-    if (st == NC_OK)
+        st = open_split(r, NC_SPLIT_TRAIN, finetunes(&r->desc) ? 0 : r->desc.pipeline.calib_images, err);
+    if (st == NC_OK && r->train_set)
+        st = nc_check_dataset_fits(r->net, r->train_set, err);
+    if (st == NC_OK && has_test_split(&r->desc))
+        st = open_split(r, NC_SPLIT_TEST, r->desc.test_images, err);
+    if (st == NC_OK && r->test_set)
         st = nc_check_dataset_fits(r->net, r->test_set, err);
     if (st == NC_OK)
         st = make_engine(r, err);
@@ -431,11 +453,12 @@ void nc_runner_store_rows(nc_project *p, const nc_stage_row *rows, int n)
         store_row(p, "final_", &rows[n - 1]);
 }
 
-/* The project: the net (a clone: the runner keeps its own), the calibration,
- * every row and the fine-tuning settings. */
-static nc_status run_save(nc_runner *r, nc_error *err)
+nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error *err)
 {
+    *out = NULL;
     const nc_pipeline_options *o = &r->desc.pipeline;
+    if (!r->net)
+        return nc_fail(err, NC_ERR_ARGUMENT, "the job has no network yet");
     nc_net *net = nc_net_clone(r->net);
     if (!net)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the network");
@@ -444,7 +467,8 @@ static nc_status run_save(nc_runner *r, nc_error *err)
     if (st != NC_OK)
         return st;
     nc_runner_store_rows(p, r->rows, r->n_rows);
-    store_metric(p, "", "test_images", (double)r->test_set->count);
+    if (r->test_set)
+        store_metric(p, "", "test_images", (double)r->test_set->count);
     store_metric(p, "", "finetune_qcfs_epochs", o->finetune_qcfs_epochs);
     store_metric(p, "", "finetune_bptt_epochs", o->finetune_bptt_epochs);
     if (o->finetune_qcfs_epochs > 0)
@@ -453,7 +477,16 @@ static nc_status run_save(nc_runner *r, nc_error *err)
         store_metric(p, "", "finetune_bptt_seconds", r->results[NC_TRAIN_BPTT].seconds);
         store_metric(p, "", "finetune_train_T", o->train.T);
     }
-    st = nc_project_save(p, r->desc.output, err);
+    *out = p;
+    return NC_OK;
+}
+
+static nc_status run_save(nc_runner *r, nc_error *err)
+{
+    nc_project *p = NULL;
+    nc_status st = nc_runner_make_project(r, &p, err);
+    if (st == NC_OK)
+        st = nc_project_save(p, r->desc.output, err);
     nc_project_free(p); /* frees the net too */
     return st;
 }
@@ -472,22 +505,59 @@ static nc_status run_stage(nc_runner *r, int i, const nc_runner_observer *obs, n
     return nc_fail(err, NC_ERR_ARGUMENT, "unknown stage kind %d", (int)s->kind);
 }
 
+/* A failed stream (nc_dataset.h) stops the job: its message wins over the
+ * cancel that the progress hooks below turned it into. */
+static nc_status stream_failure(const nc_runner *r, nc_error *err)
+{
+    nc_status st = nc_dataset_stream_status(r->train_set, err);
+    return st != NC_OK ? st : nc_dataset_stream_status(r->test_set, err);
+}
+
+static int on_progress(void *user, const nc_progress *p)
+{
+    nc_runner *r = user;
+    if (stream_failure(r, NULL) != NC_OK)
+        return 1;
+    return r->obs->progress ? r->obs->progress(r->obs->user, p) : 0;
+}
+
+static int on_train_progress(void *user, const nc_train_progress *p)
+{
+    nc_runner *r = user;
+    if (stream_failure(r, NULL) != NC_OK)
+        return 1;
+    return r->obs->train_progress ? r->obs->train_progress(r->obs->user, p) : 0;
+}
+
+static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, nc_runner_event ev, nc_error *err)
+{
+    (void)user;
+    return r->obs->event ? r->obs->event(r->obs->user, r, stage, ev, err) : NC_OK;
+}
+
 nc_status nc_runner_run(nc_runner *r, const nc_runner_observer *obs, nc_error *err)
 {
     if (!r || r->ran)
         return nc_fail(err, NC_ERR_ARGUMENT, "nc_runner_run: no runner, or it ran already");
     r->ran = 1;
     nc_runner_observer none = {0};
-    if (!obs)
-        obs = &none;
+    r->obs = obs ? obs : &none;
+    /* the stages see the runner's hooks, which check the streams first */
+    nc_runner_observer hooks = {.user = r, .progress = on_progress, .train_progress = on_train_progress,
+                                .event = on_event};
     nc_status st = NC_OK;
     for (int i = 0; i < r->n_stages && st == NC_OK; i++) {
-        st = notify(r, obs, i, NC_RUNNER_STAGE_BEGIN, err);
+        st = notify(r, &hooks, i, NC_RUNNER_STAGE_BEGIN, err);
         if (st == NC_OK)
-            st = run_stage(r, i, obs, err);
+            st = run_stage(r, i, &hooks, err);
+        if (st == NC_OK || st == NC_ERR_CANCELLED) {
+            nc_status failed = stream_failure(r, err);
+            st = failed != NC_OK ? failed : st;
+        }
         if (st == NC_OK)
-            st = notify(r, obs, i, NC_RUNNER_STAGE_END, err);
+            st = notify(r, &hooks, i, NC_RUNNER_STAGE_END, err);
     }
+    r->obs = NULL;
     return st;
 }
 

@@ -30,7 +30,10 @@
  * One observer interface serves every front end: one progress callback for
  * every stage (a non-zero return cancels at the next batch), the trainer's
  * progress per batch, and an event at the start and end of each stage and
- * when a measurement's record is ready.  The runner never prints. */
+ * when a measurement's record is ready.  The runner never prints.
+ *
+ * A streamed dataset that fails (nc_dataset_stream_status) stops the job at
+ * the next progress call, and the job fails with the stream's message. */
 #ifndef NC_RUNNER_H
 #define NC_RUNNER_H
 
@@ -48,6 +51,11 @@ typedef struct nc_runner_desc {
     const nc_net *source;         /* cloned; an ANN is converted, an SNN measured as it is */
     const char *source_path;      /* stored in the project file                          */
     const char *dataset;          /* nc_dataset_open spec (e.g. "fashion-mnist")          */
+    /* Datasets made by the caller (borrowed; e.g. streams, nc_dataset.h): each
+     * replaces the split of `dataset` it stands for, and is read as it is (no
+     * limit, no preprocessing applied).  With no test split at all (dataset
+     * and test_data NULL) a conversion measures nothing and saves no rows. */
+    const nc_dataset *train_data, *test_data;
     nc_preprocess pp;
     int64_t test_images;          /* test images measured; ≤ 0: all                      */
     const char *engine;           /* engine name ("cpu" when NULL) …                     */
@@ -160,6 +168,11 @@ const nc_dataset *nc_runner_test_set(const nc_runner *r);
  * "<prefix>snn_accuracy_t<t>" with prefix "" (converted), "qcfs_finetuned_",
  * "bptt_finetuned_", and "final_" for the last of several rows. */
 void nc_runner_store_rows(nc_project *p, const nc_stage_row *rows, int n);
+
+/* The project the save stage writes: a clone of the job's net, the source
+ * model, the preprocessing, the calibration, every row and the fine-tuning
+ * settings.  Callable after a run (front ends that save later). */
+nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error *err);
 
 /* 1 if the net holds spiking or stateful neurons (IF from a conversion, or
  * LIF and friends from a NIR file): it is simulated, not converted. */

@@ -1005,10 +1005,10 @@ static void shuffle(int64_t *order, int64_t n, uint64_t *rng)
 }
 
 /* One image into dst with the options' random crop and flip. */
-static void augment_image(const nc_dataset *ds, int64_t index, const nc_train_options *o, uint64_t *rng, float *dst)
+static void augment_image(const nc_dataset *ds, const float *src, const nc_train_options *o, uint64_t *rng,
+                          float *dst)
 {
     int C = ds->channels, H = ds->height, W = ds->width, p = o->crop_padding;
-    const float *src = ds->images + index * (int64_t)C * H * W;
     int dy = p > 0 ? (int)(splitmix64(rng) % (uint64_t)(2 * p + 1)) - p : 0;
     int dx = p > 0 ? (int)(splitmix64(rng) % (uint64_t)(2 * p + 1)) - p : 0;
     int flip = o->flip && (splitmix64(rng) & 1);
@@ -1060,17 +1060,17 @@ static void params_free(param_copy *pc)
 
 /* Accuracy on images [first, first + count) of ds, from the trainer's logits. */
 static nc_status held_out_accuracy(nc_trainer *tr, const nc_dataset *ds, int64_t first, int64_t count,
-                                   float *images, double *accuracy, nc_error *err)
+                                   float *images, int32_t *labels, double *accuracy, nc_error *err)
 {
     int64_t right = 0;
     for (int64_t b = 0; b < count; b += tr->max_batch) {
         int n = (int)(count - b < tr->max_batch ? count - b : tr->max_batch);
-        nc_dataset_batch(ds, first + b, n, images, NULL);
+        nc_dataset_batch(ds, first + b, n, images, labels);
         nc_status s = forward_batch(tr, images, n, err);
         if (s != NC_OK)
             return s;
         for (int k = 0; k < n; k++)
-            right += nc_argmax(tr->logits + (int64_t)k * tr->classes, tr->classes) == ds->labels[first + b + k];
+            right += nc_argmax(tr->logits + (int64_t)k * tr->classes, tr->classes) == labels[k];
     }
     *accuracy = count > 0 ? (double)right / (double)count : -1;
     return NC_OK;
@@ -1083,27 +1083,42 @@ typedef struct run_state {
     int64_t n_train, n_val, batches;
     int64_t *order;
     float *images;
+    float *raw;          /* a streamed set's batch before augmentation */
     int32_t *labels;
     uint64_t rng;
     double start;
 } run_state;
 
+/* Batch b of an epoch, augmented, into rs->images and rs->labels.  A set in
+ * memory is read in the epoch's shuffled order; a stream is read in its own
+ * order (its source shuffles, as a PyTorch DataLoader does). */
+static void gather_batch(run_state *rs, int64_t first, int n)
+{
+    const nc_dataset *ds = rs->ds;
+    int64_t feature = (int64_t)ds->channels * ds->height * ds->width;
+    if (ds->stream)
+        nc_dataset_batch(ds, first, n, rs->raw, rs->labels);
+    for (int k = 0; k < n; k++) {
+        int64_t index = rs->order[first + k];
+        const float *src = ds->stream ? rs->raw + k * feature : ds->images + index * feature;
+        augment_image(ds, src, rs->o, &rs->rng, rs->images + k * feature);
+        if (!ds->stream)
+            rs->labels[k] = ds->labels[index];
+    }
+}
+
 static nc_status run_epoch(run_state *rs, int epoch, nc_train_result *res, nc_error *err)
 {
     const nc_train_options *o = rs->o;
     nc_trainer *tr = rs->tr;
-    int64_t feature = (int64_t)rs->ds->channels * rs->ds->height * rs->ds->width;
     double lr0 = learning_rate_of(o), loss_sum = 0;
     int64_t right = 0, seen = 0;
-    shuffle(rs->order, rs->n_train, &rs->rng);
+    if (!rs->ds->stream)
+        shuffle(rs->order, rs->n_train, &rs->rng);
     for (int64_t b = 0; b < rs->batches; b++) {
         int64_t first = b * o->batch_size;
         int n = (int)(rs->n_train - first < o->batch_size ? rs->n_train - first : o->batch_size);
-        for (int k = 0; k < n; k++) {
-            int64_t index = rs->order[first + k];
-            augment_image(rs->ds, index, o, &rs->rng, rs->images + k * feature);
-            rs->labels[k] = rs->ds->labels[index];
-        }
+        gather_batch(rs, first, n);
         double loss;
         int64_t correct;
         nc_status s = nc_trainer_gradients(tr, rs->images, rs->labels, n, &loss, &correct, err);
@@ -1121,7 +1136,7 @@ static nc_status run_epoch(run_state *rs, int epoch, nc_train_result *res, nc_er
                                .train_accuracy = (double)right / (double)seen, .val_accuracy = -1,
                                .learning_rate = lr, .seconds = nc_now() - rs->start};
         if (b + 1 == rs->batches && rs->n_val > 0) {
-            s = held_out_accuracy(tr, rs->ds, rs->n_train, rs->n_val, rs->images, &p.val_accuracy, err);
+            s = held_out_accuracy(tr, rs->ds, rs->n_train, rs->n_val, rs->images, rs->labels, &p.val_accuracy, err);
             if (s != NC_OK)
                 return s;
         }
@@ -1200,12 +1215,15 @@ nc_status nc_train(nc_net *net, const nc_dataset *ds, const nc_train_options *o,
     rs.order = malloc((size_t)rs.n_train * sizeof(int64_t));
     rs.images = malloc((size_t)o->batch_size * (size_t)(ds->channels * ds->height * ds->width) * sizeof(float));
     rs.labels = malloc((size_t)o->batch_size * sizeof(int32_t));
-    if (!rs.order || !rs.images || !rs.labels)
+    rs.raw = ds->stream ? malloc((size_t)o->batch_size * (size_t)(ds->channels * ds->height * ds->width) * sizeof(float))
+                        : NULL;
+    if (!rs.order || !rs.images || !rs.labels || (ds->stream && !rs.raw))
         s = nc_fail(err, NC_ERR_MEMORY, "out of memory for fine-tuning");
     for (int64_t k = 0; s == NC_OK && k < rs.n_train; k++)
         rs.order[k] = k;
     if (s == NC_OK && rs.n_val > 0) {
-        s = held_out_accuracy(rs.tr, ds, rs.n_train, rs.n_val, rs.images, &result->val_accuracy_before, err);
+        s = held_out_accuracy(rs.tr, ds, rs.n_train, rs.n_val, rs.images, rs.labels, &result->val_accuracy_before,
+                              err);
         result->best_val_accuracy = result->val_accuracy_before;
         if (s == NC_OK && params_save(rs.tr, &best) != 0)
             s = nc_fail(err, NC_ERR_MEMORY, "out of memory for the best checkpoint");
@@ -1227,6 +1245,7 @@ nc_status nc_train(nc_net *net, const nc_dataset *ds, const nc_train_options *o,
     params_free(&best);
     free(rs.order);
     free(rs.images);
+    free(rs.raw);
     free(rs.labels);
     nc_trainer_free(rs.tr);
     return s;

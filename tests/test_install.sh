@@ -5,11 +5,13 @@
 # every manual page rendered by `man -l` (one per command that
 # `neurocuda --help` lists), the installed CLI running `info` on the
 # installed bundled model, and the installed workbench starting from its
-# menu entry (under Xvfb, when xvfb-run is there).
-# TAP output.  Arguments: BUILD_DIR PREFIX BINDIR DATADIR MANDIR HAVE_GUI HAVE_MAN
+# menu entry (under Xvfb, when xvfb-run is there), and libneurocuda: the
+# library with its soname, its header and pkg-config file, and a C program
+# built against the installed copy through pkg-config.
+# TAP output.  Arguments: BUILD_DIR PREFIX BINDIR DATADIR MANDIR HAVE_GUI HAVE_MAN [LIBDIR INCLUDEDIR]
 set -u
 build=${1:?usage: test_install.sh BUILD PREFIX BINDIR DATADIR MANDIR HAVE_GUI HAVE_MAN}
-prefix=$2 bindir=$3 datadir=$4 mandir=$5 have_gui=$6 have_man=$7
+prefix=$2 bindir=$3 datadir=$4 mandir=$5 have_gui=$6 have_man=$7 libdir=${8:-} includedir=${9:-}
 app_id=io.github.neurocuda.Workbench
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -106,6 +108,33 @@ grep -q "Conversion report" "$work/out" && ok "info prints the conversion report
 "$bin/neurocuda" --help >"$work/out" 2>&1
 grep -q "$(abs "$datadir")/neurocuda/models/fmnist_cnn.onnx" "$work/out" \
   && ok "neurocuda --help names the installed model" || not_ok "neurocuda --help names the installed model"
+
+# --- libneurocuda ---------------------------------------------------------------
+if [ -n "$libdir" ]; then
+  lib=$dest$(abs "$libdir") inc=$dest$(abs "$includedir")
+  for f in "$lib/libneurocuda.so.1" "$lib/libneurocuda.so" "$inc/neurocuda.h" "$lib/pkgconfig/neurocuda.pc"; do
+    if [ -e "$f" ]; then ok "installed ${f#"$dest"}"; else not_ok "installed ${f#"$dest"} (missing)"; fi
+  done
+  if has pkg-config && has cc; then
+    cat >"$work/use_lib.c" <<'C'
+#include <neurocuda.h>
+#include <stdio.h>
+int main(void)
+{
+    neurocuda_model *m = NULL;
+    neurocuda_error err = {0};
+    int st = neurocuda_model_open("/nonexistent.onnx", &m, &err);
+    printf("%s %d %s\n", neurocuda_version(), neurocuda_engine_count(), err.message);
+    return st == NEUROCUDA_ERR_IO ? 0 : 1;
+}
+C
+    flags=$(PKG_CONFIG_PATH=$lib/pkgconfig pkg-config --define-variable=prefix="$dest$prefix" --cflags --libs neurocuda)
+    run "a C program builds against the installed libneurocuda (pkg-config)" cc "$work/use_lib.c" -o "$work/use_lib" $flags
+    run "it runs on the installed libneurocuda.so.1" env LD_LIBRARY_PATH="$lib" "$work/use_lib"
+  else
+    skip "a C program builds against the installed libneurocuda" "pkg-config or cc is missing"
+  fi
+fi
 
 if [ "$have_gui" = true ]; then
   run "installed neurocuda-workbench --version" env ASAN_OPTIONS="$gtk_asan" "$bin/neurocuda-workbench" --version

@@ -21,6 +21,10 @@ packages=(
   # tests/test_install.sh's checks of an install: `man -l` renders each page
   # (man-db), `appstreamcli validate` checks the AppStream metainfo (appstream)
   help2man man-db appstream
+  # the Python package (python/neurocuda): pytest runs its tests inside `meson
+  # test`; meson-python and pip install it offline from the source tree
+  # (pip install --no-build-isolation .); it needs no compiled extension
+  python3-pytest python3-mesonpy python3-pip
 )
 if [ "${NC_WITH_PACKAGING:-0}" = 1 ]; then
   # the Debian package and its test (meson test --suite package, which skips
@@ -28,7 +32,9 @@ if [ "${NC_WITH_PACKAGING:-0}" = 1 ]; then
   packages+=(dpkg-dev debhelper fakeroot lintian)
 fi
 if [ "${NC_WITH_TORCH:-0}" = 1 ]; then
-  packages+=(python3-torch)  # only for re-training the bundled models (tools/train_models.py)
+  # re-training the bundled models (tools/train_models.py), and the Python
+  # package's tests on a torch network (they skip themselves without torch)
+  packages+=(python3-torch)
 fi
 
 missing=()
