@@ -1,4 +1,4 @@
-"""The issue's three calls, verbatim, on the GPU machine (run by
+"""The three calls of docs/PYTHON.md, verbatim, on the GPU machine (run by
 tools/gpu-python-run.sh, which unpacks the GPU bundle and points
 NEUROCUDA_LIB at its libneurocuda): a tiny torch net trained here on the
 bundle's Fashion-MNIST subset, converted at T = 8, compiled for the GPU
