@@ -289,17 +289,6 @@ static nc_status load_fail(const nc_node *n, nc_error *err, const char *what)
     return nc_fail(err, NC_ERR_SHAPE, "gpu engine, node '%s' (%s): %s", n->name, kind_name(n), what);
 }
 
-int window_out_size(int in, int k, int stride, int pad0, int pad1, int dil, int ceil_mode)
-{
-    int span = in + pad0 + pad1 - dil * (k - 1) - 1;
-    if (span < 0)
-        return 0;
-    int out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
-    if (ceil_mode && (out - 1) * stride >= in + pad0)
-        out--;
-    return out;
-}
-
 static nc_status load_window(const nc_net *net, int i, nc_gwin *g, nc_error *err)
 {
     const nc_node *n = &net->nodes[i], *in = &net->nodes[n->inputs[0]];
@@ -327,8 +316,8 @@ static nc_status load_window(const nc_net *net, int i, nc_gwin *g, nc_error *err
     g->pl = n->pad[1];
     g->pb = n->pad[2];
     g->pr = n->pad[3];
-    g->oh = window_out_size(g->h, g->kh, g->sh, g->pt, g->pb, g->dh, n->ceil_mode);
-    g->ow = window_out_size(g->w, g->kw, g->sw, g->pl, g->pr, g->dw, n->ceil_mode);
+    g->oh = nc_window_out_size(g->h, g->kh, g->sh, g->pt, g->pb, g->dh, n->ceil_mode);
+    g->ow = nc_window_out_size(g->w, g->kw, g->sw, g->pl, g->pr, g->dw, n->ceil_mode);
     if (g->c < 1 || g->h < 1 || g->w < 1 || g->oh < 1 || g->ow < 1)
         return load_fail(n, err, "kernel, stride, padding or dilation do not fit the input");
     int64_t cout = n->kind == NC_NODE_CONV2D ? (n->weight ? n->weight->shape[0] : -1) : in->shape[0];

@@ -177,7 +177,6 @@ nc_status run_nodes(grun *r, float *d_input);
 nc_status finish_run(grun *r, nc_status s);
 nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *opts, grun *r,
                     float **d_input, nc_error *err);
-int window_out_size(int in, int k, int stride, int pad0, int pad1, int dil, int ceil_mode);
 int gpu_supports(nc_engine *e, const nc_net *net, int node, char *why, size_t why_size);
 void gpu_destroy(nc_engine *e);
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "gpu/nc_gpu.h"
+#include "sim/nc_window.h"
 
 typedef __nv_bfloat16 nc_bf16;
 
@@ -46,7 +47,29 @@ cudaError_t nc_gpu_fault_launch(cudaError_t e);
             return nc_gpu_fail_cublas((err), (where), #call, nc_s_);                          \
     } while (0)
 
-// ---- geometry of a window (conv, pools), as nc_window in sim/nc_cpu_ops.h --
+// ---- launch grids ------------------------------------------------------------
+
+constexpr int kThreads = 256;
+
+// Blocks for n items at kThreads per block, for grid-stride loops (at most
+// 2^20 blocks: many times what the GPU holds at once).
+inline unsigned grid_for(int64_t n)
+{
+    int64_t b = (n + kThreads - 1) / kThreads;
+    if (b < 1)
+        b = 1;
+    if (b > (1 << 20))
+        b = 1 << 20;
+    return (unsigned)b;
+}
+
+#ifdef __CUDACC__
+__device__ __forceinline__ int64_t gtid() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ int64_t gstride() { return (int64_t)gridDim.x * blockDim.x; }
+#endif
+
+// ---- geometry of a window (conv, pools): the fields of nc_window (sim/nc_window.h,
+// whose tap arithmetic the kernels share), flattened for kernel arguments -----
 
 struct nc_gwin {
     int c, h, w;     // input channels and size per sample

@@ -11,47 +11,6 @@
 
 namespace {
 
-constexpr int kThreads = 256;
-
-// Blocks for n items at kThreads per block, for grid-stride loops.
-unsigned grid_for(int64_t n)
-{
-    int64_t b = (n + kThreads - 1) / kThreads;
-    if (b < 1)
-        b = 1;
-    if (b > (1 << 30))
-        b = 1 << 30;
-    return (unsigned)b;
-}
-
-__device__ __forceinline__ int64_t gtid() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
-__device__ __forceinline__ int64_t gstride() { return (int64_t)gridDim.x * blockDim.x; }
-
-__host__ __device__ __forceinline__ int ceil_div_i(int a, int b) { return (a + b - 1) / b; }
-
-// The taps of output position o along one axis (sim/nc_cpu_ops.c taps_of):
-// taps k in [lo, hi) land on real input, n_padded land inside the padded input.
-struct axis_taps {
-    int start, lo, hi, n_padded;
-};
-
-__host__ __device__ __forceinline__ axis_taps taps_of(int o, int k, int stride, int pad0, int pad1, int dil,
-                                                      int in)
-{
-    axis_taps a;
-    a.start = o * stride - pad0;
-    a.lo = a.start >= 0 ? 0 : ceil_div_i(-a.start, dil);
-    a.hi = in - a.start > 0 ? ceil_div_i(in - a.start, dil) : 0;
-    a.n_padded = in + pad1 - a.start > 0 ? ceil_div_i(in + pad1 - a.start, dil) : 0;
-    if (a.hi > k)
-        a.hi = k;
-    if (a.lo > a.hi)
-        a.lo = a.hi;
-    if (a.n_padded > k)
-        a.n_padded = k;
-    return a;
-}
-
 // ---- integrate-and-fire ----------------------------------------------------
 
 // One thread per neuron e of [N, C, inner]; the membrane stays in a register
@@ -221,8 +180,8 @@ __global__ void avgpool_kernel(nc_gwin g, int cip, int64_t total, const float *i
         int oy = (int)((e / g.ow) % g.oh);
         int64_t pl = e / ((int64_t)g.ow * g.oh);
         const float *x = in + pl * hw;
-        axis_taps ty = taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
-        axis_taps tx = taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+        nc_axis_taps ty = nc_taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
+        nc_axis_taps tx = nc_taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
         int count = cip ? ty.n_padded * tx.n_padded : (ty.hi - ty.lo) * (tx.hi - tx.lo);
         float sum = 0.0f;
         for (int ki = ty.lo; ki < ty.hi; ki++) {
@@ -242,8 +201,8 @@ __global__ void maxpool_kernel(nc_gwin g, int64_t total, const float *bias, cons
         int oy = (int)((e / g.ow) % g.oh);
         int64_t pl = e / ((int64_t)g.ow * g.oh);
         const float *x = in + pl * hw;
-        axis_taps ty = taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
-        axis_taps tx = taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+        nc_axis_taps ty = nc_taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
+        nc_axis_taps tx = nc_taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
         float best = -INFINITY;
         for (int ki = ty.lo; ki < ty.hi; ki++) {
             const float *row = x + (int64_t)(ty.start + ki * g.dh) * g.w + tx.start;
@@ -286,8 +245,8 @@ __global__ void gated_pick_kernel(nc_gwin g, int64_t total, const float *in, con
         int ox = (int)(e % g.ow);
         int oy = (int)((e / g.ow) % g.oh);
         int64_t pl = e / ((int64_t)g.ow * g.oh);
-        axis_taps ty = taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
-        axis_taps tx = taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+        nc_axis_taps ty = nc_taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
+        nc_axis_taps tx = nc_taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
         int64_t best = -1;
         int best_count = -1;
         for (int ki = ty.lo; ki < ty.hi; ki++)
@@ -532,8 +491,8 @@ __global__ void avgpool_nhwc_kernel(nc_gwin g, int cip, int64_t total, const flo
         int oy = (int)((e / ((int64_t)g.c * g.ow)) % g.oh);
         int64_t r = e / ((int64_t)g.c * g.ow * g.oh);
         const float *x = in + r * hwc + ch;
-        axis_taps ty = taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
-        axis_taps tx = taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+        nc_axis_taps ty = nc_taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
+        nc_axis_taps tx = nc_taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
         int count = cip ? ty.n_padded * tx.n_padded : (ty.hi - ty.lo) * (tx.hi - tx.lo);
         float sum = 0.0f;
         for (int ki = ty.lo; ki < ty.hi; ki++) {

@@ -104,8 +104,8 @@ extern "C" nc_status nc_gpu_test_avgpool_nhwc(long long rows, int c, int h, int 
     const char *where = "gpu channels-last avgpool test";
     nc_gwin g = {c, h, w, 0, 0, kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1],
                  pad[0], pad[1], pad[2], pad[3]};
-    g.oh = window_out_size(h, g.kh, g.sh, g.pt, g.pb, g.dh, ceil_mode);
-    g.ow = window_out_size(w, g.kw, g.sw, g.pl, g.pr, g.dw, ceil_mode);
+    g.oh = nc_window_out_size(h, g.kh, g.sh, g.pt, g.pb, g.dh, ceil_mode);
+    g.ow = nc_window_out_size(w, g.kw, g.sw, g.pl, g.pr, g.dw, ceil_mode);
     if (rows < 1 || g.oh < 1 || g.ow < 1)
         return nc_fail(err, NC_ERR_ARGUMENT, "%s: no window fits", where);
     size_t in_n = (size_t)(rows * c * h * w), out_n = (size_t)(rows * c * g.oh * g.ow);

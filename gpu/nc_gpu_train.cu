@@ -56,47 +56,6 @@ extern "C" {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-// Blocks for n items at kThreads per block, for grid-stride loops.
-unsigned grid_for(int64_t n)
-{
-    int64_t b = (n + kThreads - 1) / kThreads;
-    if (b < 1)
-        b = 1;
-    if (b > (1 << 20))
-        b = 1 << 20;
-    return (unsigned)b;
-}
-
-__device__ __forceinline__ int64_t gtid() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
-__device__ __forceinline__ int64_t gstride() { return (int64_t)gridDim.x * blockDim.x; }
-
-__host__ __device__ __forceinline__ int ceil_div_i(int a, int b) { return (a + b - 1) / b; }
-
-// The taps of output position o along one axis (sim/nc_grad_ops.c taps_of):
-// taps k in [lo, hi) land on real input start + k·dil, n_padded of them land
-// inside the padded input.
-struct axis_taps {
-    int start, lo, hi, n_padded;
-};
-
-__device__ __forceinline__ axis_taps taps_of(int o, int k, int stride, int pad0, int pad1, int dil, int in)
-{
-    axis_taps a;
-    a.start = o * stride - pad0;
-    a.lo = a.start >= 0 ? 0 : ceil_div_i(-a.start, dil);
-    a.hi = in - a.start > 0 ? ceil_div_i(in - a.start, dil) : 0;
-    a.n_padded = in + pad1 - a.start > 0 ? ceil_div_i(in + pad1 - a.start, dil) : 0;
-    if (a.hi > k)
-        a.hi = k;
-    if (a.lo > a.hi)
-        a.lo = a.hi;
-    if (a.n_padded > k)
-        a.n_padded = k;
-    return a;
-}
-
 // Sum of v over the block (blockDim.x == kThreads), in a fixed order: every
 // thread of the block must call it.  The result is valid in thread 0.
 __device__ double block_sum(double v)
@@ -222,7 +181,7 @@ __global__ void gather_dy_kernel(int64_t nb, int cout, int m0, int mg, int64_t P
 
 // The plane index of the value nc_maxpool picks in a window: row-major taps,
 // `v > best` from −inf (first maximum wins), −1 when nothing beats −inf.
-__device__ int64_t max_pick(const nc_gwin &w, const float *x, axis_taps ty, axis_taps tx)
+__device__ int64_t max_pick(const nc_gwin &w, const float *x, nc_axis_taps ty, nc_axis_taps tx)
 {
     float best = -INFINITY;
     int64_t pick = -1;
@@ -262,13 +221,13 @@ __global__ void pool_backward_kernel(nc_gwin w, int cip, int64_t total, const fl
             if (ty < 0 || ty % w.sh != 0 || ty / w.sh >= w.oh)
                 continue;
             int oy = ty / w.sh;
-            axis_taps tr = taps_of(oy, w.kh, w.sh, w.pt, w.pb, w.dh, w.h);
+            nc_axis_taps tr = nc_taps_of(oy, w.kh, w.sh, w.pt, w.pb, w.dh, w.h);
             for (int kj = w.kw - 1; kj >= 0; kj--) {
                 int tx = ix + w.pl - kj * w.dw;
                 if (tx < 0 || tx % w.sw != 0 || tx / w.sw >= w.ow)
                     continue;
                 int ox = tx / w.sw;
-                axis_taps tc = taps_of(ox, w.kw, w.sw, w.pl, w.pr, w.dw, w.w);
+                nc_axis_taps tc = nc_taps_of(ox, w.kw, w.sw, w.pl, w.pr, w.dw, w.w);
                 float g = dy[(int64_t)oy * w.ow + ox];
                 if (MAX) {
                     if (max_pick(w, x, tr, tc) == self)

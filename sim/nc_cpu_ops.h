@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "../core/nc_net.h"
+#include "nc_if_params.h"
 #include "nc_window.h"
 
 #include <math.h>
@@ -161,13 +162,6 @@ static inline float nc_qcfs1(float x, float lambda, int levels, float shift)
  * in_step / out_step: floats between consecutive steps (in_step = 0 repeats
  * one input at every step, for a direct-encoded constant current).
  * v_final (may be NULL): n·C·inner floats, the membrane after step T. */
-typedef struct nc_if_params {
-    const float *threshold;
-    int n_threshold;
-    float v0_fraction;
-    nc_reset reset;
-    nc_compare compare;
-} nc_if_params;
 
 void nc_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
                int64_t in_step, float *out, int64_t out_step, float *v_final);

@@ -26,7 +26,8 @@
 #include <stdint.h>
 
 #include "../core/nc_status.h"
-#include "nc_cpu_ops.h"
+#include "nc_if_params.h"
+#include "nc_window.h"
 #include "nc_surrogate.h"
 
 typedef struct nc_train_backend nc_train_backend;

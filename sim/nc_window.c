@@ -1,19 +1,7 @@
-/* nc_window.c — output sizes of sliding windows (see nc_window.h). */
+/* nc_window.c — a sliding window's geometry from a node's parameters (see nc_window.h). */
 #include "nc_window.h"
 
 #include <string.h>
-
-int nc_window_out_size(int in, int k, int stride, int pad0, int pad1, int dil, int ceil_mode)
-{
-    int span = in + pad0 + pad1 - dil * (k - 1) - 1; /* last valid window start */
-    if (span < 0)
-        return 0;
-    int out = (ceil_mode ? nc_ceil_div(span, stride) : span / stride) + 1;
-    /* ONNX / PyTorch: a ceil-mode window starting in the end padding is dropped */
-    if (ceil_mode && (out - 1) * stride >= in + pad0)
-        out--;
-    return out;
-}
 
 int nc_window_init(nc_window *g, int c, int h, int w, const int kernel[2], const int stride[2],
                    const int pad[4], const int dilation[2], int ceil_mode)

@@ -10,6 +10,14 @@
 #ifndef NC_WINDOW_H
 #define NC_WINDOW_H
 
+/* The arithmetic below is also the GPU kernels' (gpu/ includes this header):
+ * under nvcc each function is compiled for the host and the device. */
+#ifdef __CUDACC__
+#define NC_WINDOW_FN __host__ __device__ static inline
+#else
+#define NC_WINDOW_FN static inline
+#endif
+
 /* Geometry of a sliding window over [C, H, W]. */
 typedef struct nc_window {
     int c, h, w;      /* input channels and size per sample                  */
@@ -20,8 +28,6 @@ typedef struct nc_window {
     int dilation[2];
 } nc_window;
 
-/* Output size along one axis (formula above); 0 or less when no window fits. */
-int nc_window_out_size(int in, int k, int stride, int pad0, int pad1, int dil, int ceil_mode);
 
 /* Fills g from the input size and the node's window parameters; returns 0, or
  * -1 when a parameter is out of range (k, stride, dilation < 1, pad < 0) or
@@ -30,7 +36,20 @@ int nc_window_init(nc_window *g, int c, int h, int w, const int kernel[2], const
                    const int pad[4], const int dilation[2], int ceil_mode);
 
 /* ⌈a / b⌉ for a ≥ 0, b > 0. */
-static inline int nc_ceil_div(int a, int b) { return (a + b - 1) / b; }
+NC_WINDOW_FN int nc_ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+/* Output size along one axis (formula above); 0 or less when no window fits. */
+NC_WINDOW_FN int nc_window_out_size(int in, int k, int stride, int pad0, int pad1, int dil, int ceil_mode)
+{
+    int span = in + pad0 + pad1 - dil * (k - 1) - 1; /* last valid window start */
+    if (span < 0)
+        return 0;
+    int out = (ceil_mode ? nc_ceil_div(span, stride) : span / stride) + 1;
+    /* ONNX / PyTorch: a ceil-mode window starting in the end padding is dropped */
+    if (ceil_mode && (out - 1) * stride >= in + pad0)
+        out--;
+    return out;
+}
 
 /* The kernel taps k in [lo, hi) of output position o that land on real input
  * along one axis (input position start + k·dil), and in n_padded how many
@@ -40,7 +59,7 @@ typedef struct nc_axis_taps {
     int start, lo, hi, n_padded;
 } nc_axis_taps;
 
-static inline nc_axis_taps nc_taps_of(int o, int k, int stride, int pad0, int pad1, int dil, int in)
+NC_WINDOW_FN nc_axis_taps nc_taps_of(int o, int k, int stride, int pad0, int pad1, int dil, int in)
 {
     nc_axis_taps a;
     a.start = o * stride - pad0;
@@ -69,19 +88,19 @@ static inline nc_axis_taps nc_taps_of(int o, int k, int stride, int pad0, int pa
 }
 
 /* The taps of output row oy and of output column ox. */
-static inline nc_axis_taps nc_row_taps(const nc_window *g, int oy)
+NC_WINDOW_FN nc_axis_taps nc_row_taps(const nc_window *g, int oy)
 {
     return nc_taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], g->dilation[0], g->h);
 }
 
-static inline nc_axis_taps nc_col_taps(const nc_window *g, int ox)
+NC_WINDOW_FN nc_axis_taps nc_col_taps(const nc_window *g, int ox)
 {
     return nc_taps_of(ox, g->kernel[1], g->stride[1], g->pad[1], g->pad[3], g->dilation[1], g->w);
 }
 
 /* The output columns ox of kernel column kj whose input column
  * ix = ox·stride + off_x lies inside [0, W): [*lo, *hi) (one row of im2col). */
-static inline void nc_tap_columns(const nc_window *g, int kj, int *off_x, int *lo, int *hi)
+NC_WINDOW_FN void nc_tap_columns(const nc_window *g, int kj, int *off_x, int *lo, int *hi)
 {
     int sw = g->stride[1];
     *off_x = kj * g->dilation[1] - g->pad[1];
