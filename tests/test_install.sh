@@ -129,6 +129,10 @@ int main(void)
 }
 C
     flags=$(PKG_CONFIG_PATH=$lib/pkgconfig pkg-config --define-variable=prefix="$dest$prefix" --cflags --libs neurocuda)
+    # a sanitizer build's library needs its runtime first in the program that loads it
+    if ldd "$lib/libneurocuda.so.1" 2>/dev/null | grep -q libasan; then
+      flags="$flags -fsanitize=address,undefined"
+    fi
     run "a C program builds against the installed libneurocuda (pkg-config)" cc "$work/use_lib.c" -o "$work/use_lib" $flags
     run "it runs on the installed libneurocuda.so.1" env LD_LIBRARY_PATH="$lib" "$work/use_lib"
   else
