@@ -355,6 +355,17 @@ static nc_status run_conv_cudnn(grun *r, int i, nc_conv_math m, gval *out)
     return s;
 }
 
+// The im2col and dense paths: node i's input as plain values (fp32, NCHW,
+// bias added) and a new output value of the same rows.
+static nc_status plain_in_new_out(grun *r, int i, const gval **in, gval *out)
+{
+    nc_status s = materialize(r, r->net->nodes[i].inputs[0]);
+    if (s != NC_OK)
+        return s;
+    *in = input_value(r, i, 0);
+    return value_alloc(r, i, (*in)->rows, (*in)->constant, out);
+}
+
 nc_status run_conv(grun *r, int i, gval *out)
 {
     const gval *cin = input_value(r, i, 0);
@@ -363,11 +374,9 @@ nc_status run_conv(grun *r, int i, gval *out)
         return run_conv_cudnn(r, i, (nc_conv_math)m, out);
     const nc_node *n = &r->net->nodes[i];
     gnode &g = r->st->nodes[i];
-    nc_status s = materialize(r, n->inputs[0]);
+    const gval *in = nullptr;
+    nc_status s = plain_in_new_out(r, i, &in, out);
     if (s != NC_OK)
-        return s;
-    const gval *in = input_value(r, i, 0);
-    if ((s = value_alloc(r, i, in->rows, in->constant, out)) != NC_OK)
         return s;
     const nc_gwin &w = g.win;
     int groups = g.groups, cout = g.cout, cg = w.c / groups, mg = cout / groups;
@@ -488,11 +497,9 @@ nc_status run_dense(grun *r, int i, gval *out)
 {
     const nc_node *n = &r->net->nodes[i];
     gnode &g = r->st->nodes[i];
-    nc_status s = materialize(r, n->inputs[0]);
+    const gval *in = nullptr;
+    nc_status s = plain_in_new_out(r, i, &in, out);
     if (s != NC_OK)
-        return s;
-    const gval *in = input_value(r, i, 0);
-    if ((s = value_alloc(r, i, in->rows, in->constant, out)) != NC_OK)
         return s;
     int fout = (int)n->weight->shape[0], fin = (int)n->weight->shape[1];
     int64_t R = in->rows;

@@ -119,7 +119,7 @@ static nc_status gpu_peak(const nc_engine *e, double *tflops, nc_error *err)
 
 static const nc_engine_info gpu_info = {
     .name = "gpu",
-    .description = "CUDA and cuBLAS (fp32 by default; bf16 and split-bf16 tensor-core modes)",
+    .description = "CUDA: cuDNN convolutions (loaded at run time), cuBLAS; fp32 exact on tensor cores, tf32, bf16",
     /* the forward passes, and fine-tuning through gpu/nc_gpu_train.cu */
     .caps = NC_CAP_SNN | NC_CAP_TRAINING | NC_CAP_DEVICE_MEMORY,
     .n_options = N_OPTIONS,

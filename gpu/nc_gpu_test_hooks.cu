@@ -31,6 +31,12 @@ struct dev_buffers {
             p.push_back(*out);
         return e;
     }
+    // A device copy of `bytes` of host memory.
+    cudaError_t put(const void *host, size_t bytes, void **out)
+    {
+        cudaError_t e = get(bytes, out);
+        return e == cudaSuccess ? cudaMemcpy(*out, host, bytes, cudaMemcpyHostToDevice) : e;
+    }
 };
 
 
@@ -45,15 +51,12 @@ extern "C" nc_status nc_gpu_test_if(int T, long long n, int c, long long inner, 
     dev_buffers d;
     float *dth, *db = nullptr, *din, *dout;
     NC_CUDA_TRY(err, where, cudaSetDevice(0));
-    NC_CUDA_TRY(err, where, d.get((size_t)n_threshold * 4, (void **)&dth));
-    NC_CUDA_TRY(err, where, d.get(in_floats * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.put(threshold, (size_t)n_threshold * 4, (void **)&dth));
+    NC_CUDA_TRY(err, where, d.put(in, in_floats * 4, (void **)&din));
     NC_CUDA_TRY(err, where, d.get(out_floats * 4, (void **)&dout));
-    NC_CUDA_TRY(err, where, cudaMemcpy(dth, threshold, (size_t)n_threshold * 4, cudaMemcpyHostToDevice));
-    NC_CUDA_TRY(err, where, cudaMemcpy(din, in, in_floats * 4, cudaMemcpyHostToDevice));
     NC_CUDA_TRY(err, where, cudaMemset(dout, 0xff, out_floats * 4)); /* poison: every output must be written */
     if (bias) {
-        NC_CUDA_TRY(err, where, d.get((size_t)c * 4, (void **)&db));
-        NC_CUDA_TRY(err, where, cudaMemcpy(db, bias, (size_t)c * 4, cudaMemcpyHostToDevice));
+        NC_CUDA_TRY(err, where, d.put(bias, (size_t)c * 4, (void **)&db));
     }
     NC_CUDA_TRY(err, where, nc_launch_if(0, T, total, c, inner, dth, n_threshold, v0_fraction, reset_zero, fire_gt, db,
                                          din, in_step, dout, out_step));
@@ -74,17 +77,14 @@ extern "C" nc_status nc_gpu_test_if_bf16(int T, long long n, int c, long long in
     float *dth, *db = nullptr, *din, *dout;
     nc_bf16 *din16, *dcounts;
     NC_CUDA_TRY(err, where, cudaSetDevice(0));
-    NC_CUDA_TRY(err, where, d.get((size_t)n_threshold * 4, (void **)&dth));
-    NC_CUDA_TRY(err, where, d.get(in_n * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.put(threshold, (size_t)n_threshold * 4, (void **)&dth));
+    NC_CUDA_TRY(err, where, d.put(in, in_n * 4, (void **)&din));
     NC_CUDA_TRY(err, where, d.get(in_n * 2, (void **)&din16));
     NC_CUDA_TRY(err, where, d.get(out_n * 2, (void **)&dcounts));
     NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dout));
-    NC_CUDA_TRY(err, where, cudaMemcpy(dth, threshold, (size_t)n_threshold * 4, cudaMemcpyHostToDevice));
-    NC_CUDA_TRY(err, where, cudaMemcpy(din, in, in_n * 4, cudaMemcpyHostToDevice));
     NC_CUDA_TRY(err, where, cudaMemset(dcounts, 0xff, out_n * 2)); /* poison: every output must be written */
     if (bias) {
-        NC_CUDA_TRY(err, where, d.get((size_t)c * 4, (void **)&db));
-        NC_CUDA_TRY(err, where, cudaMemcpy(db, bias, (size_t)c * 4, cudaMemcpyHostToDevice));
+        NC_CUDA_TRY(err, where, d.put(bias, (size_t)c * 4, (void **)&db));
     }
     NC_CUDA_TRY(err, where, nc_launch_to_bf16(0, 1, (int64_t)in_n, din, nullptr, 1, 1, din16));
     nc_if_io io = {nullptr, din16, nullptr, dcounts};
@@ -112,11 +112,10 @@ extern "C" nc_status nc_gpu_test_avgpool_nhwc(long long rows, int c, int h, int 
     dev_buffers d;
     float *din, *dnhwc, *dpool, *dout;
     NC_CUDA_TRY(err, where, cudaSetDevice(0));
-    NC_CUDA_TRY(err, where, d.get(in_n * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.put(in, in_n * 4, (void **)&din));
     NC_CUDA_TRY(err, where, d.get(in_n * 4, (void **)&dnhwc));
     NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dpool));
     NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dout));
-    NC_CUDA_TRY(err, where, cudaMemcpy(din, in, in_n * 4, cudaMemcpyHostToDevice));
     NC_CUDA_TRY(err, where, cudaMemset(dpool, 0xff, out_n * 4)); /* poison: every output must be written */
     NC_CUDA_TRY(err, where, nc_launch_transpose_rows(0, rows, c, (int64_t)h * w, din, dnhwc));
     NC_CUDA_TRY(err, where, nc_launch_avgpool_nhwc(0, &g, count_include_pad, rows, dnhwc, dpool));
@@ -137,11 +136,9 @@ extern "C" nc_status nc_gpu_test_gemm(nc_gpu_precision p, long long rows, int fi
     nc_bf16 *parts[3] = {}, *conv = nullptr;
     size_t nin = (size_t)(rows * fin), nw = (size_t)fin * fout, nout = (size_t)(rows * fout);
     NC_CUDA_TRY(err, where, cudaSetDevice(0));
-    NC_CUDA_TRY(err, where, d.get(nin * 4, (void **)&din));
-    NC_CUDA_TRY(err, where, d.get(nw * 4, (void **)&dw));
+    NC_CUDA_TRY(err, where, d.put(in, nin * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.put(weight, nw * 4, (void **)&dw));
     NC_CUDA_TRY(err, where, d.get(nout * 4, (void **)&dout));
-    NC_CUDA_TRY(err, where, cudaMemcpy(din, in, nin * 4, cudaMemcpyHostToDevice));
-    NC_CUDA_TRY(err, where, cudaMemcpy(dw, weight, nw * 4, cudaMemcpyHostToDevice));
     NC_CUDA_TRY(err, where, cudaMemset(dout, 0xff, nout * 4));
     gemm_mode m = mode_for(p, spike_scale != nullptr);
     const void *wp[3] = {dw, dw, dw};
@@ -151,10 +148,9 @@ extern "C" nc_status nc_gpu_test_gemm(nc_gpu_precision p, long long rows, int fi
             NC_CUDA_TRY(err, where, d.get(nw * 2, (void **)&parts[k]));
         NC_CUDA_TRY(err, where, d.get(nin * 2, (void **)&conv));
         if (m.spike) {
-            NC_CUDA_TRY(err, where, d.get((size_t)fin * 4, (void **)&dth));
+            NC_CUDA_TRY(err, where, d.put(spike_scale, (size_t)fin * 4, (void **)&dth));
             NC_CUDA_TRY(err, where, d.get((size_t)fin * 4, (void **)&dmul));
             NC_CUDA_TRY(err, where, d.get((size_t)fin * 4, (void **)&dop));
-            NC_CUDA_TRY(err, where, cudaMemcpy(dth, spike_scale, (size_t)fin * 4, cudaMemcpyHostToDevice));
             NC_CUDA_TRY(err, where, nc_launch_scale(0, fin, dth, fin, 1.0f, dmul));
             NC_CUDA_TRY(err, where, nc_launch_inv_scale(0, fin, dth, fin, 1.0f, dop));
         }
@@ -187,9 +183,8 @@ extern "C" nc_status nc_gpu_test_poisson(unsigned long long seed, int T, long lo
     dev_buffers d;
     float *din, *dout;
     NC_CUDA_TRY(err, where, cudaSetDevice(0));
-    NC_CUDA_TRY(err, where, d.get((size_t)n * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.put(in, (size_t)n * 4, (void **)&din));
     NC_CUDA_TRY(err, where, d.get((size_t)(T * n) * 4, (void **)&dout));
-    NC_CUDA_TRY(err, where, cudaMemcpy(din, in, (size_t)n * 4, cudaMemcpyHostToDevice));
     NC_CUDA_TRY(err, where, nc_launch_poisson(0, seed, T, n, din, dout));
     NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
     NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, (size_t)(T * n) * 4, cudaMemcpyDeviceToHost));

@@ -1,5 +1,6 @@
 /* nc_engine_registry.c — the engine table (nc_engine_registry.h): sim/'s own
- * engines, the "gpu" placeholder, and the entries engines register. */
+ * engines, the entry that says why "gpu" is missing from a build without CUDA,
+ * and the entries engines register. */
 #include "nc_engine_registry.h"
 #include "nc_cpu_ops.h"
 
@@ -84,7 +85,8 @@ static const nc_engine_info loihi_info = {
     .create = create_loihi,
 };
 
-/* "gpu" until the CUDA engine registers itself: why it is not here. */
+/* The "gpu" entry of a build without CUDA: it says why the engine is missing
+ * (gpu/nc_gpu_register.c replaces it when the CUDA library is linked). */
 static const char no_cuda[] = "not compiled in: this build has no CUDA (rebuild with -Dcuda=enabled where nvcc is "
                               "installed); use --engine cpu";
 
@@ -101,9 +103,9 @@ static nc_status create_absent_gpu(const nc_engine_values *v, nc_engine **out, n
     return nc_fail(err, NC_ERR_UNSUPPORTED, "the gpu engine is %s", no_cuda);
 }
 
-static const nc_engine_info gpu_placeholder = {
+static const nc_engine_info gpu_not_built = {
     .name = "gpu",
-    .description = "CUDA and cuBLAS",
+    .description = "CUDA, cuBLAS and cuDNN (not in this build)",
     .available = gpu_absent,
     .create = create_absent_gpu,
 };
@@ -111,7 +113,7 @@ static const nc_engine_info gpu_placeholder = {
 /* ---- the table --------------------------------------------------------------- */
 
 #define MAX_ENGINES 8
-static const nc_engine_info *table[MAX_ENGINES] = {&cpu_info, &gpu_placeholder, &loihi_info};
+static const nc_engine_info *table[MAX_ENGINES] = {&cpu_info, &gpu_not_built, &loihi_info};
 static int n_engines = 3;
 
 void nc_engine_register(const nc_engine_info *info)
@@ -149,13 +151,14 @@ const nc_engine_option *nc_engine_option_find(const nc_engine_info *info, const 
     return NULL;
 }
 
-/* Names of the engines compiled into this build (placeholders left out). */
+/* Names of the engines compiled into this build (not the "gpu" entry of a
+ * build without CUDA). */
 const char *const *nc_engine_names(void)
 {
     static const char *names[MAX_ENGINES + 1];
     int n = 0;
     for (int i = 0; i < n_engines; i++)
-        if (table[i] != &gpu_placeholder)
+        if (table[i] != &gpu_not_built)
             names[n++] = table[i]->name;
     names[n] = NULL;
     return names;

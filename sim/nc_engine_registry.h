@@ -1,10 +1,10 @@
 /* nc_engine_registry.h — the table of engines: what each is, what it can do,
  * its options, and whether it can run on this machine.
  *
- * sim/ lists its own engines (cpu, loihi) and a placeholder for "gpu" that
- * says why it is absent; the CUDA engine registers itself from gpu/ when it
- * is linked in (gpu/nc_gpu_register.c, at program start), replacing the
- * placeholder.  The registry never calls into an engine's own code except
+ * sim/ lists its own engines (cpu, loihi) and a "gpu" entry that says why
+ * the engine is absent from a build without CUDA; the CUDA engine registers
+ * itself from gpu/ when it is linked in (gpu/nc_gpu_register.c, at program
+ * start), replacing that entry.  The registry never calls into an engine's own code except
  * through the functions of its entry, so engines depend on sim/, never the
  * other way round.
  *

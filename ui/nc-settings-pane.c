@@ -33,7 +33,7 @@ struct _NcSettingsPane {
 G_DEFINE_FINAL_TYPE(NcSettingsPane, nc_settings_pane, GTK_TYPE_WIDGET)
 
 /* Every engine of the table (sim/nc_engine_registry.h), compiled in or not
- * (the table keeps a placeholder that says why), so that the user sees why
+ * (the table keeps an entry that says why), so that the user sees why
  * one is missing. */
 static guint n_engines(void) { return (guint)MIN(nc_engine_count(), 8); }
 static const char *engine_name(guint i) { return nc_engine_at((int)i)->name; }
