@@ -96,7 +96,12 @@ expect "export-nir --approx" 0 "$BIN" export-nir "$WORK/cnn.ncsnn" -o "$WORK/cnn
 check "export-nir lists what other tools read differently" grep -q "Other tools will read this differently" "$WORK/out"
 expect "info on the exported NIR" 0 "$BIN" info "$WORK/cnn.nir"
 expect "run on the exported NIR" 0 "$BIN" run "$WORK/cnn.nir" "${PREP[@]}" -T 8 --limit 32 --json
-expect "info on a Sinabs NIR file" 0 "$BIN" info "$SRC/../shared/fixtures/nir/cnn_sinabs.nir"
+# the NIR fixtures of shared/ sit beside the checkout (not in it): skipped, saying so, where it is absent
+if [ -f "$SRC/../shared/fixtures/nir/cnn_sinabs.nir" ]; then
+  expect "info on a Sinabs NIR file" 0 "$BIN" info "$SRC/../shared/fixtures/nir/cnn_sinabs.nir"
+else
+  skip "info on a Sinabs NIR file" "no ../shared/fixtures/nir beside this checkout"
+fi
 [ -f "$SRC/../shared/fixtures/nir/broken_braille_subgraph.nir" ] &&
   expect "a NIR file with a dangling edge is refused" 1 "$BIN" info "$SRC/../shared/fixtures/nir/broken_braille_subgraph.nir"
 
