@@ -56,9 +56,11 @@
  * tests, the option "fault" (NC_GPU_FAULT, nc_gpu_options) injects them: "oom:N" makes
  * the N-th device allocation fail with cudaErrorMemoryAllocation ("oom:N+":
  * that one and every later one, a full device),
- * "launch:N" the N-th checked kernel launch with cudaErrorLaunchFailure
- * (both may be given, comma-separated; N counts from 1, and the counts start
- * again whenever the variable's value changes). */
+ * "launch:N" the N-th checked kernel launch with cudaErrorLaunchFailure,
+ * "graph" makes cuDNN's graph API refuse every plan (the exact fp32 mode then
+ * runs one TF32 pass per weight part) (several may be given, comma-separated;
+ * N counts from 1, and the counts start again whenever the variable's value
+ * changes). */
 #ifndef NC_GPU_H
 #define NC_GPU_H
 
@@ -182,6 +184,19 @@ nc_status nc_gpu_test_if(int T, long long n, int c, long long inner, const float
 nc_status nc_gpu_test_if_bf16(int T, long long n, int c, long long inner, const float *threshold, int n_threshold,
                               float v0_fraction, int reset_zero, int fire_gt, const float *bias, const float *in,
                               long long in_step, float *counts, long long out_step, nc_error *err);
+
+/* The operands of the one-pass exact conv on host arrays (channels last,
+ * `pixels` rows of c channels, each result written reps times side by side
+ * along the channels, [pixels, reps, c]):
+ *   counts   — one IF step (v0 = θ/2, fire on ≥) over current, spikes as 1/0;
+ *   x_counts — rint(x·scale[ch]), the conv's own conversion of its input;
+ *   x_first  — copy 0 of x_counts back as [pixels, c];
+ *   w_parts  — w[cout, taps, c]·mul[ch] in reps bf16 parts,
+ *              [cout, taps, reps·c], whose sum is the fp32 product. */
+nc_status nc_gpu_test_exact_operands(long long pixels, int c, int reps, const float *threshold, const float *current,
+                                     float *counts, const float *x, const float *scale, float *x_counts,
+                                     float *x_first, int cout, int taps, const float *w, const float *mul,
+                                     float *w_parts, nc_error *err);
 
 /* The engine's GEMM in precision p on host arrays: out[rows, fout] =
  * in[rows, fin] · weight[fout, fin]ᵀ.  spike_scale (may be NULL): in holds

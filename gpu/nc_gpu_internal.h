@@ -32,6 +32,8 @@ nc_status nc_gpu_fail_cublas(nc_error *err, const char *where, const char *call,
 // they are cudaMalloc and the identity.
 cudaError_t nc_gpu_fault_malloc(void **p, size_t bytes);
 cudaError_t nc_gpu_fault_launch(cudaError_t e);
+// 1 when the fault "graph" is set: cuDNN's graph API is to refuse every plan.
+int nc_gpu_fault_graph(void);
 
 #define NC_CUDA_TRY(err, where, call)                                                         \
     do {                                                                                      \
@@ -94,6 +96,8 @@ struct nc_if_io {
     float *out;
     nc_bf16 *out_counts;
     float *out_counts32;
+    int count_reps; // out_counts only, channels last: each count written this many times side by side
+                    // along the channels ([.., reps, C]; 0 or 1: once)
 };
 cudaError_t nc_launch_if_io(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
                             float v0f, int reset_zero, int fire_gt, const float *bias, const nc_if_io *io,
@@ -165,6 +169,18 @@ cudaError_t nc_launch_weight_parts(cudaStream_t s, int64_t rows, int64_t k, cons
                                    nc_bf16 *const *out);
 // As nc_launch_to_bf16 with a scale, into fp32: the integer spike counts
 // rint(x·scale[ch]) (the operand of the exact fp32 conv).
+// The counts rint(x·scale[ch]) of channels-last rows ([.., c], f a
+// multiple of c) written reps times side by side, [.., reps, c], in bf16:
+// the operand of the one-pass exact convolution.
+cudaError_t nc_launch_to_counts_stacked(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
+                                        int c, int reps, nc_bf16 *out);
+// Copy 0 of such counts, [n, reps, c] -> [n, c] fp32.
+cudaError_t nc_launch_first_copy(cudaStream_t s, int64_t n, int c, int reps, const nc_bf16 *in, float *out);
+// KRSC weights [rows, k] (k = taps·c) times mul[ch] (may be NULL), split
+// into `parts` bf16 parts placed side by side along the channels:
+// out[o, tap, p·c + ch] (the filter of the one-pass exact convolution).
+cudaError_t nc_launch_weight_parts_stacked(cudaStream_t s, int64_t rows, int64_t k, const float *w, const float *mul,
+                                           int c, int parts, nc_bf16 *out);
 cudaError_t nc_launch_to_counts_f32(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
                                     int c, int64_t inner, float *out);
 // Weights [rows, k] times mul[j % ch_per_row] (may be NULL) in three TF32

@@ -34,12 +34,16 @@ struct count32 {
 };
 __device__ __forceinline__ void store_spike(count32 *p, bool fire, float) { p->v = fire ? 1.0f : 0.0f; }
 
+// With reps > 1 (channels last only, inner = 1) each spike is written reps
+// times side by side along the channels, [.., reps, C]: the operand of the
+// one-pass exact convolution, which multiplies each copy by one weight part.
 template <typename In, typename Out, bool GE, bool SUB>
 __global__ void if_kernel(int T, int64_t total, int C, int64_t inner, const float *th, int n_th, float v0f,
-                          const float *bias, const In *in, int64_t in_step, Out *out, int64_t out_step)
+                          const float *bias, const In *in, int64_t in_step, Out *out, int64_t out_step, int reps)
 {
     for (int64_t e = gtid(); e < total; e += gstride()) {
         int c = (int)(inner == 1 ? e % C : (e / inner) % C);
+        int64_t o = reps == 1 ? e : e + (e / C) * C * (reps - 1);
         float theta = th[n_th == C ? c : 0];
         float b = bias ? bias[c] : 0.0f;
         float v = __fmul_rn(v0f, theta);
@@ -55,7 +59,9 @@ __global__ void if_kernel(int T, int64_t total, int C, int64_t inner, const floa
                 float xj = bias ? __fadd_rn(x[j], b) : x[j];
                 float m = __fadd_rn(v, xj);
                 bool fire = GE ? m >= theta : m > theta;
-                store_spike(out + (int64_t)(t0 + j) * out_step + e, fire, theta);
+                Out *dst = out + (int64_t)(t0 + j) * out_step + o;
+                for (int p = 0; p < reps; p++)
+                    store_spike(dst + (int64_t)p * C, fire, theta);
                 v = fire ? (SUB ? __fsub_rn(m, theta) : 0.0f) : m;
             }
         }
@@ -354,13 +360,46 @@ __device__ __forceinline__ void store_value(float *p, float v) { *p = v; }
 
 template <typename Out>
 __global__ void to_operand_kernel(int64_t n, int64_t f, const float *in, const float *scale, int c, int64_t inner,
-                                  Out *out)
+                                  Out *out, int reps)
 {
     for (int64_t i = gtid(); i < n; i += gstride()) {
         float v = in[i];
         if (scale)
             v = rintf(__fmul_rn(v, scale[(int)(((i % f) / inner) % c)]));
-        store_value(out + i, v);
+        if (reps == 1) {
+            store_value(out + i, v);
+            continue;
+        }
+        Out *dst = out + i + (i / c) * c * (reps - 1); /* channels last: [.., reps, c] */
+        for (int p = 0; p < reps; p++)
+            store_value(dst + (int64_t)p * c, v);
+    }
+}
+
+// Copy 0 of counts written reps times along the channels, [n, reps, c] ->
+// [n, c] in fp32.
+__global__ void first_copy_kernel(int64_t n, int c, int reps, const nc_bf16 *in, float *out)
+{
+    for (int64_t i = gtid(); i < n * c; i += gstride())
+        out[i] = __bfloat162float(in[(i / c) * c * reps + i % c]);
+}
+
+// w·mul in bf16 parts side by side along the input channels: out[o, tap,
+// p·C + ch] = part p of w[o, tap, ch]·mul[ch] (KRSC rows of k = taps·C).
+__global__ void weight_parts_stacked_kernel(int64_t n, int64_t k, const float *w, const float *mul, int C, int parts,
+                                            nc_bf16 *out)
+{
+    for (int64_t i = gtid(); i < n; i += gstride()) {
+        int ch = (int)(i % C);
+        float v = w[i];
+        if (mul)
+            v = __fmul_rn(v, mul[ch]);
+        nc_bf16 *dst = out + (i / C) * C * parts + ch;
+        for (int p = 0; p < parts; p++) {
+            nc_bf16 part = __float2bfloat16_rn(v);
+            dst[(int64_t)p * C] = part;
+            v = __fsub_rn(v, __bfloat162float(part));
+        }
     }
 }
 
@@ -542,21 +581,21 @@ __global__ void bf16_to_f32_kernel(int64_t n, const nc_bf16 *in, float *out)
 template <typename In, typename Out>
 cudaError_t launch_if_typed(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
                             float v0f, int reset_zero, int fire_gt, const float *bias, const In *in, int64_t in_step,
-                            Out *out, int64_t out_step)
+                            Out *out, int64_t out_step, int reps = 1)
 {
     unsigned grid = grid_for(total);
     if (!fire_gt && !reset_zero)
         if_kernel<In, Out, true, true><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in, in_step,
-                                                                 out, out_step);
+                                                                 out, out_step, reps);
     else if (!fire_gt)
         if_kernel<In, Out, true, false><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
-                                                                  in_step, out, out_step);
+                                                                  in_step, out, out_step, reps);
     else if (!reset_zero)
         if_kernel<In, Out, false, true><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
-                                                                  in_step, out, out_step);
+                                                                  in_step, out, out_step, reps);
     else
         if_kernel<In, Out, false, false><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
-                                                                   in_step, out, out_step);
+                                                                   in_step, out, out_step, reps);
     return cudaGetLastError();
 }
 
@@ -564,7 +603,7 @@ cudaError_t nc_launch_if(cudaStream_t s, int T, int64_t total, int c, int64_t in
                          float v0f, int reset_zero, int fire_gt, const float *bias, const float *in,
                          int64_t in_step, float *out, int64_t out_step)
 {
-    nc_if_io io = {in, nullptr, out, nullptr, nullptr};
+    nc_if_io io = {in, nullptr, out, nullptr, nullptr, 0};
     return nc_launch_if_io(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, &io, in_step, out_step);
 }
 
@@ -577,6 +616,9 @@ cudaError_t nc_launch_if_io(cudaStream_t s, int T, int64_t total, int c, int64_t
     int outs = (io->out != nullptr) + (io->out_counts != nullptr) + (io->out_counts32 != nullptr);
     if ((io->in == nullptr) == (io->in16 == nullptr) || outs != 1)
         return cudaErrorInvalidValue;
+    int reps = io->count_reps < 1 ? 1 : io->count_reps;
+    if (reps > 1 && (!io->out_counts || inner != 1))
+        return cudaErrorInvalidValue;
     if (io->out_counts32 && io->in)
         return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in, in_step,
                                (count32 *)io->out_counts32, out_step);
@@ -588,12 +630,12 @@ cudaError_t nc_launch_if_io(cudaStream_t s, int T, int64_t total, int c, int64_t
                                io->out, out_step);
     if (io->in && io->out_counts)
         return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in, in_step,
-                               io->out_counts, out_step);
+                               io->out_counts, out_step, reps);
     if (io->out)
         return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in16, in_step,
                                io->out, out_step);
     return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in16, in_step,
-                           io->out_counts, out_step);
+                           io->out_counts, out_step, reps);
 }
 
 static cudaError_t launch_elt(cudaStream_t s, const elt_params &p, const float *in, float *out)
@@ -830,7 +872,41 @@ cudaError_t nc_launch_to_bf16(cudaStream_t s, int64_t rows, int64_t f, const flo
         return cudaSuccess;
     if (scale && (c < 1 || inner < 1))
         return cudaErrorInvalidValue;
-    to_operand_kernel<<<grid_for(n), kThreads, 0, s>>>(n, f, in, scale, c < 1 ? 1 : c, inner < 1 ? 1 : inner, out);
+    to_operand_kernel<<<grid_for(n), kThreads, 0, s>>>(n, f, in, scale, c < 1 ? 1 : c, inner < 1 ? 1 : inner, out, 1);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_to_counts_stacked(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
+                                        int c, int reps, nc_bf16 *out)
+{
+    int64_t n = rows * f;
+    if (n <= 0)
+        return cudaSuccess;
+    if (!scale || c < 1 || reps < 1 || f % c)
+        return cudaErrorInvalidValue;
+    to_operand_kernel<<<grid_for(n), kThreads, 0, s>>>(n, f, in, scale, c, 1, out, reps);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_first_copy(cudaStream_t s, int64_t n, int c, int reps, const nc_bf16 *in, float *out)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    if (c < 1 || reps < 1)
+        return cudaErrorInvalidValue;
+    first_copy_kernel<<<grid_for(n * c), kThreads, 0, s>>>(n, c, reps, in, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_weight_parts_stacked(cudaStream_t s, int64_t rows, int64_t k, const float *w, const float *mul,
+                                           int c, int parts, nc_bf16 *out)
+{
+    int64_t n = rows * k;
+    if (n <= 0)
+        return cudaSuccess;
+    if (c < 1 || k % c || parts < 1 || parts > 3)
+        return cudaErrorInvalidValue;
+    weight_parts_stacked_kernel<<<grid_for(n), kThreads, 0, s>>>(n, k, w, mul, c, parts, out);
     return cudaGetLastError();
 }
 
@@ -842,7 +918,7 @@ cudaError_t nc_launch_to_counts_f32(cudaStream_t s, int64_t rows, int64_t f, con
         return cudaSuccess;
     if (!scale || c < 1 || inner < 1)
         return cudaErrorInvalidValue;
-    to_operand_kernel<<<grid_for(n), kThreads, 0, s>>>(n, f, in, scale, c, inner, out);
+    to_operand_kernel<<<grid_for(n), kThreads, 0, s>>>(n, f, in, scale, c, inner, out, 1);
     return cudaGetLastError();
 }
 

@@ -236,11 +236,13 @@ int counts_for_conv(const grun *r, int i, int out_nhwc)
     if (r->net->nodes[j].kind != NC_NODE_CONV2D || r->st->nodes[j].win.c != g.spike_c || !(out_nhwc || g.channels == 1))
         return 0;
     int m = conv_math(r, j, 1, 0);
-    return m == NC_CONV_BF16 || m == NC_CONV_TF32_EXACT ? m : 0;
+    return m == NC_CONV_BF16 || m == NC_CONV_TF32_EXACT || m == NC_CONV_BF16_EXACT ? m : 0;
 }
 
 // IF node i over T steps: the current in fp32 or bf16, the spikes out as θ
-// (fp32) or as counts for a bf16 conv.
+// (fp32) or as counts for the conv that reads them: bf16 (bf16 conv), fp32
+// (exact conv by TF32 parts), or bf16 once per weight part (one-pass exact
+// conv).
 static nc_status run_if(grun *r, int i, gval *out)
 {
     const nc_node *n = &r->net->nodes[i];
@@ -253,8 +255,8 @@ static nc_status run_if(grun *r, int i, gval *out)
     nc_status s;
     nc_if_io io = {};
     const float *pb = in->pbias;
-    if (counts == NC_CONV_BF16) {
-        s = value_alloc16(r, i, rows, 0, 1, out);
+    if (counts == NC_CONV_BF16 || counts == NC_CONV_BF16_EXACT) {
+        s = value_alloc16(r, i, rows, 0, 1, counts == NC_CONV_BF16_EXACT ? NC_EXACT_PARTS : 1, out);
     } else if (counts) {
         s = value_alloc(r, i, rows, 0, out);
         out->counts = 1;
@@ -272,15 +274,16 @@ static nc_status run_if(grun *r, int i, gval *out)
         io.in16 = in->data16;
     }
     io.out = counts ? nullptr : out->data;
-    io.out_counts = counts == NC_CONV_BF16 ? out->data16 : nullptr;
+    io.out_counts = counts == NC_CONV_BF16 || counts == NC_CONV_BF16_EXACT ? out->data16 : nullptr;
     io.out_counts32 = counts == NC_CONV_TF32_EXACT ? out->data : nullptr;
+    io.count_reps = out->reps;
     out->nhwc = in->nhwc;
     channel_view cv = view_of(r, i, out);
     const nc_neuron *nr = &n->neuron;
     return launch_check(r, "IF kernel",
                         nc_launch_if_io(r->st->stream, r->T, step, cv.channels, cv.inner, g.th, g.n_th,
                                         nr->v0_fraction, nr->reset == NC_RESET_ZERO, nr->compare == NC_FIRE_GT, pb,
-                                        &io, in_step, step));
+                                        &io, in_step, step * (out->reps > 1 ? out->reps : 1)));
 }
 
 static nc_status run_neuron(grun *r, int i, gval *out)

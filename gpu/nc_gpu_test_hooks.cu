@@ -96,6 +96,50 @@ extern "C" nc_status nc_gpu_test_if_bf16(int T, long long n, int c, long long in
     return NC_OK;
 }
 
+extern "C" nc_status nc_gpu_test_exact_operands(long long pixels, int c, int reps, const float *threshold,
+                                                 const float *current, float *counts, const float *x,
+                                                 const float *scale, float *x_counts, float *x_first, int cout,
+                                                 int taps, const float *w, const float *mul, float *w_parts,
+                                                 nc_error *err)
+{
+    const char *where = "gpu exact-operand test";
+    size_t n = (size_t)(pixels * c), wn = (size_t)cout * taps * c;
+    dev_buffers d;
+    float *dth, *dcur, *dx, *dscale, *dw, *dmul, *dout;
+    nc_bf16 *dcounts, *dxc, *dparts;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.put(threshold, (size_t)c * 4, (void **)&dth));
+    NC_CUDA_TRY(err, where, d.put(current, n * 4, (void **)&dcur));
+    NC_CUDA_TRY(err, where, d.put(x, n * 4, (void **)&dx));
+    NC_CUDA_TRY(err, where, d.put(scale, (size_t)c * 4, (void **)&dscale));
+    NC_CUDA_TRY(err, where, d.put(w, wn * 4, (void **)&dw));
+    NC_CUDA_TRY(err, where, d.put(mul, (size_t)c * 4, (void **)&dmul));
+    NC_CUDA_TRY(err, where, d.get(n * reps * 2, (void **)&dcounts));
+    NC_CUDA_TRY(err, where, d.get(n * reps * 2, (void **)&dxc));
+    NC_CUDA_TRY(err, where, d.get(wn * reps * 2, (void **)&dparts));
+    NC_CUDA_TRY(err, where, d.get(std::max(n, wn) * reps * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, cudaMemset(dcounts, 0xff, n * reps * 2)); /* poison: every output must be written */
+    NC_CUDA_TRY(err, where, cudaMemset(dxc, 0xff, n * reps * 2));
+    NC_CUDA_TRY(err, where, cudaMemset(dparts, 0xff, wn * reps * 2));
+    // one IF step over channels-last pixels, counts written reps times
+    nc_if_io io = {dcur, nullptr, nullptr, dcounts, nullptr, reps};
+    NC_CUDA_TRY(err, where, nc_launch_if_io(0, 1, (int64_t)n, c, 1, dth, c, 0.5f, 0, 0, nullptr, &io, 0, 0));
+    NC_CUDA_TRY(err, where, nc_launch_bf16_to_f32(0, (int64_t)n * reps, dcounts, dout));
+    NC_CUDA_TRY(err, where, cudaMemcpy(counts, dout, n * reps * 4, cudaMemcpyDeviceToHost));
+    // the conv's own conversion to counts, and copy 0 of them back
+    NC_CUDA_TRY(err, where, nc_launch_to_counts_stacked(0, pixels, c, dx, dscale, c, reps, dxc));
+    NC_CUDA_TRY(err, where, nc_launch_bf16_to_f32(0, (int64_t)n * reps, dxc, dout));
+    NC_CUDA_TRY(err, where, cudaMemcpy(x_counts, dout, n * reps * 4, cudaMemcpyDeviceToHost));
+    NC_CUDA_TRY(err, where, nc_launch_first_copy(0, pixels, c, reps, dxc, dout));
+    NC_CUDA_TRY(err, where, cudaMemcpy(x_first, dout, n * 4, cudaMemcpyDeviceToHost));
+    // the weight parts side by side
+    NC_CUDA_TRY(err, where, nc_launch_weight_parts_stacked(0, cout, (int64_t)taps * c, dw, dmul, c, reps, dparts));
+    NC_CUDA_TRY(err, where, nc_launch_bf16_to_f32(0, (int64_t)wn * reps, dparts, dout));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(w_parts, dout, wn * reps * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
+
 extern "C" nc_status nc_gpu_test_avgpool_nhwc(long long rows, int c, int h, int w, const int kernel[2],
                                               const int stride[2], const int pad[4], const int dilation[2],
                                               int ceil_mode, int count_include_pad, const float *in, float *out,

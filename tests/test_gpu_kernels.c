@@ -100,6 +100,59 @@ static void test_if_kernel(void)
     printf("# IF kernel: %lld mismatches over all cases\n", (long long)bad);
 }
 
+/* The operands of the one-pass exact conv: counts written once per weight
+ * part, and the bf16 weight parts side by side, whose sum is the fp32
+ * weight·θ exactly (checked in double). */
+static void test_exact_operands(void)
+{
+    enum { PIX = 1000, C = 24, REPS = 3, COUT = 16, TAPS = 9 };
+    static float th[C], cur[PIX * C], x[PIX * C], scale[C], w[COUT * TAPS * C], mul[C];
+    static float counts[PIX * C * REPS], xc[PIX * C * REPS], xf[PIX * C], parts[COUT * TAPS * C * REPS];
+    for (int k = 0; k < C; k++) {
+        th[k] = rnd_range(0.3f, 2.0f);
+        scale[k] = 4.0f / th[k];
+        mul[k] = th[k] / 4.0f;
+    }
+    for (int i = 0; i < PIX * C; i++) {
+        cur[i] = rnd_range(-0.5f, 2.0f);
+        x[i] = (float)(rand() % 5) * th[i % C] / 4.0f; /* an avgpool of spikes: q·θ/4 */
+    }
+    for (int i = 0; i < COUT * TAPS * C; i++)
+        w[i] = rnd_range(-1.0f, 1.0f) * (i % 5 == 0 ? 1e-3f : 1.0f);
+    nc_error err = {0};
+    nc_status s = nc_gpu_test_exact_operands(PIX, C, REPS, th, cur, counts, x, scale, xc, xf, COUT, TAPS, w, mul,
+                                             parts, &err);
+    NC_CHECK(s == NC_OK, "nc_gpu_test_exact_operands: %s", err.message);
+    if (s != NC_OK)
+        return;
+    int64_t bad_if = 0, bad_x = 0, bad_first = 0, bad_w = 0;
+    for (int i = 0; i < PIX * C; i++) {
+        int pix = i / C, ch = i % C;
+        float spike = 0.5f * th[ch] + cur[i] >= th[ch] ? 1.0f : 0.0f, q = rintf(x[i] * scale[ch]);
+        for (int p = 0; p < REPS; p++) {
+            bad_if += counts[(pix * REPS + p) * C + ch] != spike;
+            bad_x += xc[(pix * REPS + p) * C + ch] != q;
+        }
+        bad_first += xf[i] != q;
+    }
+    for (int i = 0; i < COUT * TAPS * C; i++) {
+        int row = i / C, ch = i % C;
+        float v = w[i] * mul[ch];
+        double sum = 0.0;
+        for (int p = 0; p < REPS; p++) {
+            float part = parts[(row * REPS + p) * C + ch];
+            sum += part;
+            bad_w += round_bf16(part) != part; /* each part is a bf16 value */
+        }
+        bad_w += sum != (double)v;
+    }
+    printf("# exact operands: IF counts %lld, conversions %lld, copy 0 %lld, weight parts %lld mismatches\n",
+           (long long)bad_if, (long long)bad_x, (long long)bad_first, (long long)bad_w);
+    NC_CHECK(bad_if == 0, "IF counts written per part: %lld differ from the reference", (long long)bad_if);
+    NC_CHECK(bad_x == 0 && bad_first == 0, "stacked counts: %lld / %lld differ", (long long)bad_x, (long long)bad_first);
+    NC_CHECK(bad_w == 0, "bf16 weight parts: %lld do not add up to the fp32 weight exactly", (long long)bad_w);
+}
+
 /* ---- Poisson ----------------------------------------------------------------- */
 
 static void test_poisson_kernel(void)
@@ -481,6 +534,7 @@ int main(void)
     const char *skip = gpu_skip_reason();
 #if NC_HAVE_CUDA
     GPU_RUN(test_if_kernel, skip);
+    GPU_RUN(test_exact_operands, skip);
     GPU_RUN(test_poisson_kernel, skip);
     GPU_RUN(test_gemm_precisions, skip);
     GPU_RUN(test_conv_kernels, skip);
@@ -488,7 +542,7 @@ int main(void)
     GPU_RUN(test_elementwise_kernels, skip);
     GPU_RUN(test_gated_kernel, skip);
 #else
-    static const char *names[] = {"test_if_kernel", "test_poisson_kernel", "test_gemm_precisions",
+    static const char *names[] = {"test_if_kernel", "test_exact_operands", "test_poisson_kernel", "test_gemm_precisions",
                                   "test_conv_kernels", "test_pool_kernels", "test_elementwise_kernels",
                                   "test_gated_kernel"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)

@@ -112,8 +112,10 @@ if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt 60 ]; then
 fi
 
 # ---- 3b. accuracy by step on real images: each GPU precision against the CPU engine ----------
+acc_data=/tmp/nc/data/fmnist10k
+[ -d $acc_data ] || acc_data=/tmp/nc/data/fmnist
 if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt 150 ]; then
-  log "accuracy: fixture models, 2048 test images, T = 8, cpu vs gpu fp32/tf32/bf16"
+  log "accuracy: fixture models, $(basename $acc_data) test images, T = 8, cpu vs gpu fp32/tf32/bf16"
   for m in vgg_bn fmnist_cnn_dynamo cnn_maxpool; do
     src=tests/fixtures/models/$m.onnx
     [ $m = fmnist_cnn_dynamo ] && src=assets/models/fmnist_cnn.onnx
@@ -121,7 +123,7 @@ if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt 150 ]; then
       --calib-images 500 -o "/tmp/acc_$m.ncsnn" > "$OUT/acc_convert_$m.txt" 2>&1 || continue
     for e in cpu gpu:fp32 gpu:tf32 gpu:bf16; do
       opt=(); [ "${e#gpu:}" != "$e" ] && opt=(--engine gpu --engine-opt "precision=${e#gpu:}")
-      timeout 60 "$B/neurocuda" run "/tmp/acc_$m.ncsnn" --data /tmp/nc/data/fmnist -T 8 --batch 256 "${opt[@]}" \
+      timeout 90 "$B/neurocuda" run "/tmp/acc_$m.ncsnn" --data $acc_data -T 8 --batch 256 "${opt[@]}" \
         --json 2>&1 | grep '^{' | tail -1 > "$OUT/acc_${m}_${e/:/_}.json"
     done
   done
@@ -241,10 +243,10 @@ nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-system
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 log "profilers: nsys=${nsys:-none} ncu=${ncu:-none}"
 if [ -z "$nsys" ] && [ -n "$ncu" ] && [ "$(left)" -gt 120 ]; then
-  log "ncu: the kernels of one bf16 VGG-style pass"
+  log "ncu: the kernels of one ${NC_PROFILE_PREC:-fp32} VGG-style pass"
   timeout 100 "$ncu" --target-processes all --launch-skip 200 --launch-count 40 --section SpeedOfLight \
-    "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision bf16 --batch 1024 -T 8 --repeats 2 --warmup 1 \
-    --no-peak > "$OUT/ncu_vgg_bf16.txt" 2>&1
+    "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision ${NC_PROFILE_PREC:-fp32} --batch 1024 -T 8 --repeats 2 --warmup 1 \
+    --no-peak > "$OUT/ncu_vgg_${NC_PROFILE_PREC:-fp32}.txt" 2>&1
   log "ncu rc=$?"
 fi
 if [ -n "$nsys" ] && [ "$(left)" -gt 120 ]; then
