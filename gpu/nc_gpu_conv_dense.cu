@@ -132,8 +132,9 @@ static nc_conv_shape shape_of(const gnode &g, int64_t rows)
 // How conv node i runs in this pass, given whether its input can be read as
 // spike counts and whether it is constant over the steps: a cuDNN arithmetic
 // (nc_conv_math), or -1 for im2col + cuBLAS.  In fp32, spike counts go to
-// the exact tensor-core mode (in one pass through cuDNN's graph API where it
-// takes the shape, else one TF32 pass per weight part); an analog input of N rows (the first layer of
+// the exact tensor-core mode (on bf16 tensor cores through cuDNN's graph API
+// where it takes the shape, else one TF32 pass per weight part); an analog
+// input of N rows (the first layer of
 // a direct-encoded net) to cuDNN's fp32 FMA kernels, so that the values stay
 // channels last; an analog input of T·N rows (after an add) to cuBLAS sgemm,
 // which is faster than those kernels.  The split modes keep im2col (cuDNN's
@@ -183,7 +184,7 @@ static nc_status spike_scales(grun *r, int i, float **mul)
 // The weight of conv node i as cuDNN reads it ([Cout, KH, KW, Cin]) in
 // arithmetic m: fp32; bf16 (rounded, or for spike counts scaled by θ/D
 // first); or, exact mode, the θ/D-scaled weight in three TF32 parts, or in
-// three bf16 parts side by side ([Cout, KH, KW, 3·Cin], one pass).
+// three bf16 parts (hi, then mid and lo side by side: NC_CONV_BF16_EXACT).
 // parts[0..n) in the order they are added (the smallest first).  Built on
 // first use.
 static nc_status cudnn_weights(grun *r, int i, nc_conv_math m, int spike, const void *parts[3], int *n)
@@ -206,19 +207,18 @@ static nc_status cudnn_weights(grun *r, int i, nc_conv_math m, int spike, const 
     }
     float *mul = nullptr;
     if (m == NC_CONV_BF16_EXACT) {
-        if (!g.wk_stacked) {
-            s = cuda_alloc(r, (size_t)(g.cout * k * NC_EXACT_PARTS) * sizeof(nc_bf16), (void **)&g.wk_stacked,
-                           "bf16 weight parts");
+        if (!g.wk_exact) {
+            s = cuda_alloc(r, (size_t)(g.cout * k * 3) * sizeof(nc_bf16), (void **)&g.wk_exact, "bf16 weight parts");
             if (s == NC_OK)
                 s = spike_scales(r, i, &mul);
             if (s == NC_OK)
-                s = launch_check(r, "weight_parts_stacked kernel",
-                                 nc_launch_weight_parts_stacked(st, g.cout, k, g.w_krsc, mul, g.win.c, NC_EXACT_PARTS,
-                                                                g.wk_stacked));
+                s = launch_check(r, "weight_parts_exact kernel",
+                                 nc_launch_weight_parts_exact(st, g.cout, k, g.w_krsc, mul, g.win.c, g.wk_exact,
+                                                              g.wk_exact + g.cout * k));
             if (s != NC_OK)
                 return s;
         }
-        parts[0] = g.wk_stacked;
+        parts[0] = g.wk_exact;
         return NC_OK;
     }
     if (m == NC_CONV_TF32_EXACT) {
@@ -300,22 +300,21 @@ static int only_an_if_reads(const grun *r, int i)
 // the rows).  In bf16 the operand is converted first (spikes to their integer
 // counts), unless an IF wrote it as counts already; the bf16 output goes to
 // fp32, unless only an IF reads it (which widens it as it integrates).
-// fp32 counts from counts written once per weight part (copy 0).
-static nc_status first_copy(grun *r, const gval *in, const nc_gwin &w, const void **x)
+// fp32 counts from bf16 counts (and pairs, which are not needed here).
+static nc_status counts_to_f32(grun *r, const gval *in, const nc_gwin &w, const void **x)
 {
     void *buf = nullptr;
-    int64_t pixels = in->rows * w.h * w.w;
-    nc_status s = scratch(r, pixels, w.c, sizeof(float), "spike counts", &buf);
+    int64_t n = in->rows * w.h * w.w * w.c;
+    nc_status s = scratch(r, n, 1, sizeof(float), "spike counts", &buf);
     if (s == NC_OK)
-        s = launch_check(r, "first_copy kernel",
-                         nc_launch_first_copy(r->st->stream, pixels, w.c, in->reps, in->data16, (float *)buf));
+        s = launch_check(r, "bf16_to_f32 kernel", nc_launch_bf16_to_f32(r->st->stream, n, in->data16, (float *)buf));
     *x = buf;
     return s;
 }
 
 // The operand of conv node i in arithmetic m: the input's own values, or its
-// counts (as written by an IF, or converted here) in bf16 or fp32, once or
-// once per weight part (one-pass exact conv).
+// counts (as written by an IF, or converted here) in bf16 or fp32, or in
+// bf16 with their pairs (NC_CONV_BF16_EXACT).
 static nc_status cudnn_operand(grun *r, int i, nc_conv_math m, int spike, const void **x)
 {
     const gnode &g = r->st->nodes[i];
@@ -323,17 +322,16 @@ static nc_status cudnn_operand(grun *r, int i, nc_conv_math m, int spike, const 
     gval *in = &r->val[r->net->nodes[i].inputs[0]];
     int64_t R = in->rows, in_numel = (int64_t)w.c * w.h * w.w;
     *x = in->counts && in->data16 ? (const void *)in->data16 : (const void *)in->data;
-    int stacked_in = in->counts && in->reps > 1;
-    if (stacked_in && m == NC_CONV_TF32_EXACT) /* written for the one-pass conv, which refused this shape */
-        return first_copy(r, in, w, x);
+    if (in->pairs && m == NC_CONV_TF32_EXACT) /* written for the bf16 exact conv, which refused this shape */
+        return counts_to_f32(r, in, w, x);
     if (in->counts || m == NC_CONV_FP32 || m == NC_CONV_TF32)
         return NC_OK;
     nc_status s = spike ? spike_scales(r, i, nullptr) : NC_OK;
     void *buf = nullptr;
-    int reps = m == NC_CONV_BF16_EXACT ? NC_EXACT_PARTS : 1;
+    int copies = m == NC_CONV_BF16_EXACT ? 3 : 1; /* the counts and their pairs */
     size_t elt = m == NC_CONV_TF32_EXACT ? sizeof(float) : sizeof(nc_bf16);
     if (s == NC_OK)
-        s = scratch(r, R, in_numel * reps, elt, m == NC_CONV_BF16 ? "bf16 operand" : "spike counts", &buf);
+        s = scratch(r, R, in_numel * copies, elt, m == NC_CONV_BF16 ? "bf16 operand" : "spike counts", &buf);
     if (s != NC_OK)
         return s;
     const float *scale = spike ? g.k_opscale : nullptr;
@@ -342,7 +340,8 @@ static nc_status cudnn_operand(grun *r, int i, nc_conv_math m, int spike, const 
     if (m == NC_CONV_BF16)
         e = nc_launch_to_bf16(r->st->stream, pixels, w.c, in->data, scale, w.c, 1, (nc_bf16 *)buf);
     else if (m == NC_CONV_BF16_EXACT)
-        e = nc_launch_to_counts_stacked(r->st->stream, pixels, w.c, in->data, scale, w.c, reps, (nc_bf16 *)buf);
+        e = nc_launch_to_counts_exact(r->st->stream, pixels, w.c, in->data, scale, (nc_bf16 *)buf,
+                                      (nc_bf16 *)buf + pixels * w.c);
     else
         e = nc_launch_to_counts_f32(r->st->stream, pixels, w.c, in->data, scale, w.c, 1, (float *)buf);
     *x = buf;
@@ -391,7 +390,7 @@ static nc_status run_conv_cudnn(grun *r, int i, nc_conv_math m, gval *out)
     if (s == NC_ERR_UNSUPPORTED && m == NC_CONV_BF16_EXACT) {
         // the graph API refused this shape: one TF32 pass per weight part, now and in later passes
         g.exact_refused = 1;
-        snprintf(g.exact_why, sizeof g.exact_why, "instead of one pass: %.170s", r->err ? r->err->message : "refused");
+        snprintf(g.exact_why, sizeof g.exact_why, "instead of bf16 parts: %.170s", r->err ? r->err->message : "refused");
         m = NC_CONV_TF32_EXACT;
         if ((s = cudnn_weights(r, i, m, spike, wp, &n_parts)) != NC_OK || (s = cudnn_operand(r, i, m, spike, &x)) != NC_OK)
             return s;

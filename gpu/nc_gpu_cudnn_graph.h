@@ -22,15 +22,16 @@ struct nc_cudnn_graph_api {
 };
 extern nc_cudnn_graph_api nc_graph_api;
 
-// 1 if the channel counts suit the graph engines (16-byte rows): s->c·parts
-// bf16 input channels and s->cout fp32 outputs.
-int nc_cudnn_graph_shape_ok(const nc_conv_shape *s, int parts);
+// 1 if the channel counts suit the graph engines (16-byte rows of bf16
+// input channels and of fp32 outputs).
+int nc_cudnn_graph_shape_ok(const nc_conv_shape *s);
 
-// Plans y = conv([q]·parts, [w_1 … w_parts]) for shape s (s->c = the channels
-// of one copy of q): compiles and times the heuristics' first engines on x,
-// w, y (y is overwritten) with up to ws_bytes of workspace at ws, and keeps
-// the fastest in plan->graph_plan (plan->workspace, plan->desc set).
-nc_status nc_cudnn_graph_plan(void *handle, cudaStream_t stream, const nc_conv_shape *s, int parts, const void *x,
+// Plans the two passes of the exact conv (NC_CONV_BF16_EXACT in
+// nc_gpu_cudnn.h, which says how x and w are laid out) for shape s: for each,
+// compiles and times the heuristics' first engines on x, w, y (y is
+// overwritten) with up to ws_bytes of workspace at ws, and keeps the fastest
+// in plan->graph_plan (plan->workspace, plan->desc set).
+nc_status nc_cudnn_graph_plan(void *handle, cudaStream_t stream, const nc_conv_shape *s, const void *x,
                               const void *w, void *y, void *ws, size_t ws_bytes, nc_conv_plan *plan,
                               const char *where, nc_error *err);
 nc_status nc_cudnn_graph_conv(void *handle, const nc_conv_plan *plan, const void *x, const void *w, void *y, void *ws,

@@ -140,8 +140,8 @@ done:
 }
 
 /* input [1, 8, 8] → conv 8 → IF → conv 8 → IF → avgpool 2 → flatten → dense 10:
- * the second conv reads spike counts, which the exact fp32 mode convolves in
- * one pass through cuDNN's graph API. */
+ * the second conv reads spike counts, which the exact fp32 mode convolves on
+ * bf16 tensor cores through cuDNN's graph API. */
 static nc_net *counts_net(void)
 {
     nc_net *net = nc_net_new();
@@ -162,9 +162,9 @@ static nc_net *counts_net(void)
     return net;
 }
 
-/* When cuDNN's graph API refuses the one-pass exact convolution, the conv runs
- * one TF32 pass per weight part instead, from the counts the IF already wrote
- * for the one-pass conv, says so in its plan, and still matches the CPU. */
+/* When cuDNN's graph API refuses the exact convolution on bf16 parts, the
+ * conv runs one TF32 pass per weight part instead, from the counts the IF
+ * already wrote for it, says so in its plan, and still matches the CPU. */
 static void test_graph_refused(void)
 {
     nc_net *net = counts_net();
@@ -184,8 +184,8 @@ static void test_graph_refused(void)
         printf("# %s", plans);
         if (!strstr(plans, "no cuDNN"))
             NC_CHECK(strstr(plans, "conv2: cuDNN") && strstr(plans, "TF32 weight parts") &&
-                         strstr(plans, "instead of one pass"),
-                     "conv2 says it ran by TF32 parts instead of one pass: %s", plans);
+                         strstr(plans, "instead of bf16 parts"),
+                     "conv2 says it ran by TF32 parts instead of bf16 parts: %s", plans);
         check_against_cpu(net, x, &o, out, "exact fp32 by TF32 parts");
         nc_tensor_free(out);
         out = NULL;

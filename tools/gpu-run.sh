@@ -102,9 +102,9 @@ for net in vgg-fmnist cnn-fmnist vgg16-cifar; do
   done
 done
 bench vgg-fmnist fp32 1024 _cudnn NC_GPU_CONV=cudnn
-bench vgg-fmnist tf32 1024 _im2col NC_GPU_CONV=im2col
-bench vgg-fmnist bf16 1024 _im2col NC_GPU_CONV=im2col
-bench vgg-fmnist split-bf16 1024
+[ -n "${NC_BENCH_PATHS:-}" ] && bench vgg-fmnist tf32 1024 _im2col NC_GPU_CONV=im2col
+[ -n "${NC_BENCH_PATHS:-}" ] && bench vgg-fmnist bf16 1024 _im2col NC_GPU_CONV=im2col
+[ -n "${NC_BENCH_PATHS:-}" ] && bench vgg-fmnist split-bf16 1024
 if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt 60 ]; then
   log "bench cnn_maxpool.onnx (Fashion-MNIST subset)"
   timeout 120 "$B/neurocuda" bench tests/fixtures/models/cnn_maxpool.onnx --engine gpu --data /tmp/nc/data/fmnist \
