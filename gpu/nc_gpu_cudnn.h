@@ -49,7 +49,7 @@ struct nc_conv_plan {
     int algo;             // cudnnConvolutionFwdAlgo_t
     size_t workspace;     // bytes the algorithm needs
     float find_ms;        // its time when it was chosen
-    char desc[160];       // e.g. "cuDNN IMPLICIT_PRECOMP_GEMM, bf16 tensor cores, NHWC, workspace 0 bytes"
+    char desc[320];       // e.g. "cuDNN IMPLICIT_PRECOMP_GEMM, bf16 tensor cores, NHWC, workspace 0 bytes"
     void *x_desc, *y_desc, *w_desc, *conv_desc; // cuDNN descriptors (opaque here)
     void *graph_plan[2];  // NC_CONV_BF16_EXACT: the graph API's plans of the two passes (instead of algo and descriptors)
 };

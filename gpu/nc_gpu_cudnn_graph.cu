@@ -28,6 +28,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <vector>
+
 #include <cudnn.h>
 
 #include "gpu/nc_gpu_cudnn_graph.h"
@@ -47,21 +49,22 @@ enum : int64_t { UID_X = 1, UID_W = 2, UID_Y = 3, UID_V = 4, UID_B = 5 };
 // How many of the heuristics' configurations are compiled and timed.
 const int kTries = 3;
 
-// Every descriptor made for one plan, destroyed together.
+// Every descriptor made for one plan, destroyed together (a plan outlives
+// the list once keep() takes it out).
 struct desc_list {
-    bdesc d[32];
-    int n = 0;
+    std::vector<bdesc> d;
     ~desc_list()
     {
-        for (int k = n - 1; k >= 0; k--)
+        for (size_t k = d.size(); k-- > 0;)
             if (d[k])
                 api.DestroyDescriptor(d[k]);
     }
     bdesc make(cudnnBackendDescriptorType_t t)
     {
         bdesc x = nullptr;
-        if (n < 32 && api.CreateDescriptor(t, &x) == CUDNN_STATUS_SUCCESS)
-            d[n++] = x;
+        if (api.CreateDescriptor(t, &x) != CUDNN_STATUS_SUCCESS)
+            return nullptr;
+        d.push_back(x);
         return x;
     }
 };
@@ -314,9 +317,9 @@ bdesc plan_pass(desc_list &dl, void *handle, cudaStream_t stream, const nc_conv_
 // Takes descriptor d out of the list, so that it outlives the list.
 void keep(desc_list &dl, bdesc d)
 {
-    for (int k = 0; k < dl.n; k++)
-        if (dl.d[k] == d)
-            dl.d[k] = nullptr;
+    for (bdesc &x : dl.d)
+        if (x == d)
+            x = nullptr;
 }
 
 } // namespace
