@@ -93,6 +93,9 @@ struct nc_pipeline_options;
 struct nc_runner_desc nc_cli_runner_desc(const nc_net *net, const char *model, const nc_cli_data *data,
                                          const char *engine, const struct nc_pipeline_options *opts);
 int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, struct nc_runner_desc *out);
+/* The same for `run ARGS` (argv[0] = "run") of the spiking `net`, the test
+ * split left for the runner to open (the command opens it itself first). */
+int nc_cli_run_describe(int argc, char **argv, const nc_net *net, struct nc_runner_desc *out);
 
 /* The --engine-opt KEY=VALUE settings given (nc_cli_data_option reads them). */
 struct nc_engine_settings;
