@@ -14,6 +14,8 @@
 
 /* ---- sim/'s engines ------------------------------------------------------- */
 
+#define N_OPTIONS(array) ((int)(sizeof array / sizeof array[0]))
+
 #define THREADS_OPTION                                                                                       \
     {.key = "threads", .type = NC_ENGINE_OPTION_INT, .default_value = "0", .min = 0, .max = 4096,                 \
      .help = "worker threads of a forward pass (0: every core)"}
@@ -114,7 +116,7 @@ static const nc_engine_info cpu_info = {
     .name = "cpu",
     .description = "float32 reference (OpenBLAS)",
     .caps = NC_CAP_SNN | NC_CAP_TRAINING, /* fine-tuning runs on sim/nc_train_backend_cpu.c */
-    .n_options = 2,
+    .n_options = N_OPTIONS(cpu_options),
     .options = cpu_options,
     .available = always,
     .details = cpu_details,
@@ -125,7 +127,7 @@ static const nc_engine_info loihi_info = {
     .name = "loihi",
     .description = "Loihi-2-style fixed point: bit-accurate integer IF neurons (CPU)",
     .caps = NC_CAP_SNN | NC_CAP_FIXED_POINT,
-    .n_options = LOIHI_N_OPTIONS,
+    .n_options = N_OPTIONS(loihi_options),
     .options = loihi_options,
     .available = always,
     .create = create_loihi,
