@@ -31,6 +31,7 @@ int nc_cli_is_snn(const nc_net *net);
 /* nc_cli_load_model, for commands that need a converted net: NULL (with a
  * message that says to convert it first) when it holds no spiking neurons. */
 nc_net *nc_cli_load_snn(const char *path);
+nc_net *nc_cli_load_snn_pp(const char *path, nc_preprocess *pp, int *has_pp); /* as nc_cli_load_model_pp */
 /* 1 if the net holds NIR neuron models, which have no ANN or QCFS function. */
 int nc_cli_has_nir_models(const nc_net *net);
 /* Options of NIR import, set by --dt / --nir-reset-subtract / --nir-if-dt;

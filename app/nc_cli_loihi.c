@@ -26,18 +26,6 @@ void nc_cli_loihi_init(nc_cli_loihi *l)
     l->opts = nc_loihi_options_default();
 }
 
-static int choice(const char *option, const char *arg, const char *const *names, int n)
-{
-    for (int k = 0; k < n; k++)
-        if (strcmp(arg, names[k]) == 0)
-            return k;
-    fprintf(stderr, "neurocuda: %s must be", option);
-    for (int k = 0; k < n; k++)
-        fprintf(stderr, "%s %s", k ? (k == n - 1 ? " or" : ",") : "", names[k]);
-    fprintf(stderr, ", got '%s'\n", arg);
-    return -1;
-}
-
 /* The switch as the loihi engine's registered option KEY=VALUE. */
 static int set(nc_cli_loihi *l, const char *key, const char *value)
 {
@@ -61,22 +49,22 @@ int nc_cli_loihi_option(nc_cli_loihi *l, int opt, const char *arg)
     long v;
     switch (opt) {
     case NC_OPT_LOIHI_RESET:
-        if ((k = choice("--loihi-reset", arg, resets, 2)) < 0)
+        if ((k = nc_cli_parse_choice("--loihi-reset", arg, resets, 2)) < 0)
             return -1;
         l->opts.reset = k ? NC_RESET_ZERO : NC_RESET_SUBTRACT;
         return set(l, "reset", arg);
     case NC_OPT_LOIHI_FIRE:
-        if ((k = choice("--loihi-fire", arg, fires, 2)) < 0)
+        if ((k = nc_cli_parse_choice("--loihi-fire", arg, fires, 2)) < 0)
             return -1;
         l->opts.compare = k ? NC_FIRE_GE : NC_FIRE_GT;
         return set(l, "fire", arg);
     case NC_OPT_LOIHI_DELAY:
-        if ((k = choice("--loihi-delay", arg, delays, 3)) < 0)
+        if ((k = nc_cli_parse_choice("--loihi-delay", arg, delays, 3)) < 0)
             return -1;
         l->opts.delay = delay_of[k];
         return set(l, "delay", arg);
     case NC_OPT_LOIHI_SPIKES:
-        if ((k = choice("--loihi-spikes", arg, spikes, 2)) < 0)
+        if ((k = nc_cli_parse_choice("--loihi-spikes", arg, spikes, 2)) < 0)
             return -1;
         l->opts.graded = k;
         return set(l, "spikes", arg);

@@ -59,13 +59,13 @@ static int parse_run_option(run_args *a, int opt, const char *arg)
             return -1;
         a->sim.T = (int)v;
         return 1;
-    case NC_OPT_ENCODING:
-        if (strcmp(arg, "direct") && strcmp(arg, "poisson")) {
-            fprintf(stderr, "neurocuda: --encoding must be direct or poisson, got '%s'\n", arg);
-            return -1;
-        }
-        a->sim.encoding = strcmp(arg, "poisson") == 0 ? NC_ENCODING_POISSON : NC_ENCODING_DIRECT;
-        return 1;
+    case NC_OPT_ENCODING: {
+        static const char *const encodings[] = {"direct", "poisson"};
+        int k = nc_cli_parse_choice("--encoding", arg, encodings, 2);
+        if (k >= 0)
+            a->sim.encoding = k ? NC_ENCODING_POISSON : NC_ENCODING_DIRECT;
+        return k < 0 ? -1 : 1;
+    }
     case NC_OPT_SEED:
         if ((v = nc_cli_parse_long("--seed", arg, 0, 1L << 62)) < 0)
             return -1;
@@ -90,6 +90,16 @@ static int parse_run_option(run_args *a, int opt, const char *arg)
     }
 }
 
+/* The defaults, before the command line. */
+static void args_init(run_args *a)
+{
+    *a = (run_args){.engine = "cpu"};
+    nc_cli_data_init(&a->data);
+    nc_cli_loihi_init(&a->loihi);
+    a->sim.T = 32;
+    a->sim.seed = 1;
+}
+
 static int parse(int argc, char **argv, run_args *a)
 {
     static const struct option options[] = {
@@ -100,6 +110,7 @@ static int parse(int argc, char **argv, run_args *a)
         {"dt", required_argument, NULL, NC_OPT_DT},
         NC_CLI_LOIHI_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},                   {0}};
+    args_init(a);
     int opt;
     while ((opt = getopt_long(argc, argv, "hT:", options, NULL)) != -1) {
         if (opt == NC_OPT_MEAN || opt == NC_OPT_STD || opt == NC_OPT_SCALE)
@@ -113,20 +124,10 @@ static int parse(int argc, char **argv, run_args *a)
             return 2;
         if (used)
             continue;
-        if (opt == 'h') {
-            usage(stdout);
-            return 0;
-        }
-        usage(stderr);
-        return 2;
+        return nc_cli_usage_exit(opt, usage);
     }
-    if (optind != argc - 1) {
-        fputs("neurocuda run: give exactly one SNN file (.ncsnn or .nir)\n", stderr);
-        usage(stderr);
-        return 2;
-    }
-    a->model = argv[optind];
-    return -1;
+    a->model = nc_cli_operand(argc, argv, 1, "run: give exactly one SNN file (.ncsnn or .nir)", usage);
+    return a->model ? -1 : 2;
 }
 
 static void print_json(const run_args *a, const char *engine, const nc_record *rec)
@@ -230,19 +231,9 @@ static int simulate(run_args *a, const nc_net *net, const nc_dataset *ds)
     return rc;
 }
 
-static void args_init(run_args *a)
-{
-    *a = (run_args){.engine = "cpu"};
-    nc_cli_data_init(&a->data);
-    nc_cli_loihi_init(&a->loihi);
-    a->sim.T = 32;
-    a->sim.seed = 1;
-}
-
 int nc_cli_run_describe(int argc, char **argv, const nc_net *net, nc_runner_desc *out)
 {
     static run_args a; /* the description points into it */
-    args_init(&a);
     int rc = parse(argc, argv, &a);
     if (rc >= 0)
         return rc == 0 ? 2 : rc;
@@ -252,21 +243,14 @@ int nc_cli_run_describe(int argc, char **argv, const nc_net *net, nc_runner_desc
 int nc_cmd_run(int argc, char **argv)
 {
     run_args a;
-    args_init(&a);
     int rc = parse(argc, argv, &a);
     if (rc >= 0)
         return rc;
     nc_preprocess stored;
     int has_stored = 0;
-    nc_net *net = nc_cli_load_model_pp(a.model, &stored, &has_stored);
+    nc_net *net = nc_cli_load_snn_pp(a.model, &stored, &has_stored);
     if (!net)
         return 1;
-    if (!nc_cli_is_snn(net)) {
-        fprintf(stderr, "neurocuda: %s holds no spiking neurons; convert it first: neurocuda convert %s -o "
-                        "model.ncsnn\n", a.model, a.model);
-        nc_net_free(net);
-        return 1;
-    }
     if (has_stored && !a.data_given)
         a.data.pp = stored;
     if (nc_cli_has_nir_models(net))

@@ -83,18 +83,12 @@ static int parse(int argc, char **argv, sweep_args *a)
         case NC_OPT_ENGINE: a->engine = optarg; break;
         case NC_OPT_PNG: a->png = optarg; break;
         case NC_OPT_JSON: a->json = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return nc_cli_usage_exit(opt, usage);
         }
     }
-    if (optind != argc - 1) {
-        fputs("neurocuda sweep: give exactly one MODEL (.onnx)\n", stderr);
-        usage(stderr);
-        return 2;
-    }
-    a->model = argv[optind];
+    a->model = nc_cli_operand(argc, argv, 1, "sweep: give exactly one MODEL (.onnx)", usage);
     a->opts.target_T = a->T;
-    return -1;
+    return a->model ? -1 : 2;
 }
 
 typedef struct sweep_curves {
