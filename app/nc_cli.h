@@ -93,6 +93,13 @@ struct nc_pipeline_options;
  * conversion options. */
 struct nc_runner_desc nc_cli_runner_desc(const nc_net *net, const char *model, const nc_cli_data *data,
                                          const char *engine, const struct nc_pipeline_options *opts);
+/* Runs the job `d` with Ctrl-C stopping it at its next batch: *r is the
+ * runner (NULL when it could not be planned; free it), for the results also
+ * after a failure or a cancel. */
+struct nc_runner;
+struct nc_runner_observer;
+nc_status nc_cli_run_job(const struct nc_runner_desc *d, const struct nc_runner_observer *obs, struct nc_runner **r,
+                         nc_error *err);
 int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, struct nc_runner_desc *out);
 /* The same for `run ARGS` (argv[0] = "run") of the spiking `net`, the test
  * split left for the runner to open (the command opens it itself first). */

@@ -151,6 +151,13 @@ nc_runner_desc nc_cli_runner_desc(const nc_net *net, const char *model, const nc
     return d;
 }
 
+nc_status nc_cli_run_job(const nc_runner_desc *d, const nc_runner_observer *obs, nc_runner **r, nc_error *err)
+{
+    nc_cli_install_sigint();
+    nc_status st = nc_runner_new(d, r, err);
+    return st == NC_OK ? nc_runner_run(*r, obs, err) : st;
+}
+
 nc_engine *nc_cli_engine(const char *name, const nc_net *net, int threads)
 {
     nc_error err = {0};

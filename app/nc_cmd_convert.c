@@ -217,10 +217,7 @@ static int convert(convert_args *a, const nc_net *net)
                               .event = on_event};
     nc_runner *r = NULL;
     nc_error err = {0};
-    nc_cli_install_sigint();
-    nc_status st = nc_runner_new(&d, &r, &err);
-    if (st == NC_OK)
-        st = nc_runner_run(r, &obs, &err);
+    nc_status st = nc_cli_run_job(&d, &obs, &r, &err);
     if (st == NC_OK && a->json)
         print_json(a, r);
     nc_runner_free(r);

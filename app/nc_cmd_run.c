@@ -222,10 +222,7 @@ static int simulate(run_args *a, const nc_net *net, const nc_dataset *ds)
     nc_runner_observer obs = {.user = a, .progress = nc_cli_progress, .event = on_event};
     nc_runner *r = NULL;
     nc_error err = {0};
-    nc_cli_install_sigint();
-    nc_status st = nc_runner_new(&d, &r, &err);
-    if (st == NC_OK)
-        st = nc_runner_run(r, &obs, &err);
+    nc_status st = nc_cli_run_job(&d, &obs, &r, &err);
     rc = r ? report(a, r, st, &err) : nc_cli_error(&err);
     nc_runner_free(r);
     return rc;

@@ -183,10 +183,7 @@ static int sweep(sweep_args *a, const nc_net *net)
     nc_runner *r = NULL;
     nc_error err = {0};
     sweep_curves curves = {.n = a->n_methods, .T = a->T, .ann = NAN};
-    nc_cli_install_sigint();
-    nc_status st = nc_runner_new(&d, &r, &err);
-    if (st == NC_OK)
-        st = nc_runner_run(r, &obs, &err);
+    nc_status st = nc_cli_run_job(&d, &obs, &r, &err);
     if (st == NC_OK && !take_curves(r, &curves))
         st = nc_fail(&err, NC_ERR_MEMORY, "the sweep measured fewer curves than methods");
     int rc = st == NC_OK ? 0 : nc_cli_error(&err);
