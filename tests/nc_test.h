@@ -81,4 +81,25 @@ static inline const char *nc_test_path(const char *relative, char *buf, size_t s
     return buf;
 }
 
+/* A new empty folder for a test's files, $TMPDIR (else /tmp)/<name>-XXXXXX,
+ * in buf: 0, or −1 after printing "Bail out!" (the test then exits 1). */
+static inline int nc_test_temp_dir(char *buf, size_t size, const char *name)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(buf, size, "%s/%s-XXXXXX", base && *base ? base : "/tmp", name);
+    if (mkdtemp(buf))
+        return 0;
+    printf("Bail out! cannot make a temporary folder %s\n", buf);
+    return -1;
+}
+
+/* Removes a test's folder and everything in it. */
+static inline void nc_test_remove_dir(const char *dir)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", dir);
+}
+
 #endif

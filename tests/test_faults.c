@@ -241,21 +241,14 @@ static void test_new_file_not_created(void)
 int main(void)
 {
     signal(SIGXFSZ, SIG_IGN); /* a write past the limit then fails with EFBIG */
-    snprintf(dir, sizeof dir, "/tmp/nc-test-faults-XXXXXX");
-    if (!mkdtemp(dir)) {
-        printf("Bail out! cannot create a temporary folder\n");
+    if (nc_test_temp_dir(dir, sizeof dir, "nc-test-faults") != 0)
         return 1;
-    }
     NC_RUN(test_project_save);
     NC_RUN(test_nir_export);
     NC_RUN(test_record_save);
     NC_RUN(test_npy_write);
     NC_RUN(test_plot_save);
     NC_RUN(test_new_file_not_created);
-    const char *names[] = {"model.ncsnn", "model.nir", "recording.h5", "values.npy", "chart.png", "new.ncsnn"};
-    char path[512];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        unlink(in_dir(names[i], path, sizeof path));
-    rmdir(dir);
+    nc_test_remove_dir(dir);
     return nc_test_done();
 }

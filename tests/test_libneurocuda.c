@@ -259,8 +259,7 @@ int main(void)
 {
     const char *src = getenv("NC_SOURCE_DIR");
     snprintf(model_path, sizeof model_path, "%s/assets/models/fmnist_cnn.onnx", src ? src : ".");
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/test_libneurocuda.XXXXXX");
-    if (!mkdtemp(tmp_dir))
+    if (nc_test_temp_dir(tmp_dir, sizeof tmp_dir, "test_libneurocuda") != 0)
         return 1;
     NC_RUN(test_engines);
     NC_RUN(test_bad_options);
@@ -272,9 +271,6 @@ int main(void)
         NC_RUN(test_cancel_writes_nothing);
         NC_RUN(test_bad_stream);
     }
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
-    if (system(cmd) != 0)
-        printf("# could not remove %s\n", tmp_dir);
+    nc_test_remove_dir(tmp_dir);
     return nc_test_done();
 }

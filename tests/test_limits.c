@@ -476,11 +476,8 @@ static void test_recording_reader(void)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/nc-test-limits-XXXXXX");
-    if (!mkdtemp(dir)) {
-        printf("Bail out! cannot create a temporary folder\n");
+    if (nc_test_temp_dir(dir, sizeof dir, "nc-test-limits") != 0)
         return 1;
-    }
     NC_RUN(test_checked_multiply);
     NC_RUN(test_memory_budget_setting);
     NC_RUN(test_onnx_tensor_declared_size);
@@ -493,9 +490,6 @@ int main(void)
     NC_RUN(test_macs_saturate);
     NC_RUN(test_fanout_linear);
     NC_RUN(test_recording_reader);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        printf("# could not remove %s\n", dir);
+    nc_test_remove_dir(dir);
     return nc_test_done();
 }

@@ -426,11 +426,8 @@ static void cleanup(void)
 
 int main(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/nc_onnx_bad_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        printf("Bail out! cannot create a temp dir\n");
+    if (nc_test_temp_dir(tmpdir, sizeof tmpdir, "nc_onnx_bad") != 0)
         return 1;
-    }
     NC_RUN(test_empty_file);
     NC_RUN(test_random_bytes);
     NC_RUN(test_missing_file);

@@ -547,12 +547,8 @@ static void test_recording_h5py(void)
 
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/nc-test-project-XXXXXX", base ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        printf("Bail out! cannot make a temporary folder: %s\n", strerror(errno));
+    if (nc_test_temp_dir(tmpdir, sizeof tmpdir, "nc-test-project") != 0)
         return 1;
-    }
     NC_RUN(test_sha256);
     NC_RUN(test_round_trip);
     NC_RUN(test_minimal_round_trip);
@@ -560,9 +556,6 @@ int main(void)
     NC_RUN(test_wrong_files);
     NC_RUN(test_safe_save);
     test_recording_h5py();
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        printf("# could not remove %s\n", tmpdir);
+    nc_test_remove_dir(tmpdir);
     return nc_test_done();
 }
