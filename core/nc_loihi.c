@@ -106,19 +106,8 @@ int nc_loihi_node_supported(const nc_net *net, int node, char *why, size_t why_s
     }
 }
 
-static nc_status node_fail(const nc_net *net, int i, nc_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static nc_status node_fail(const nc_net *net, int i, nc_error *err, const char *fmt, ...)
-{
-    char what[700];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    const nc_node *n = &net->nodes[i];
-    return nc_fail(err, NC_ERR_UNSUPPORTED, "loihi quantisation, node '%s' (%s): %s", n->name,
-                   nc_node_kind_name(n->kind), what);
-}
+#define node_fail(net, i, err, ...)                                                                            \
+    nc_node_fail((err), NC_ERR_UNSUPPORTED, "loihi quantisation", &(net)->nodes[i], __VA_ARGS__)
 
 void nc_loihi_net_free(nc_loihi_net *q)
 {

@@ -36,18 +36,8 @@ typedef struct exp_ctx {
     char **used; /* NIR names taken */
 } exp_ctx;
 
-static nc_status node_fail(exp_ctx *c, int i, nc_status code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static nc_status node_fail(exp_ctx *c, int i, nc_status code, const char *fmt, ...)
-{
-    char what[700];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    const nc_node *n = &c->net->nodes[i];
-    return nc_fail(c->err, code, "NIR export, node '%s' (%s): %s", n->name, nc_node_kind_name(n->kind), what);
-}
+#define node_fail(c, i, code, ...) nc_node_fail((c)->err, (code), "NIR export", &(c)->net->nodes[i], __VA_ARGS__)
+
 
 static nc_status oom(exp_ctx *c) { return nc_fail(c->err, NC_ERR_MEMORY, "NIR export: out of memory"); }
 

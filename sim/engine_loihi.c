@@ -125,18 +125,8 @@ typedef struct run_ctx {
     nc_error *err;
 } run_ctx;
 
-static nc_status node_fail(run_ctx *c, int i, nc_status code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static nc_status node_fail(run_ctx *c, int i, nc_status code, const char *fmt, ...)
-{
-    char what[700];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    const nc_node *n = &c->net->nodes[i];
-    return nc_fail(c->err, code, "loihi engine, node '%s' (%s): %s", n->name, nc_node_kind_name(n->kind), what);
-}
+#define node_fail(c, i, code, ...) nc_node_fail((c)->err, (code), "loihi engine", &(c)->net->nodes[i], __VA_ARGS__)
+
 
 static int64_t numel_of(const run_ctx *c, int i) { return nc_node_numel(&c->net->nodes[i]); }
 
