@@ -825,14 +825,10 @@ void nc_loihi_notes_add(nc_loihi_notes *notes, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    if (notes->count == notes->capacity) {
-        int cap = notes->capacity ? 2 * notes->capacity : 16;
-        char **grown = realloc(notes->lines, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return;
-        notes->lines = grown;
-        notes->capacity = cap;
-    }
+    char **lines = nc_grow(notes->lines, notes->count, &notes->capacity, 16, sizeof *lines);
+    if (!lines)
+        return;
+    notes->lines = lines;
     if ((notes->lines[notes->count] = strdup(line)))
         notes->count++;
 }

@@ -53,14 +53,10 @@ static int name_taken(const exp_ctx *c, const char *name)
 
 static int take_name(exp_ctx *c, const char *name)
 {
-    if (c->n_used == c->cap_used) {
-        int cap = c->cap_used ? 2 * c->cap_used : 64;
-        char **grown = realloc(c->used, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        c->used = grown;
-        c->cap_used = cap;
-    }
+    char **used = nc_grow(c->used, c->n_used, &c->cap_used, 64, sizeof *used);
+    if (!used)
+        return -1;
+    c->used = used;
     if (!(c->used[c->n_used] = strdup(name)))
         return -1;
     c->n_used++;

@@ -1,5 +1,6 @@
 #include "nc_status.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -66,6 +67,20 @@ int nc_mul_size(size_t a, size_t b, size_t *out)
         return -1;
     *out = a * b;
     return 0;
+}
+
+void *nc_grow(void *items, int n, int *cap, int first, size_t size)
+{
+    if (n < *cap)
+        return items;
+    int grown_cap = *cap ? 2 * *cap : first;
+    size_t bytes;
+    if (*cap > INT_MAX / 2 || nc_mul_size((size_t)grown_cap, size, &bytes) != 0)
+        return NULL;
+    void *grown = realloc(items, bytes);
+    if (grown)
+        *cap = grown_cap;
+    return grown;
 }
 
 int nc_add_size(size_t a, size_t b, size_t *out)

@@ -47,6 +47,11 @@ const char *nc_status_name(nc_status code);
  * overflow.  Every size computed from file contents goes through these. */
 int nc_mul_size(size_t a, size_t b, size_t *out);
 int nc_add_size(size_t a, size_t b, size_t *out);
+/* A growing array that holds n items of `size` bytes in room for *cap: the
+ * array itself while n < *cap, else the array realloc'ed to twice *cap
+ * (`first` items when empty) with *cap updated.  NULL when memory runs out
+ * (the array and *cap unchanged; the caller still owns it). */
+void *nc_grow(void *items, int n, int *cap, int first, size_t size);
 /* Bytes of an array: elem_size × the product of ndim dims, each dim checked
  * (a negative dim or an overflow returns -1).  ndim 0 = one element. */
 int nc_shape_bytes(int ndim, const int64_t *dims, size_t elem_size, size_t *out);

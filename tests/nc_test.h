@@ -81,6 +81,23 @@ static inline const char *nc_test_path(const char *relative, char *buf, size_t s
     return buf;
 }
 
+/* The bytes of a file (malloc'ed, *size of them; at least 1 byte is
+ * allocated), or NULL when it cannot be opened. */
+static inline unsigned char *nc_test_read_file(const char *path, size_t *size)
+{
+    *size = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
+    *size = buf && n > 0 ? fread(buf, 1, (size_t)n, fp) : 0;
+    fclose(fp);
+    return buf;
+}
+
 /* A new empty folder for a test's files, $TMPDIR (else /tmp)/<name>-XXXXXX,
  * in buf: 0, or −1 after printing "Bail out!" (the test then exits 1). */
 static inline int nc_test_temp_dir(char *buf, size_t size, const char *name)

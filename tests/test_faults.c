@@ -42,16 +42,8 @@ typedef struct { unsigned char *data; size_t size; } blob;
 
 static blob read_file(const char *path)
 {
-    blob b = {NULL, 0};
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return b;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    b.data = malloc(n > 0 ? (size_t)n : 1);
-    b.size = b.data && n > 0 ? fread(b.data, 1, (size_t)n, fp) : 0;
-    fclose(fp);
+    blob b;
+    b.data = nc_test_read_file(path, &b.size);
     return b;
 }
 

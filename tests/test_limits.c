@@ -4,6 +4,8 @@
  * the audit of the readers found; each fails on the code before its fix. */
 #include "nc_test.h"
 
+#include <limits.h>
+
 #include <hdf5.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -57,6 +59,25 @@ static void test_checked_multiply(void)
     int64_t ok[3] = {2, 3, 4};
     NC_CHECK(nc_shape_bytes(3, ok, 8, &out) == 0 && out == 192, "2·3·4·8 = 192, got %zu", out);
     NC_CHECK(nc_shape_bytes(0, NULL, 4, &out) == 0 && out == 4, "a scalar is one element");
+}
+
+/* A growing array: first size, doubling when full, untouched while there is
+ * room, and a capacity that would overflow refused. */
+static void test_grow(void)
+{
+    int cap = 0;
+    int *a = nc_grow(NULL, 0, &cap, 4, sizeof *a);
+    NC_CHECK(a && cap == 4, "an empty array gets `first` items (%d)", cap);
+    int *same = nc_grow(a, 3, &cap, 4, sizeof *a);
+    NC_CHECK(same == a && cap == 4, "no change while there is room");
+    for (int i = 0; i < 4; i++)
+        a[i] = i + 1;
+    int *b = nc_grow(a, 4, &cap, 4, sizeof *b);
+    NC_CHECK(b && cap == 8 && b[3] == 4, "a full array doubles and keeps its items (%d)", cap);
+    a = b ? b : a;
+    int huge = INT_MAX / 2 + 1;
+    NC_CHECK(!nc_grow(a, huge, &huge, 4, sizeof *a) && huge == INT_MAX / 2 + 1, "an int overflow is refused");
+    free(a);
 }
 
 static void test_memory_budget_setting(void)
@@ -479,6 +500,7 @@ int main(void)
     if (nc_test_temp_dir(dir, sizeof dir, "nc-test-limits") != 0)
         return 1;
     NC_RUN(test_checked_multiply);
+    NC_RUN(test_grow);
     NC_RUN(test_memory_budget_setting);
     NC_RUN(test_onnx_tensor_declared_size);
     NC_RUN(test_onnx_external_offset);

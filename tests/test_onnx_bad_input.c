@@ -41,20 +41,6 @@ static int write_file(const char *path, const void *data, size_t size)
     return fclose(fp) == 0 && put == size ? 0 : -1;
 }
 
-static unsigned char *read_file(const char *path, size_t *size)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
-    *size = buf ? fread(buf, 1, (size_t)n, fp) : 0;
-    fclose(fp);
-    return buf;
-}
-
 /* Imports `path` and checks the status, that the message starts with the
  * path, and that it contains each of the NULL-terminated `needles`. */
 static void expect_load(const char *path, const nc_onnx_options *opts, nc_status want, ...)
@@ -120,7 +106,7 @@ static void test_truncated(void)
 {
     char src[PATH_MAX], p[PATH_MAX];
     size_t size = 0;
-    unsigned char *data = read_file(fixture("ok_qcfs.onnx", src, sizeof src), &size);
+    unsigned char *data = nc_test_read_file(fixture("ok_qcfs.onnx", src, sizeof src), &size);
     NC_CHECK(data && size > 100, "cannot read %s", src);
     if (!data)
         return;
@@ -167,8 +153,8 @@ static void test_external_symlink(void)
 {
     char src[PATH_MAX], model[PATH_MAX], link[PATH_MAX], inside[PATH_MAX], outside[PATH_MAX];
     size_t size = 0, dsize = 0;
-    unsigned char *m = read_file(fixture("ok_external.onnx", src, sizeof src), &size);
-    unsigned char *d = read_file(fixture("ok_external.onnx.data", src, sizeof src), &dsize);
+    unsigned char *m = nc_test_read_file(fixture("ok_external.onnx", src, sizeof src), &size);
+    unsigned char *d = nc_test_read_file(fixture("ok_external.onnx.data", src, sizeof src), &dsize);
     NC_CHECK(m && d, "fixtures missing");
     NC_CHECK(realpath(src, outside) != NULL, "realpath %s", src);
     temp_file("ok_external.onnx", model, sizeof model);
