@@ -10,6 +10,7 @@
 #ifndef NC_TEST_H
 #define NC_TEST_H
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,20 +68,6 @@ static inline void nc_test_report(const char *name, int failed, const char *skip
     fflush(stdout);
 }
 
-static inline int nc_test_done(void)
-{
-    printf("1..%d\n", nc_test_number);
-    return nc_test_failures ? 1 : 0;
-}
-
-/* Path of a file under the source tree (tests/fixtures/..., assets/...). */
-static inline const char *nc_test_path(const char *relative, char *buf, size_t size)
-{
-    const char *root = getenv("NC_SOURCE_DIR");
-    snprintf(buf, size, "%s/%s", root ? root : ".", relative);
-    return buf;
-}
-
 /* The bytes of a file (malloc'ed, *size of them; at least 1 byte is
  * allocated), or NULL when it cannot be opened. */
 static inline unsigned char *nc_test_read_file(const char *path, size_t *size)
@@ -117,6 +104,42 @@ static inline void nc_test_remove_dir(const char *dir)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
         printf("# could not remove %s\n", dir);
+}
+
+__attribute__((unused)) static char nc_test_dir_path[512];
+
+/* The test's own temporary folder, made on first use (under $TMPDIR, else
+ * /tmp, named after the test program) and removed with everything in it by
+ * nc_test_done().  When it cannot be made the test stops ("Bail out!"). */
+static inline const char *nc_test_dir(void)
+{
+    if (!nc_test_dir_path[0] &&
+        nc_test_temp_dir(nc_test_dir_path, sizeof nc_test_dir_path, program_invocation_short_name) != 0)
+        exit(1);
+    return nc_test_dir_path;
+}
+
+/* The path of `name` in the test's folder. */
+static inline const char *nc_test_file(const char *name, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/%s", nc_test_dir(), name);
+    return buf;
+}
+
+static inline int nc_test_done(void)
+{
+    if (nc_test_dir_path[0])
+        nc_test_remove_dir(nc_test_dir_path);
+    printf("1..%d\n", nc_test_number);
+    return nc_test_failures ? 1 : 0;
+}
+
+/* Path of a file under the source tree (tests/fixtures/..., assets/...). */
+static inline const char *nc_test_path(const char *relative, char *buf, size_t size)
+{
+    const char *root = getenv("NC_SOURCE_DIR");
+    snprintf(buf, size, "%s/%s", root ? root : ".", relative);
+    return buf;
 }
 
 #endif

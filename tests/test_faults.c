@@ -63,14 +63,6 @@ static int leftovers(const char *dir)
     return n;
 }
 
-static char dir[256];
-
-static const char *in_dir(const char *name, char *buf, size_t size)
-{
-    snprintf(buf, size, "%s/%s", dir, name);
-    return buf;
-}
-
 /* The save of version B under the limit failed cleanly and A is intact. */
 static void check_kept(const char *what, const char *path, blob a, int failed, const char *message)
 {
@@ -79,7 +71,7 @@ static void check_kept(const char *what, const char *path, blob a, int failed, c
     NC_CHECK(strstr(message, path) != NULL, "%s: the message names the file: %s", what, message);
     NC_CHECK(a.size > LIMIT_BYTES, "%s: version A (%zu bytes) is larger than the limit", what, a.size);
     NC_CHECK(same(a, now), "%s: the old file is unchanged (%zu bytes before, %zu after)", what, a.size, now.size);
-    NC_CHECK(leftovers(dir) == 0, "%s: no temporary file is left", what);
+    NC_CHECK(leftovers(nc_test_dir()) == 0, "%s: no temporary file is left", what);
     printf("# %s: %s\n", what, message);
     free(now.data);
 }
@@ -110,7 +102,7 @@ static void test_project_save(void)
     nc_error err = {0};
     nc_project *p = nc_project_new();
     nc_project_set_net(p, snn());
-    in_dir("model.ncsnn", path, sizeof path);
+    nc_test_file("model.ncsnn", path, sizeof path);
     nc_project_set_metric(p, "version", 1, NULL);
     NC_CHECK(nc_project_save(p, path, &err) == NC_OK, "save A: %s", err.message);
     blob a = read_file(path);
@@ -129,7 +121,7 @@ static void test_nir_export(void)
     char path[512];
     nc_error err = {0};
     nc_net *net = snn();
-    in_dir("model.nir", path, sizeof path);
+    nc_test_file("model.nir", path, sizeof path);
     nc_nir_export_options a_opts = {.source = "version A"}, b_opts = {.source = "version B"};
     NC_CHECK(nc_nir_export(net, path, &a_opts, NULL, &err) == NC_OK, "export A: %s", err.message);
     blob a = read_file(path);
@@ -150,7 +142,7 @@ static void test_record_save(void)
     nc_record *ra = NULL, *rb = NULL;
     NC_CHECK(net && nc_record_new(net, 4, NULL, &ra, &err) == NC_OK && nc_record_new(net, 5, NULL, &rb, &err) == NC_OK,
              "records: %s", err.message);
-    in_dir("recording.h5", path, sizeof path);
+    nc_test_file("recording.h5", path, sizeof path);
     NC_CHECK(ra && nc_record_save(ra, path, &err) == NC_OK, "save A: %s", err.message);
     blob a = read_file(path);
     disk_full();
@@ -169,7 +161,7 @@ static void test_npy_write(void)
     char path[512];
     nc_error err = {0};
     nc_tensor *t = nc_tensor_new2(10, 100);
-    in_dir("values.npy", path, sizeof path);
+    nc_test_file("values.npy", path, sizeof path);
     for (int64_t i = 0; i < nc_tensor_numel(t); i++)
         t->data[i] = 1.0f;
     NC_CHECK(nc_npy_write(path, t, &err) == NC_OK, "write A: %s", err.message);
@@ -202,7 +194,7 @@ static void test_plot_save(void)
 {
     char path[512], msg[1024] = "";
     uint32_t seed_a = 1, seed_b = 2;
-    in_dir("chart.png", path, sizeof path);
+    nc_test_file("chart.png", path, sizeof path);
     NC_CHECK(nc_plot_save(path, 160, 120, draw_noise, &seed_a, msg, sizeof msg) == 0, "save A: %s", msg);
     blob a = read_file(path);
     disk_full();
@@ -220,27 +212,24 @@ static void test_new_file_not_created(void)
     nc_error err = {0};
     nc_project *p = nc_project_new();
     nc_project_set_net(p, snn());
-    in_dir("new.ncsnn", path, sizeof path);
+    nc_test_file("new.ncsnn", path, sizeof path);
     disk_full();
     nc_status st = nc_project_save(p, path, &err);
     disk_free();
     NC_CHECK(st == NC_ERR_IO, "the save fails: %s", err.message);
     NC_CHECK(access(path, F_OK) != 0, "no half-written project appears");
-    NC_CHECK(leftovers(dir) == 0, "no temporary file is left");
+    NC_CHECK(leftovers(nc_test_dir()) == 0, "no temporary file is left");
     nc_project_free(p);
 }
 
 int main(void)
 {
     signal(SIGXFSZ, SIG_IGN); /* a write past the limit then fails with EFBIG */
-    if (nc_test_temp_dir(dir, sizeof dir, "nc-test-faults") != 0)
-        return 1;
     NC_RUN(test_project_save);
     NC_RUN(test_nir_export);
     NC_RUN(test_record_save);
     NC_RUN(test_npy_write);
     NC_RUN(test_plot_save);
     NC_RUN(test_new_file_not_created);
-    nc_test_remove_dir(dir);
     return nc_test_done();
 }

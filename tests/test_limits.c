@@ -21,14 +21,6 @@
 #include "nc_record.h"
 #include "onnx.pb-c.h"
 
-static char dir[256];
-
-static const char *in_dir(const char *name, char *buf, size_t size)
-{
-    snprintf(buf, size, "%s/%s", dir, name);
-    return buf;
-}
-
 static void write_bytes(const char *path, const void *data, size_t size)
 {
     FILE *fp = fopen(path, "wb");
@@ -127,7 +119,7 @@ static void test_onnx_tensor_declared_size(void)
     nc_error err = {0};
     /* 2^28 floats = 1 GiB declared, 16 bytes held: refused before allocating (it was allocated first) */
     int64_t big[2] = {1 << 14, 1 << 14};
-    write_tensor_file(in_dir("big.pb", path, sizeof path), 2, big);
+    write_tensor_file(nc_test_file("big.pb", path, sizeof path), 2, big);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     nc_status st = nc_onnx_read_tensor_file(path, &t, &err);
@@ -171,7 +163,7 @@ static void write_external_model(const char *offset, char *model, size_t size)
     size_t packed = onnx__model_proto__get_packed_size(m);
     uint8_t *out = malloc(packed);
     onnx__model_proto__pack(m, out);
-    write_bytes(in_dir("ok_external.onnx", model, size), out, packed);
+    write_bytes(nc_test_file("ok_external.onnx", model, size), out, packed);
     free(out);
     onnx__model_proto__free_unpacked(m, NULL);
     /* the data file next to it, as the model names it */
@@ -180,7 +172,7 @@ static void write_external_model(const char *offset, char *model, size_t size)
     n = fp ? fread(buf, 1, sizeof buf, fp) : 0;
     if (fp)
         fclose(fp);
-    write_bytes(in_dir("ok_external.onnx.data", data_dst, sizeof data_dst), buf, n);
+    write_bytes(nc_test_file("ok_external.onnx.data", data_dst, sizeof data_dst), buf, n);
 }
 
 static void test_onnx_external_offset(void)
@@ -229,7 +221,7 @@ static void test_hdf5_dataset_declared_extent(void)
     char path[512];
     /* a chunked x of 10^6 images whose chunks were never written: a tiny file
      * that reads as fill values; it used to be allocated (3 GiB) and read */
-    hid_t f = new_h5(in_dir("fill.h5", path, sizeof path));
+    hid_t f = new_h5(nc_test_file("fill.h5", path, sizeof path));
     hsize_t xd[3] = {1000000, 28, 28}, chunk[3] = {1, 28, 28}, yd[1] = {1000000};
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_chunk(dcpl, 3, chunk);
@@ -256,7 +248,7 @@ static void test_hdf5_dataset_declared_extent(void)
 static void test_hdf5_odd_element_type(void)
 {
     char path[512];
-    hid_t f = new_h5(in_dir("ldouble.h5", path, sizeof path));
+    hid_t f = new_h5(nc_test_file("ldouble.h5", path, sizeof path));
     hsize_t xd[3] = {2, 2, 2}, yd[1] = {2};
     long double x[8] = {0};
     uint8_t y[2] = {0, 1};
@@ -284,7 +276,7 @@ static void make_foreign_file(const char *path, const char *kind)
     hsize_t xd[3] = {1, 2, 2};
     float v[4] = {1, 2, 3, 4};
     uint8_t y[1] = {0};
-    hid_t f = new_h5(in_dir("other.h5", other, sizeof other));
+    hid_t f = new_h5(nc_test_file("other.h5", other, sizeof other));
     add_dataset(f, "x", H5T_NATIVE_FLOAT, 3, xd, H5P_DEFAULT, v);
     H5Fclose(f);
     f = new_h5(path);
@@ -293,7 +285,7 @@ static void make_foreign_file(const char *path, const char *kind)
         H5Lcreate_external(other, "x", f, "x", H5P_DEFAULT, H5P_DEFAULT);
     } else if (strcmp(kind, "external storage") == 0) {
         char raw[512];
-        write_bytes(in_dir("raw.bin", raw, sizeof raw), v, sizeof v);
+        write_bytes(nc_test_file("raw.bin", raw, sizeof raw), v, sizeof v);
         H5Pset_external(dcpl, raw, 0, sizeof v);
         add_dataset(f, "x", H5T_NATIVE_FLOAT, 3, xd, dcpl, NULL);
     } else { /* virtual */
@@ -313,7 +305,7 @@ static void test_hdf5_foreign_storage_refused(void)
     const char *kinds[] = {"external link", "external storage", "virtual dataset"};
     for (size_t i = 0; i < 3; i++) {
         char path[512];
-        make_foreign_file(in_dir("foreign.h5", path, sizeof path), kinds[i]);
+        make_foreign_file(nc_test_file("foreign.h5", path, sizeof path), kinds[i]);
         /* the dataset reader */
         nc_dataset *ds = NULL;
         nc_error err = {0};
@@ -338,8 +330,8 @@ static void test_idx_gzip_bomb(void)
 {
     char images[512], labels[512];
     /* declares 2 images of 28x28 (1568 bytes) but inflates to 256 MiB */
-    in_dir("bomb-images-idx3-ubyte.gz", images, sizeof images);
-    in_dir("bomb-labels-idx1-ubyte.gz", labels, sizeof labels);
+    nc_test_file("bomb-images-idx3-ubyte.gz", images, sizeof images);
+    nc_test_file("bomb-labels-idx1-ubyte.gz", labels, sizeof labels);
     gzFile gz = gzopen(images, "wb9");
     uint8_t head[16] = {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 28, 0, 0, 0, 28};
     gzwrite(gz, head, sizeof head);
@@ -464,7 +456,7 @@ static void test_recording_reader(void)
              "SNN: %s", err.message);
     nc_record *rec = NULL;
     NC_CHECK(net && nc_record_new(net, 6, NULL, &rec, &err) == NC_OK, "record: %s", err.message);
-    in_dir("rec.h5", path, sizeof path);
+    nc_test_file("rec.h5", path, sizeof path);
     NC_CHECK(rec && nc_record_save(rec, path, &err) == NC_OK, "save: %s", err.message);
     nc_recording *r = NULL;
     NC_CHECK(nc_recording_probe(path) == 1, "probe says recording");
@@ -497,8 +489,6 @@ static void test_recording_reader(void)
 
 int main(void)
 {
-    if (nc_test_temp_dir(dir, sizeof dir, "nc-test-limits") != 0)
-        return 1;
     NC_RUN(test_checked_multiply);
     NC_RUN(test_grow);
     NC_RUN(test_memory_budget_setting);
@@ -512,6 +502,5 @@ int main(void)
     NC_RUN(test_macs_saturate);
     NC_RUN(test_fanout_linear);
     NC_RUN(test_recording_reader);
-    nc_test_remove_dir(dir);
     return nc_test_done();
 }
