@@ -527,21 +527,12 @@ static herr_t list_cb(hid_t g, const char *name, const H5L_info_t *info, void *u
         l->bad = 3;
         return 1;
     }
-    char **names = nc_grow(l->names, l->count, &l->cap, 16, sizeof *names);
-    if (!names)
-        return -1;
-    l->names = names;
-    if (!(l->names[l->count] = strdup(name)))
-        return -1;
-    l->count++;
-    return 0;
+    return nc_strings_add(&l->names, &l->count, &l->cap, name);
 }
 
 static void name_list_free(name_list *l)
 {
-    for (int k = 0; k < l->count; k++)
-        free(l->names[k]);
-    free(l->names);
+    nc_strings_free(l->names, l->count);
     memset(l, 0, sizeof *l);
 }
 

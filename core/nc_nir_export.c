@@ -51,17 +51,7 @@ static int name_taken(const exp_ctx *c, const char *name)
     return 0;
 }
 
-static int take_name(exp_ctx *c, const char *name)
-{
-    char **used = nc_grow(c->used, c->n_used, &c->cap_used, 64, sizeof *used);
-    if (!used)
-        return -1;
-    c->used = used;
-    if (!(c->used[c->n_used] = strdup(name)))
-        return -1;
-    c->n_used++;
-    return 0;
-}
+static int take_name(exp_ctx *c, const char *name) { return nc_strings_add(&c->used, &c->n_used, &c->cap_used, name); }
 
 /* A NIR node name from `base`: letters, digits, '_', '-' and '.' kept, any
  * other byte becomes '_', no leading '_' or '.', unique (base_2, ...). */
@@ -1045,9 +1035,7 @@ nc_status nc_nir_export(const nc_net *net, const char *path, const nc_nir_export
     free(c.rep);
     free(c.nname);
     free(c.absorbable);
-    for (int k = 0; k < c.n_used; k++)
-        free(c.used[k]);
-    free(c.used);
+    nc_strings_free(c.used, c.n_used);
     nir_node_clear(&c.root);
     return st;
 }

@@ -83,6 +83,32 @@ void *nc_grow(void *items, int n, int *cap, int first, size_t size)
     return grown;
 }
 
+int nc_strings_add(char ***items, int *count, int *cap, const char *text)
+{
+    char **grown = nc_grow(*items, *count, cap, 16, sizeof *grown);
+    if (!grown)
+        return -1;
+    *items = grown;
+    if (!(grown[*count] = strdup(text)))
+        return -1;
+    (*count)++;
+    return 0;
+}
+
+int nc_strings_addv(char ***items, int *count, int *cap, const char *fmt, va_list ap)
+{
+    char line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    return nc_strings_add(items, count, cap, line);
+}
+
+void nc_strings_free(char **items, int n)
+{
+    for (int i = 0; items && i < n; i++)
+        free(items[i]);
+    free(items);
+}
+
 int nc_add_size(size_t a, size_t b, size_t *out)
 {
     if (b > SIZE_MAX - a)

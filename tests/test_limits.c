@@ -70,6 +70,13 @@ static void test_grow(void)
     int huge = INT_MAX / 2 + 1;
     NC_CHECK(!nc_grow(a, huge, &huge, 4, sizeof *a) && huge == INT_MAX / 2 + 1, "an int overflow is refused");
     free(a);
+    char **texts = NULL;
+    int n = 0, room = 0, fails = 0;
+    for (int i = 0; i < 40; i++)
+        fails += nc_strings_add(&texts, &n, &room, i % 2 ? "odd" : "even") != 0;
+    NC_CHECK(!fails && n == 40 && room >= 40 && strcmp(texts[39], "odd") == 0 && texts[0] != texts[2],
+             "40 copies of strings appended (%d, room %d)", n, room);
+    nc_strings_free(texts, n);
 }
 
 static void test_memory_budget_setting(void)
