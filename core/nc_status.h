@@ -53,10 +53,10 @@ int nc_add_size(size_t a, size_t b, size_t *out);
  * (`first` items when empty) with *cap updated.  NULL when memory runs out
  * (the array and *cap unchanged; the caller still owns it). */
 void *nc_grow(void *items, int n, int *cap, int first, size_t size);
-/* A growing array of strings (*count of them in room for *cap): appends a
- * copy of the text that fmt formats (up to 1 023 bytes).  0, or −1 when
- * memory runs out (nothing added).  nc_strings_free frees the n strings and
- * the array (NULL: nothing). */
+/* A growing array of strings (*count of them in room for *cap):
+ * nc_strings_add appends a copy of text, nc_strings_addv of what fmt formats
+ * (up to 1 023 bytes); 0, or −1 when memory runs out (nothing added).
+ * nc_strings_free frees the n strings and the array (NULL: nothing). */
 int nc_strings_addv(char ***items, int *count, int *cap, const char *fmt, va_list ap);
 int nc_strings_add(char ***items, int *count, int *cap, const char *text);
 void nc_strings_free(char **items, int n);

@@ -76,15 +76,21 @@ static const nc_engine_option loihi_options[LOIHI_N_OPTIONS] = {
                           .max = 16, .help = "fractional bits of the input payload round(x * 2^F)"},
 };
 
+/* The position of option k's value among its choices (checked already). */
+static int loihi_choice(const nc_engine_values *v, int k)
+{
+    int at = nc_engine_option_choice(&loihi_options[k], v->text[k]);
+    return at > 0 ? at : 0;
+}
+
 static nc_loihi_options loihi_options_of(const nc_engine_values *v)
 {
     static const nc_loihi_delay delays[] = {NC_LOIHI_DELAY_COMPENSATED, NC_LOIHI_DELAY_OFF, NC_LOIHI_DELAY_RAW};
-    const nc_engine_option *o = loihi_options;
     nc_loihi_options lo = nc_loihi_options_default();
-    lo.reset = nc_engine_option_choice(&o[LOIHI_RESET], v->text[LOIHI_RESET]) == 1 ? NC_RESET_ZERO : NC_RESET_SUBTRACT;
-    lo.compare = nc_engine_option_choice(&o[LOIHI_FIRE], v->text[LOIHI_FIRE]) == 1 ? NC_FIRE_GE : NC_FIRE_GT;
-    lo.delay = delays[nc_engine_option_choice(&o[LOIHI_DELAY], v->text[LOIHI_DELAY])];
-    lo.graded = nc_engine_option_choice(&o[LOIHI_SPIKES], v->text[LOIHI_SPIKES]) == 1;
+    lo.reset = loihi_choice(v, LOIHI_RESET) == 1 ? NC_RESET_ZERO : NC_RESET_SUBTRACT;
+    lo.compare = loihi_choice(v, LOIHI_FIRE) == 1 ? NC_FIRE_GE : NC_FIRE_GT;
+    lo.delay = delays[loihi_choice(v, LOIHI_DELAY)];
+    lo.graded = loihi_choice(v, LOIHI_SPIKES) == 1;
     lo.message_bits = atoi(v->text[LOIHI_MESSAGE_BITS]);
     lo.quant.vth_target = atoi(v->text[LOIHI_VTH]);
     lo.quant.input_frac_bits = atoi(v->text[LOIHI_INPUT_BITS]);
