@@ -45,6 +45,14 @@ typedef struct convert_args {
     int json;
 } convert_args;
 
+/* The defaults, before the command line. */
+static void args_init(convert_args *a)
+{
+    *a = (convert_args){.engine = "cpu"};
+    nc_cli_data_init(&a->data);
+    a->opts = nc_pipeline_options_default();
+}
+
 static int parse(int argc, char **argv, convert_args *a)
 {
     static const struct option options[] = {NC_CLI_DATA_LONG_OPTIONS, NC_CLI_CONVERT_LONG_OPTIONS,
@@ -54,6 +62,7 @@ static int parse(int argc, char **argv, convert_args *a)
                                             {"json", no_argument, NULL, NC_OPT_JSON},
                                             {"help", no_argument, NULL, 'h'},
                                             {0}};
+    args_init(a);
     int opt;
     while ((opt = getopt_long(argc, argv, "ho:T:", options, NULL)) != -1) {
         int used = nc_cli_data_option(&a->data, opt, optarg);
@@ -69,17 +78,11 @@ static int parse(int argc, char **argv, convert_args *a)
         case NC_OPT_ENGINE: a->engine = optarg; break;
         case 'o': a->output = optarg; break;
         case NC_OPT_JSON: a->json = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return nc_cli_usage_exit(opt, usage);
         }
     }
-    if (optind != argc - 1 || !a->output) {
-        fprintf(stderr, "neurocuda convert: give one MODEL and -o OUT.ncsnn\n");
-        usage(stderr);
-        return 2;
-    }
-    a->model = argv[optind];
-    return -1; /* go on */
+    a->model = nc_cli_operand(argc, argv, a->output != NULL, "convert: give one MODEL and -o OUT.ncsnn", usage);
+    return a->model ? -1 : 2; /* -1: go on */
 }
 
 static void print_stages(const nc_stage_row *rows, int n, int64_t images)
@@ -214,27 +217,16 @@ static int convert(convert_args *a, const nc_net *net)
                               .event = on_event};
     nc_runner *r = NULL;
     nc_error err = {0};
-    nc_cli_install_sigint();
-    nc_status st = nc_runner_new(&d, &r, &err);
-    if (st == NC_OK)
-        st = nc_runner_run(r, &obs, &err);
+    nc_status st = nc_cli_run_job(&d, &obs, &r, &err);
     if (st == NC_OK && a->json)
         print_json(a, r);
     nc_runner_free(r);
     return st == NC_OK ? 0 : nc_cli_error(&err);
 }
 
-static void args_init(convert_args *a)
-{
-    *a = (convert_args){.engine = "cpu"};
-    nc_cli_data_init(&a->data);
-    a->opts = nc_pipeline_options_default();
-}
-
 int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, nc_runner_desc *out)
 {
     static convert_args a; /* the description points into it */
-    args_init(&a);
     int rc = parse(argc, argv, &a);
     if (rc >= 0)
         return rc == 0 ? 2 : rc;
@@ -245,7 +237,6 @@ int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, nc_runner_
 int nc_cmd_convert(int argc, char **argv)
 {
     convert_args a;
-    args_init(&a);
     int rc = parse(argc, argv, &a);
     if (rc >= 0)
         return rc;

@@ -89,16 +89,8 @@ static void say(const char *fmt, ...)
     g_print("# self-test: %s\n", text);
 }
 
-static StepResult fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static StepResult fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    g_autofree char *text = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    g_print("# self-test: FAILED: %s\n", text);
-    return FAIL;
-}
+/* Says why a step failed and fails it (the format is a string literal). */
+#define fail(...) (say("FAILED: " __VA_ARGS__), FAIL)
 
 static void activate(SelfTest *t, const char *action, GVariant *target)
 {
@@ -643,7 +635,7 @@ static gboolean tick(gpointer user_data)
 {
     SelfTest *t = user_data;
     if ((g_get_monotonic_time() - t->step_start) / 1e6 > 300) {
-        fail("step %u timed out after 300 s", t->step);
+        say("FAILED: step %u timed out after 300 s", t->step);
         finish(t, FALSE);
         return G_SOURCE_REMOVE;
     }

@@ -238,10 +238,7 @@ static void nc_raster_chart_finalize(GObject *object)
 static void nc_raster_chart_class_init(NcRasterChartClass *klass)
 {
     NcChartClass *chart_class = NC_CHART_CLASS(klass);
-    G_OBJECT_CLASS(klass)->finalize = nc_raster_chart_finalize;
-    chart_class->draw = raster_draw;
-    chart_class->has_data = raster_has_data;
-    chart_class->query = raster_query;
+    nc_chart_class_set_parts(chart_class, nc_raster_chart_finalize, raster_draw, raster_has_data, raster_query);
     chart_class->pressed = raster_pressed;
     chart_class->draw_overlay = raster_overlay;
     /* (layer, chosen neuron j, sample) was clicked. */
