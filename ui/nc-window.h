@@ -22,6 +22,9 @@ void nc_window_open_default(NcWindow *self);
 /* ---- state, for the self-test and the application ---------------------------------- */
 
 gboolean nc_window_has_model(NcWindow *self);
+/* "PATH: spiking network|ANN, input 1x28x28, 10 classes, 12 nodes" of the
+ * model the window shows (free with g_free), or NULL before one is open. */
+char *nc_window_describe_model(NcWindow *self);
 gboolean nc_window_is_loading(NcWindow *self);
 gboolean nc_window_is_running(NcWindow *self);
 NcRunOutcome nc_window_get_outcome(NcWindow *self);
