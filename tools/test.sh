@@ -19,7 +19,10 @@ for arg in "$@"; do
   esac
 done
 # A failed set-up still ends with the summary line CI reads.
-bash tools/install-deps.sh || { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
+# python3-torch too: the Python package's tests train a small torch network
+# (NC_WITH_TORCH=0 leaves it out; those tests then skip, saying why).
+NC_WITH_TORCH=${NC_WITH_TORCH:-1} bash tools/install-deps.sh ||
+  { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
 bash tools/build.sh || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 # The Python package, installed as a user would (pip install
 # --no-build-isolation ., offline) into build/python-env; the Python tests

@@ -37,7 +37,7 @@ try:
     import torch
 except ImportError:
     torch = None
-need_torch = pytest.mark.skipif(torch is None, reason="torch is not installed (Debian python3-torch; NC_WITH_TORCH=1)")
+need_torch = pytest.mark.skipif(torch is None, reason="torch is not installed (Debian python3-torch; tools/test.sh installs it unless NC_WITH_TORCH=0)")
 
 
 def loader(x, y, batch_size=64, shuffle=False):
