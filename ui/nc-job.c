@@ -3,6 +3,8 @@
 
 #include <math.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "nc-teach-record.h"
 
@@ -461,9 +463,26 @@ static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, n
     return NC_OK;
 }
 
+/* The run yields the CPU to the window: on a machine whose cores the engine
+ * fills (2 cores, the CPU engine on both), the main thread would otherwise
+ * wait for a time slice at every frame.  On Linux the nice value belongs to
+ * the thread, and the engine's worker threads, started from this one on
+ * their first use, inherit it.  The pool thread keeps it for the background
+ * work it does later (an unprivileged process cannot lower it again). */
+static void yield_to_the_window(void)
+{
+#ifdef __linux__
+    pid_t thread = gettid();
+    int nice = getpriority(PRIO_PROCESS, (id_t)thread);
+    if (nice < NC_JOB_NICE)
+        setpriority(PRIO_PROCESS, (id_t)thread, NC_JOB_NICE);
+#endif
+}
+
 static void worker(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
     NcJob *self = source;
+    yield_to_the_window();
     nc_error err = {0};
     gint64 start = g_get_monotonic_time();
     nc_runner_desc desc;

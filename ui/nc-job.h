@@ -40,6 +40,8 @@ typedef struct {
 } NcJobSettings;
 
 #define NC_JOB_MAX_TRACED 16384
+/* The nice value of a run's threads (see nc_job_run_async). */
+#define NC_JOB_NICE 10
 
 void nc_job_settings_clear(NcJobSettings *s);
 void nc_job_settings_copy(NcJobSettings *dst, const NcJobSettings *src);
@@ -63,6 +65,9 @@ G_DECLARE_FINAL_TYPE(NcJob, nc_job, NC, JOB, GObject)
  * (already converted: simulated as it is). */
 NcJob *nc_job_new(const nc_net *source, const char *source_path, const NcJobSettings *settings);
 
+/* Runs the job in a worker thread at a lower priority (nice NC_JOB_NICE on
+ * Linux, inherited by the engine's threads), so that the window's thread
+ * gets the CPU first when both want it. */
 void nc_job_run_async(NcJob *self, GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data);
 /* FALSE with G_IO_ERROR_CANCELLED when cancelled, or NC_JOB_ERROR. */
 gboolean nc_job_run_finish(NcJob *self, GAsyncResult *result, GError **error);
