@@ -37,9 +37,13 @@ typedef struct {
     int batch_size;
     int raster_neurons;       /* also the traced neurons (up to NC_JOB_MAX_TRACED),
                                  so a raster row has a trace */
+    int raster_samples;       /* images whose raster is kept (the first ones); ≤ 0: 4 */
+    int raster_memory_mb;     /* memory those rasters may take (≤ 0: the default); the
+                                 samples past it go to a temporary file (NcRasterSpill) */
 } NcJobSettings;
 
 #define NC_JOB_MAX_TRACED 16384
+#define NC_JOB_DEFAULT_RASTER_MEMORY_MB 64
 /* The nice value of a run's threads (see nc_job_run_async). */
 #define NC_JOB_NICE 10
 
@@ -54,6 +58,10 @@ gboolean nc_job_settings_finetunes(const NcJobSettings *s);
  * `source` (pointers into s and source: they must outlive it). */
 void nc_job_settings_describe_run(const NcJobSettings *s, const nc_net *source, const char *source_path,
                                   nc_runner_desc *d);
+/* How many of the kept raster samples stay in memory: as many as fit
+ * raster_memory_mb at about Σ over the neuron layers of `net` of
+ * min(neurons, raster_neurons) × T bits each (at least one). */
+int nc_job_settings_raster_in_memory(const NcJobSettings *s, const nc_net *net);
 
 #define NC_JOB_ERROR (nc_job_error_quark())
 GQuark nc_job_error_quark(void); /* codes are nc_status values */
