@@ -13,6 +13,7 @@ struct _NcApplication {
     GSettings *settings;
     gboolean print_loaded;   /* --print-loaded                          */
     int bench_seconds;       /* --bench-frames SECONDS, 0 when not asked */
+    char *bench_screenshots; /* --bench-screenshots DIR, or NULL         */
     int exit_status;
 };
 
@@ -148,7 +149,7 @@ static void start_script(NcApplication *self, NcWindow *window)
     if (self->print_loaded)
         g_timeout_add_full(G_PRIORITY_DEFAULT, 50, print_when_loaded, g_object_ref(window), g_object_unref);
     else if (self->bench_seconds > 0)
-        nc_frame_bench_start(window, self->bench_seconds, &self->exit_status);
+        nc_frame_bench_start(window, self->bench_seconds, self->bench_screenshots, &self->exit_status);
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------------- */
@@ -213,6 +214,11 @@ static int nc_application_handle_local_options(GApplication *app, GVariantDict *
         g_printerr("neurocuda-workbench: --bench-frames needs a number of seconds ≥ 1\n");
         return 1;
     }
+    g_variant_dict_lookup(options, "bench-screenshots", "^ay", &self->bench_screenshots);
+    if (self->bench_screenshots && self->bench_seconds < 1) {
+        g_printerr("neurocuda-workbench: --bench-screenshots goes with --bench-frames\n");
+        return 1;
+    }
     if (self->print_loaded || self->bench_seconds > 0)  /* its own window, not one of a running workbench */
         g_application_set_flags(app, g_application_get_flags(app) | G_APPLICATION_NON_UNIQUE);
     g_autoptr(GError) error = NULL;
@@ -228,6 +234,7 @@ static void nc_application_finalize(GObject *object)
 {
     NcApplication *self = NC_APPLICATION(object);
     g_clear_object(&self->settings);
+    g_free(self->bench_screenshots);
     G_OBJECT_CLASS(nc_application_parent_class)->finalize(object);
 }
 
@@ -249,6 +256,8 @@ static const GOptionEntry options[] = {
      "Open MODEL, run it with the saved settings, and for SECONDS while the run streams measure GTK's frame clock "
      "(frame intervals, time per frame, each view in turn) and the peak memory; print a table and quit",
      "SECONDS"},
+    {"bench-screenshots", 0, 0, G_OPTION_ARG_FILENAME, NULL,
+     "With --bench-frames: save the window in each view as DIR/window-VIEW.png", "DIR"},
     {NULL},
 };
 

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 
 #define LATE_US 25000            /* an interval past one and a half ticks of 60 Hz */
@@ -19,6 +20,7 @@ typedef struct {
 typedef struct {
     NcWindow *window;
     int seconds, *exit_status;
+    char *screenshots;                /* folder for window-<view>.png, or NULL */
     gint64 started_us;                /* when the run was asked for          */
     gint64 measure_from_us;           /* when the first snapshot arrived     */
     guint first_updates, tick_id;
@@ -26,6 +28,7 @@ typedef struct {
     gulong before_paint_id, after_paint_id;
     gint64 previous_frame_us, paint_begin_us;
     int view;                         /* index into bench_views being shown  */
+    int raster_sample;                /* the image the raster view showed    */
     ViewTimes times[N_VIEWS];
 } FrameBench;
 
@@ -36,6 +39,7 @@ static void bench_free(FrameBench *b)
         g_array_unref(b->times[v].paint_us);
     }
     g_object_unref(b->window);
+    g_free(b->screenshots);
     g_free(b);
 }
 
@@ -102,6 +106,10 @@ static void print_report(FrameBench *b)
         g_array_append_vals(all_pt, b->times[v].paint_us->data, b->times[v].paint_us->len);
     }
     print_row("all", all_iv, all_pt);
+    gint64 in_memory, spill_bytes, samples = nc_window_get_raster_samples(b->window, &in_memory, &spill_bytes);
+    printf("raster: %" G_GINT64_FORMAT " images viewable, %" G_GINT64_FORMAT " in memory, %" G_GINT64_FORMAT
+           " read back from the spill file (%.1f MB); the raster view showed image %d\n",
+           samples, in_memory, samples - in_memory, spill_bytes / 1e6, b->raster_sample);
     printf("peak resident memory: %.0f MB\n", usage.ru_maxrss / 1024.0);
     fflush(stdout);
     g_array_unref(all_iv), g_array_unref(all_pt);
@@ -131,6 +139,27 @@ static void finish(FrameBench *b)
     bench_free(b);
 }
 
+/* The raster view shows the newest image it can, from the spill file when
+ * the run keeps more images than fit its memory budget. */
+static void show_newest_image(FrameBench *b)
+{
+    gint64 in_memory, spill_bytes, samples = nc_window_get_raster_samples(b->window, &in_memory, &spill_bytes);
+    b->raster_sample = (int)MAX(0, MIN(samples - 1, G_MAXINT));
+    nc_window_show_raster_sample(b->window, b->raster_sample);
+}
+
+/* DIR/window-<view>.png of the view shown now; FALSE when it failed (said). */
+static gboolean save_view(FrameBench *b)
+{
+    g_autofree char *name = g_strdup_printf("window-%s.png", bench_views[b->view]);
+    g_autofree char *path = g_build_filename(b->screenshots, name, NULL);
+    g_autoptr(GError) error = NULL;
+    if (nc_window_save_screenshot(b->window, path, &error))
+        return TRUE;
+    g_printerr("neurocuda-workbench --bench-frames: %s: %s\n", path, error->message);
+    return FALSE;
+}
+
 /* Every tick: the interval since the last one, the view due now, and a
  * repaint, so that every frame of the window is drawn (from the charts'
  * cached nodes unless a snapshot changed them). */
@@ -140,6 +169,8 @@ static gboolean on_tick(GtkWidget *widget, GdkFrameClock *clock, gpointer user_d
     gint64 now = gdk_frame_clock_get_frame_time(clock);
     gint64 elapsed = now - b->measure_from_us;
     if (elapsed >= (gint64)b->seconds * G_USEC_PER_SEC) {
+        if (b->screenshots)
+            save_view(b);
         finish(b);
         return G_SOURCE_REMOVE;
     }
@@ -147,12 +178,17 @@ static gboolean on_tick(GtkWidget *widget, GdkFrameClock *clock, gpointer user_d
         gint64 interval = now - b->previous_frame_us;
         g_array_append_val(b->times[b->view].interval_us, interval);
     }
-    b->previous_frame_us = now;
     int due = (int)(elapsed * (gint64)N_VIEWS / ((gint64)b->seconds * G_USEC_PER_SEC));
     if (due != b->view && due < (int)N_VIEWS) {
+        if (b->screenshots && save_view(b))
+            now = b->paint_begin_us = 0; /* the save took this frame: neither its paint nor the next
+                                            interval is counted */
         b->view = due;
         nc_window_show_chart(b->window, bench_views[due]);
+        if (strcmp(bench_views[due], "raster") == 0)
+            show_newest_image(b);
     }
+    b->previous_frame_us = now;
     gtk_widget_queue_draw(widget);
     return G_SOURCE_CONTINUE;
 }
@@ -217,10 +253,11 @@ static gboolean wait_for_model(gpointer user_data)
     return G_SOURCE_REMOVE;
 }
 
-void nc_frame_bench_start(NcWindow *window, int seconds, int *exit_status)
+void nc_frame_bench_start(NcWindow *window, int seconds, const char *screenshots, int *exit_status)
 {
     FrameBench *b = g_new0(FrameBench, 1);
     b->window = g_object_ref(window);
+    b->screenshots = g_strdup(screenshots);
     b->seconds = seconds, b->exit_status = exit_status;
     for (guint v = 0; v < N_VIEWS; v++) {
         b->times[v].interval_us = g_array_new(FALSE, FALSE, sizeof(gint64));

@@ -14,8 +14,10 @@
  *              (update, layout, snapshot of the widgets, render)
  * and prints, per view and for all frames, the count, the median, 95th
  * percentile and maximum of both, the frames whose interval exceeded 25 ms
- * (a missed tick), the snapshots that arrived meanwhile, and the peak
- * resident memory (getrusage).  Then it quits (the run is cancelled). */
+ * (a missed tick), the snapshots that arrived meanwhile, the raster images
+ * kept in memory and in the spill file (the raster view shows the newest
+ * one, from the file when it is there), and the peak resident memory
+ * (getrusage).  Then it quits (the run is cancelled). */
 #pragma once
 
 #include "nc-window.h"
@@ -23,7 +25,10 @@
 G_BEGIN_DECLS
 
 /* Starts the session on `window` (which is opening its model); sets
- * *exit_status to 1 when the measurement could not be made. */
-void nc_frame_bench_start(NcWindow *window, int seconds, int *exit_status);
+ * *exit_status to 1 when the measurement could not be made.  With
+ * `screenshots` (a folder, or NULL) the window is saved as
+ * window-<view>.png at the end of each view's share; the interval of the
+ * frame that saved it is not counted. */
+void nc_frame_bench_start(NcWindow *window, int seconds, const char *screenshots, int *exit_status);
 
 G_END_DECLS

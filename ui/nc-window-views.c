@@ -478,3 +478,17 @@ void nc_window_views_select_node(NcWindow *self, int node)
     if (layer >= 0)
         gtk_drop_down_set_selected(self->raster_layer, (guint)layer);
 }
+
+gint64 nc_window_get_raster_samples(NcWindow *self, gint64 *in_memory, gint64 *spill_bytes)
+{
+    const NcRunData *d = self->last_data;
+    *in_memory = d && d->views && d->views->n_layers ? d->views->layers[0].raster_samples : 0;
+    *spill_bytes = d && d->spill ? nc_raster_spill_bytes(d->spill) : 0;
+    return nc_run_data_raster_samples(d);
+}
+
+void nc_window_show_raster_sample(NcWindow *self, int sample)
+{
+    if (sample >= 0 && sample < self->n_raster_samples)
+        gtk_drop_down_set_selected(self->raster_sample, (guint)sample);
+}

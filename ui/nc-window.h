@@ -40,6 +40,12 @@ gboolean nc_window_get_train_progress(NcWindow *self, int *epoch, gint64 *batch,
 GtkWidget *nc_window_get_model_pane(NcWindow *self); /* the NcModelPane */
 GtkWidget *nc_window_get_settings_pane(NcWindow *self); /* the NcSettingsPane */
 const char *nc_window_get_status(NcWindow *self);   /* the status bar's text */
+/* The raster samples the views can show, of which *in_memory are held in
+ * memory and the others read from the run's spill file (*spill_bytes). */
+gint64 nc_window_get_raster_samples(NcWindow *self, gint64 *in_memory, gint64 *spill_bytes);
+/* Chooses the raster's image as its Sample list does (ignored when the list
+ * has no such entry). */
+void nc_window_show_raster_sample(NcWindow *self, int sample);
 
 /* The charts by name ("accuracy", "firing-rates", "calibration-error",
  * "raster", "membrane", "sops"), NULL-terminated array owned by the window. */
