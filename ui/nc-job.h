@@ -60,7 +60,9 @@ void nc_job_settings_describe_run(const NcJobSettings *s, const nc_net *source, 
                                   nc_runner_desc *d);
 /* How many of the kept raster samples stay in memory: as many as fit
  * raster_memory_mb at about Σ over the neuron layers of `net` of
- * min(neurons, raster_neurons) × T bits each (at least one). */
+ * min(neurons, raster_neurons) × T bits each (at least one).  `net` is the
+ * network before conversion; the converted one may record fewer neurons
+ * (an IF after a max pool), so the estimate errs towards less memory. */
 int nc_job_settings_raster_in_memory(const NcJobSettings *s, const nc_net *net);
 
 #define NC_JOB_ERROR (nc_job_error_quark())
