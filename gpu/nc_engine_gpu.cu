@@ -352,18 +352,10 @@ static int avgpool_const_count(const nc_gwin &g, int cip)
 {
     int count = -1;
     for (int oy = 0; oy < g.oh; oy++) {
-        int sy = oy * g.sh - g.pt;
-        int lo_y = sy >= 0 ? 0 : (-sy + g.dh - 1) / g.dh;
-        int hi_y = g.h - sy > 0 ? std::min(g.kh, (g.h - sy + g.dh - 1) / g.dh) : 0;
-        int np_y = g.h + g.pb - sy > 0 ? std::min(g.kh, (g.h + g.pb - sy + g.dh - 1) / g.dh) : 0;
-        lo_y = std::min(lo_y, hi_y);
+        nc_axis_taps ty = nc_taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
         for (int ox = 0; ox < g.ow; ox++) {
-            int sx = ox * g.sw - g.pl;
-            int lo_x = sx >= 0 ? 0 : (-sx + g.dw - 1) / g.dw;
-            int hi_x = g.w - sx > 0 ? std::min(g.kw, (g.w - sx + g.dw - 1) / g.dw) : 0;
-            int np_x = g.w + g.pr - sx > 0 ? std::min(g.kw, (g.w + g.pr - sx + g.dw - 1) / g.dw) : 0;
-            lo_x = std::min(lo_x, hi_x);
-            int c = cip ? np_y * np_x : (hi_y - lo_y) * (hi_x - lo_x);
+            nc_axis_taps tx = nc_taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+            int c = cip ? ty.n_padded * tx.n_padded : (ty.hi - ty.lo) * (tx.hi - tx.lo);
             // a window that also reaches into padding is not all spikes: with
             // count_include_pad it still divides by c, which is fine; without,
             // c counts real positions only, also fine — the count is what matters

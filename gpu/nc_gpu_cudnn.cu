@@ -57,12 +57,23 @@ int api_ok = 0;
 char api_why[400];
 std::once_flag api_once;
 
-int look_up(void *lib, const char *name, void **slot)
+// A function of the API: its name in the library and where its address goes.
+struct entry {
+    const char *name;
+    void **slot;
+};
+
+// Looks up every entry of table[0..n); 0 (and api_why says which) if one is missing.
+int look_up_all(void *lib, const entry *table, size_t n)
 {
-    *slot = dlsym(lib, name);
-    if (!*slot)
-        snprintf(api_why, sizeof api_why, "cuDNN's libcudnn.so.9 lacks %s", name);
-    return *slot != nullptr;
+    for (size_t k = 0; k < n; k++) {
+        *table[k].slot = dlsym(lib, table[k].name);
+        if (!*table[k].slot) {
+            snprintf(api_why, sizeof api_why, "cuDNN's libcudnn.so.9 lacks %s", table[k].name);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 void load_api()
@@ -76,10 +87,7 @@ void load_api()
                  e ? e : "dlopen libcudnn.so.9 failed");
         return;
     }
-    struct entry {
-        const char *name;
-        void **slot;
-    } table[] = {
+    const entry table[] = {
         {"cudnnGetVersion", (void **)&api.GetVersion},
         {"cudnnGetErrorString", (void **)&api.GetErrorString},
         {"cudnnCreate", (void **)&api.Create},
@@ -99,12 +107,7 @@ void load_api()
         {"cudnnFindConvolutionForwardAlgorithmEx", (void **)&api.FindConvolutionForwardAlgorithmEx},
         {"cudnnConvolutionForward", (void **)&api.ConvolutionForward},
     };
-    for (const entry &t : table)
-        if (!look_up(lib, t.name, t.slot)) {
-            dlclose(lib);
-            return;
-        }
-    struct entry graph_table[] = {
+    const entry graph_table[] = {
         {"cudnnGetErrorString", (void **)&nc_graph_api.GetErrorString},
         {"cudnnBackendCreateDescriptor", (void **)&nc_graph_api.CreateDescriptor},
         {"cudnnBackendDestroyDescriptor", (void **)&nc_graph_api.DestroyDescriptor},
@@ -113,11 +116,11 @@ void load_api()
         {"cudnnBackendGetAttribute", (void **)&nc_graph_api.GetAttribute},
         {"cudnnBackendExecute", (void **)&nc_graph_api.Execute},
     };
-    for (const entry &t : graph_table)
-        if (!look_up(lib, t.name, t.slot)) {
-            dlclose(lib);
-            return;
-        }
+    if (!look_up_all(lib, table, sizeof table / sizeof *table) ||
+        !look_up_all(lib, graph_table, sizeof graph_table / sizeof *graph_table)) {
+        dlclose(lib);
+        return;
+    }
     size_t version = api.GetVersion();
     if (version < kMinVersion) {
         snprintf(api_why, sizeof api_why,

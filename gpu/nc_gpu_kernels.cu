@@ -9,6 +9,8 @@
 
 #include <math.h>
 
+#include <type_traits>
+
 namespace {
 
 // ---- integrate-and-fire ----------------------------------------------------
@@ -566,17 +568,33 @@ __global__ void transpose_rows_kernel(int64_t rows, int64_t A, int64_t B, const 
 // Average pool over channels-last values [rows, H, W, C] → [rows, OH, OW, C],
 // one thread per output, channels fastest (coalesced); the sum in the order
 // of avgpool_kernel (and of the CPU engine), so both layouts agree bit for bit.
+// The window of pooled output e of channels-last values [rows, OH, OW, C]:
+// its channel's first input value x (x[(iy·W + ix)·C] is input (iy, ix))
+// and its taps along each axis.
+struct nhwc_window {
+    const float *x;
+    nc_axis_taps ty, tx;
+};
+
+__device__ __forceinline__ nhwc_window nhwc_window_of(const nc_gwin &g, int64_t e, const float *in)
+{
+    int ch = (int)(e % g.c);
+    int ox = (int)((e / g.c) % g.ow);
+    int oy = (int)((e / ((int64_t)g.c * g.ow)) % g.oh);
+    int64_t r = e / ((int64_t)g.c * g.ow * g.oh);
+    nhwc_window win;
+    win.x = in + r * ((int64_t)g.h * g.w * g.c) + ch;
+    win.ty = nc_taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
+    win.tx = nc_taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+    return win;
+}
+
 __global__ void avgpool_nhwc_kernel(nc_gwin g, int cip, int64_t total, const float *in, float *out)
 {
-    int64_t hwc = (int64_t)g.h * g.w * g.c;
     for (int64_t e = gtid(); e < total; e += gstride()) {
-        int ch = (int)(e % g.c);
-        int ox = (int)((e / g.c) % g.ow);
-        int oy = (int)((e / ((int64_t)g.c * g.ow)) % g.oh);
-        int64_t r = e / ((int64_t)g.c * g.ow * g.oh);
-        const float *x = in + r * hwc + ch;
-        nc_axis_taps ty = nc_taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
-        nc_axis_taps tx = nc_taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+        nhwc_window win = nhwc_window_of(g, e, in);
+        const float *x = win.x;
+        const nc_axis_taps &ty = win.ty, &tx = win.tx;
         int count = cip ? ty.n_padded * tx.n_padded : (ty.hi - ty.lo) * (tx.hi - tx.lo);
         float sum = 0.0f;
         for (int ki = ty.lo; ki < ty.hi; ki++) {
@@ -592,15 +610,10 @@ __global__ void avgpool_nhwc_kernel(nc_gwin g, int cip, int64_t total, const flo
 // maxpool_kernel).
 __global__ void maxpool_nhwc_kernel(nc_gwin g, int64_t total, const float *in, float *out)
 {
-    int64_t hwc = (int64_t)g.h * g.w * g.c;
     for (int64_t e = gtid(); e < total; e += gstride()) {
-        int ch = (int)(e % g.c);
-        int ox = (int)((e / g.c) % g.ow);
-        int oy = (int)((e / ((int64_t)g.c * g.ow)) % g.oh);
-        int64_t r = e / ((int64_t)g.c * g.ow * g.oh);
-        const float *x = in + r * hwc + ch;
-        nc_axis_taps ty = nc_taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
-        nc_axis_taps tx = nc_taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+        nhwc_window win = nhwc_window_of(g, e, in);
+        const float *x = win.x;
+        const nc_axis_taps &ty = win.ty, &tx = win.tx;
         float best = -INFINITY;
         for (int ki = ty.lo; ki < ty.hi; ki++) {
             int64_t iy = ty.start + ki * g.dh;
@@ -648,25 +661,31 @@ __global__ void bf16_to_f32_kernel(int64_t n, const nc_bf16 *in, float *out)
 
 // ---- launchers ---------------------------------------------------------------
 
+// Calls launch(GE, SUB) with the IF's compare (fire on ≥: GE) and reset
+// (subtract θ: SUB) as compile-time constants, the four kernel variants.
+template <typename F>
+cudaError_t with_if_variant(int reset_zero, int fire_gt, F launch)
+{
+    if (!fire_gt && !reset_zero)
+        launch(std::true_type{}, std::true_type{});
+    else if (!fire_gt)
+        launch(std::true_type{}, std::false_type{});
+    else if (!reset_zero)
+        launch(std::false_type{}, std::true_type{});
+    else
+        launch(std::false_type{}, std::false_type{});
+    return cudaGetLastError();
+}
+
 template <typename In, typename Out, bool PAIRS>
 cudaError_t launch_if_variant(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
                               float v0f, int reset_zero, int fire_gt, const float *bias, const In *in,
                               int64_t in_step, Out *out, int64_t out_step, Out *pairs)
 {
-    unsigned grid = grid_for(total);
-    if (!fire_gt && !reset_zero)
-        if_kernel<In, Out, true, true, PAIRS><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
-                                                                        in_step, out, out_step, pairs);
-    else if (!fire_gt)
-        if_kernel<In, Out, true, false, PAIRS><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
-                                                                         in_step, out, out_step, pairs);
-    else if (!reset_zero)
-        if_kernel<In, Out, false, true, PAIRS><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
-                                                                         in_step, out, out_step, pairs);
-    else
-        if_kernel<In, Out, false, false, PAIRS><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias,
-                                                                          in, in_step, out, out_step, pairs);
-    return cudaGetLastError();
+    return with_if_variant(reset_zero, fire_gt, [&](auto ge, auto sub) {
+        if_kernel<In, Out, decltype(ge)::value, decltype(sub)::value, PAIRS><<<grid_for(total), kThreads, 0, s>>>(
+            T, total, c, inner, th, n_th, v0f, bias, in, in_step, out, out_step, pairs);
+    });
 }
 
 template <typename In, typename Out>
@@ -686,20 +705,10 @@ cudaError_t launch_if_avgpool2_typed(cudaStream_t s, int T, int64_t total, int c
                                      const float *th, int n_th, float v0f, int reset_zero, int fire_gt,
                                      const float *bias, const In *in, int64_t in_step, float *out, int64_t out_step)
 {
-    unsigned grid = grid_for(total);
-    if (!fire_gt && !reset_zero)
-        if_avgpool2_kernel<In, true, true><<<grid, kThreads, 0, s>>>(T, total, c, h, w, oh, ow, th, n_th, v0f, bias,
-                                                                     in, in_step, out, out_step);
-    else if (!fire_gt)
-        if_avgpool2_kernel<In, true, false><<<grid, kThreads, 0, s>>>(T, total, c, h, w, oh, ow, th, n_th, v0f, bias,
-                                                                      in, in_step, out, out_step);
-    else if (!reset_zero)
-        if_avgpool2_kernel<In, false, true><<<grid, kThreads, 0, s>>>(T, total, c, h, w, oh, ow, th, n_th, v0f, bias,
-                                                                      in, in_step, out, out_step);
-    else
-        if_avgpool2_kernel<In, false, false><<<grid, kThreads, 0, s>>>(T, total, c, h, w, oh, ow, th, n_th, v0f,
-                                                                       bias, in, in_step, out, out_step);
-    return cudaGetLastError();
+    return with_if_variant(reset_zero, fire_gt, [&](auto ge, auto sub) {
+        if_avgpool2_kernel<In, decltype(ge)::value, decltype(sub)::value><<<grid_for(total), kThreads, 0, s>>>(
+            T, total, c, h, w, oh, ow, th, n_th, v0f, bias, in, in_step, out, out_step);
+    });
 }
 
 cudaError_t nc_launch_if_avgpool2(cudaStream_t s, int T, int64_t n, int c, int h, int w, const float *th, int n_th,
@@ -767,27 +776,29 @@ static cudaError_t launch_elt(cudaStream_t s, const elt_params &p, const float *
     return cudaGetLastError();
 }
 
-cudaError_t nc_launch_relu(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *bias,
-                           const float *in, float *out)
+// The parameters every element-wise op has: rows of [c, inner] values and a
+// per-channel bias (may be NULL).
+static elt_params elt_of(int op, int64_t rows, int c, int64_t inner, const float *bias)
 {
     elt_params p = {};
-    p.op = ELT_RELU;
+    p.op = op;
     p.n = rows * c * inner;
     p.c = c;
     p.inner = inner;
     p.bias = bias;
-    return launch_elt(s, p, in, out);
+    return p;
+}
+
+cudaError_t nc_launch_relu(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *bias,
+                           const float *in, float *out)
+{
+    return launch_elt(s, elt_of(ELT_RELU, rows, c, inner, bias), in, out);
 }
 
 cudaError_t nc_launch_clip(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *bias, float lo,
                            float hi, const float *in, float *out)
 {
-    elt_params p = {};
-    p.op = ELT_CLIP;
-    p.n = rows * c * inner;
-    p.c = c;
-    p.inner = inner;
-    p.bias = bias;
+    elt_params p = elt_of(ELT_CLIP, rows, c, inner, bias);
     p.lo = lo;
     p.hi = hi;
     return launch_elt(s, p, in, out);
@@ -797,12 +808,7 @@ cudaError_t nc_launch_qcfs(cudaStream_t s, int64_t rows, int c, int64_t inner, c
                            const float *lambda, int n_lambda, int levels, float shift, const float *in,
                            float *out)
 {
-    elt_params p = {};
-    p.op = ELT_QCFS;
-    p.n = rows * c * inner;
-    p.c = c;
-    p.inner = inner;
-    p.bias = bias;
+    elt_params p = elt_of(ELT_QCFS, rows, c, inner, bias);
     p.lambda = lambda;
     p.n_lambda = n_lambda;
     p.levels = levels;
@@ -813,13 +819,7 @@ cudaError_t nc_launch_qcfs(cudaStream_t s, int64_t rows, int c, int64_t inner, c
 cudaError_t nc_launch_add_bias(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *bias,
                                const float *in, float *out)
 {
-    elt_params p = {};
-    p.op = ELT_BIAS;
-    p.n = rows * c * inner;
-    p.c = c;
-    p.inner = inner;
-    p.bias = bias;
-    return launch_elt(s, p, in, out);
+    return launch_elt(s, elt_of(ELT_BIAS, rows, c, inner, bias), in, out);
 }
 
 cudaError_t nc_launch_affine(cudaStream_t s, int64_t rows, int c, int64_t inner, const float *scale,

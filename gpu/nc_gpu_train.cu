@@ -826,28 +826,26 @@ void gt_copy(nc_train_backend *b, float *dst, const float *src, size_t floats)
 
 // upload / download wait for the copy: the host buffer may be reused (or
 // read) as soon as they return.
-void gt_upload(nc_train_backend *b, float *dst, const float *host, size_t floats)
+static void copy_and_wait(nc_train_backend *b, void *dst, const void *src, size_t floats, cudaMemcpyKind kind,
+                          const char *what)
 {
     gtrain *g = gt(b);
     if (!usable(g) || !floats)
         return;
-    if (cuda_failed(g, "upload", "cudaMemcpyAsync",
-                    cudaMemcpyAsync(dst, host, floats * sizeof(float), cudaMemcpyHostToDevice, g->stream)))
+    if (cuda_failed(g, what, "cudaMemcpyAsync", cudaMemcpyAsync(dst, src, floats * sizeof(float), kind, g->stream)))
         return;
-    cuda_failed(g, "upload", "cudaStreamSynchronize (an earlier operation may have failed)",
+    cuda_failed(g, what, "cudaStreamSynchronize (an earlier operation may have failed)",
                 cudaStreamSynchronize(g->stream));
+}
+
+void gt_upload(nc_train_backend *b, float *dst, const float *host, size_t floats)
+{
+    copy_and_wait(b, dst, host, floats, cudaMemcpyHostToDevice, "upload");
 }
 
 void gt_download(nc_train_backend *b, float *host, const float *src, size_t floats)
 {
-    gtrain *g = gt(b);
-    if (!usable(g) || !floats)
-        return;
-    if (cuda_failed(g, "download", "cudaMemcpyAsync",
-                    cudaMemcpyAsync(host, src, floats * sizeof(float), cudaMemcpyDeviceToHost, g->stream)))
-        return;
-    cuda_failed(g, "download", "cudaStreamSynchronize (an earlier operation may have failed)",
-                cudaStreamSynchronize(g->stream));
+    copy_and_wait(b, host, src, floats, cudaMemcpyDeviceToHost, "download");
 }
 
 void gt_copy_rows(nc_train_backend *b, float *dst, int64_t dst_stride, const float *src, int64_t src_stride,
