@@ -131,6 +131,13 @@ static void buf_free(pair *P, buf *b)
     b->p[0] = b->p[1] = NULL;
 }
 
+/* Frees the n buffers of list, on both sides. */
+static void buf_free_all(pair *P, buf *const *list, int n)
+{
+    for (int k = 0; k < n; k++)
+        buf_free(P, list[k]);
+}
+
 /* The buffer's values on one side (malloc'd). */
 static float *buf_get(pair *P, const buf *b, int side)
 {
@@ -227,11 +234,7 @@ static void test_memory_and_steps(void)
     check_exact(&P, "mean_steps T=1", &mean);
     FOR_SIDES BE->ops->broadcast_steps(BE, 4, 200, S(mean), 0.37f, S(out));
     check_exact(&P, "broadcast_steps", &out);
-    buf_free(&P, &z);
-    buf_free(&P, &a);
-    buf_free(&P, &b);
-    buf_free(&P, &out);
-    buf_free(&P, &mean);
+    buf_free_all(&P, (buf *[]){&z, &a, &b, &out, &mean}, 5);
     pair_free(&P);
 }
 
@@ -288,14 +291,7 @@ static void conv_run(pair *Pp, const conv_case *k, int which)
     check_buf(&P, what, &dw, GEMM_ATOL, GEMM_RTOL);
     snprintf(what, sizeof what, "%s: dbias%s", desc, which & 4 ? " +=" : " (NULL: unchanged)");
     check_buf(&P, what, &db, GEMM_ATOL, GEMM_RTOL);
-    buf_free(&P, &in);
-    buf_free(&P, &w);
-    buf_free(&P, &bias);
-    buf_free(&P, &out);
-    buf_free(&P, &dout);
-    buf_free(&P, &din);
-    buf_free(&P, &dw);
-    buf_free(&P, &db);
+    buf_free_all(&P, (buf *[]){&in, &w, &bias, &out, &dout, &din, &dw, &db}, 8);
 }
 
 static void test_conv2d(void)
@@ -351,14 +347,7 @@ static void dense_run(pair *Pp, int64_t rows, int fin, int fout, int with_bias, 
     check_buf(&P, what, &dw, GEMM_ATOL, GEMM_RTOL);
     snprintf(what, sizeof what, "dense rows %lld %d->%d: dbias", (long long)rows, fin, fout);
     check_buf(&P, what, &db, GEMM_ATOL, GEMM_RTOL);
-    buf_free(&P, &in);
-    buf_free(&P, &w);
-    buf_free(&P, &bias);
-    buf_free(&P, &out);
-    buf_free(&P, &dout);
-    buf_free(&P, &din);
-    buf_free(&P, &dw);
-    buf_free(&P, &db);
+    buf_free_all(&P, (buf *[]){&in, &w, &bias, &out, &dout, &din, &dw, &db}, 8);
 }
 
 static void test_dense(void)
@@ -432,10 +421,7 @@ static void test_pools(void)
             snprintf(what, sizeof what, "%s: avgpool_backward count_include_pad=%d", desc, cip);
             check_exact(&P, what, &din);
         }
-        buf_free(&P, &in);
-        buf_free(&P, &out);
-        buf_free(&P, &dout);
-        buf_free(&P, &din);
+        buf_free_all(&P, (buf *[]){&in, &out, &dout, &din}, 4);
     }
     /* global average pool */
     int c = 5;
@@ -446,10 +432,7 @@ static void test_pools(void)
     check_exact(&P, "global_avgpool", &out);
     FOR_SIDES BE->ops->global_avgpool_backward(BE, rows, c, hw, S(dout), S(din));
     check_exact(&P, "global_avgpool_backward", &din);
-    buf_free(&P, &in);
-    buf_free(&P, &out);
-    buf_free(&P, &dout);
-    buf_free(&P, &din);
+    buf_free_all(&P, (buf *[]){&in, &out, &dout, &din}, 4);
     pair_free(&P);
 }
 
@@ -487,14 +470,7 @@ static void test_affine(void)
     check_exact(&P, "affine_backward din aliasing dout", &din);
     check_buf(&P, "affine_backward dscale (din aliasing dout)", &dscale, SUM_ATOL, SUM_RTOL);
     check_buf(&P, "affine_backward dshift (din aliasing dout)", &dshift, SUM_ATOL, SUM_RTOL);
-    buf_free(&P, &in);
-    buf_free(&P, &scale);
-    buf_free(&P, &shift);
-    buf_free(&P, &out);
-    buf_free(&P, &dout);
-    buf_free(&P, &din);
-    buf_free(&P, &dscale);
-    buf_free(&P, &dshift);
+    buf_free_all(&P, (buf *[]){&in, &scale, &shift, &out, &dout, &din, &dscale, &dshift}, 8);
     pair_free(&P);
 }
 
@@ -521,10 +497,7 @@ static void test_relu_clip(void)
     FOR_SIDES BE->ops->copy(BE, S(out), S(in), (size_t)n);
     FOR_SIDES BE->ops->relu(BE, n, S(out), S(out));
     check_exact(&P, "relu in place", &out);
-    buf_free(&P, &in);
-    buf_free(&P, &out);
-    buf_free(&P, &dout);
-    buf_free(&P, &din);
+    buf_free_all(&P, (buf *[]){&in, &out, &dout, &din}, 4);
     pair_free(&P);
 }
 
@@ -569,12 +542,7 @@ static void test_qcfs(void)
                                              NULL, S(dlam));
             snprintf(what, sizeof what, "%s: dlambda += (din NULL)", desc);
             check_buf(&P, what, &dlam, SUM_ATOL, SUM_RTOL);
-            buf_free(&P, &in);
-            buf_free(&P, &lambda);
-            buf_free(&P, &out);
-            buf_free(&P, &dout);
-            buf_free(&P, &din);
-            buf_free(&P, &dlam);
+            buf_free_all(&P, (buf *[]){&in, &lambda, &out, &dout, &din, &dlam}, 6);
         }
     pair_free(&P);
 }
@@ -657,10 +625,7 @@ static void test_if_forward(void)
                 check_exact(&P, what, &in);
             }
         next:
-            buf_free(&P, &th);
-            buf_free(&P, &in);
-            buf_free(&P, &out);
-            buf_free(&P, &ms);
+            buf_free_all(&P, (buf *[]){&th, &in, &out, &ms}, 4);
         }
     printf("# IF forward, all variants: %lld spike mismatches in all, %lld spikes\n", (long long)total_bad,
            (long long)total_spikes);
@@ -722,13 +687,7 @@ static void test_if_backward(void)
                 check_buf(&P, what, &dth, SUM_ATOL, SUM_RTOL);
             }
         next:
-            buf_free(&P, &th);
-            buf_free(&P, &in);
-            buf_free(&P, &out);
-            buf_free(&P, &ms);
-            buf_free(&P, &dout);
-            buf_free(&P, &din);
-            buf_free(&P, &dth);
+            buf_free_all(&P, (buf *[]){&th, &in, &out, &ms, &dout, &din, &dth}, 7);
         }
     pair_free(&P);
 }
@@ -821,10 +780,7 @@ static void test_optimizers(void)
             snprintf(what, sizeof what, "adam step %d clamp=%d: v", step, clamp);
             check_exact(&P, what, &v);
         }
-        buf_free(&P, &value);
-        buf_free(&P, &grad);
-        buf_free(&P, &m);
-        buf_free(&P, &v);
+        buf_free_all(&P, (buf *[]){&value, &grad, &m, &v}, 4);
     }
     pair_free(&P);
 }
