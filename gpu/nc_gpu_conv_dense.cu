@@ -134,9 +134,9 @@ static nc_conv_shape shape_of(const gnode &g, int64_t rows)
 // (nc_conv_math), or -1 for im2col + cuBLAS.  In fp32, spike counts go to
 // the exact tensor-core mode (on bf16 tensor cores through cuDNN's graph API
 // where it takes the shape, else one TF32 pass per weight part); an analog
-// input of N rows (the first layer of
-// a direct-encoded net) to cuDNN's fp32 FMA kernels, so that the values stay
-// channels last; an analog input of T·N rows (after an add) to cuBLAS sgemm,
+// input of N rows (the first layer of a direct-encoded net) to cuDNN's fp32
+// FMA kernels, so that the values stay channels last; an analog input of T·N
+// rows (after an add) to cuBLAS sgemm,
 // which is faster than those kernels.  The split modes keep im2col (cuDNN's
 // bf16 convolutions write bf16, losing the low parts).
 int conv_math(const grun *r, int i, int spike_in, int constant_in)
@@ -278,7 +278,7 @@ static nc_status cudnn_plan_for(grun *r, int i, nc_conv_math m, int64_t rows, co
     if ((s = nc_cudnn_plan(r->st->cudnn, r->st->stream, &shape, m, x, w, y, ws, ws_bytes, &plan, r->where, r->err)) !=
         NC_OK)
         return s;
-    if (g.exact_why[0]) /* this plan runs instead of the one-pass exact conv: say why */
+    if (g.exact_why[0]) /* this plan runs instead of the exact conv on bf16 parts: say why */
         snprintf(plan.desc + strlen(plan.desc), sizeof plan.desc - strlen(plan.desc), "; %s", g.exact_why);
     g.plans.push_back(plan);
     *out = &g.plans.back();
@@ -296,10 +296,6 @@ static int only_an_if_reads(const grun *r, int i)
     return c->kind == NC_NODE_NEURON && c->neuron.model == NC_NEURON_IF;
 }
 
-// Conv node i through cuDNN: channels-last input and output (T folded into
-// the rows).  In bf16 the operand is converted first (spikes to their integer
-// counts), unless an IF wrote it as counts already; the bf16 output goes to
-// fp32, unless only an IF reads it (which widens it as it integrates).
 // fp32 counts from bf16 counts (and pairs, which are not needed here).
 static nc_status counts_to_f32(grun *r, const gval *in, const nc_gwin &w, const void **x)
 {
