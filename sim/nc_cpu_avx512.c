@@ -94,6 +94,47 @@ void nc_avx512_ev_gather(float *y, int64_t ldy, int64_t nq, int n, const float *
     }
 }
 
+/* ---- first-layer conv ---------------------------------------------------------- */
+
+void nc_avx512_conv_thin_sample(const nc_window *g, int cout, const float *xp, int64_t hp, int64_t wp,
+                                const float *weight, const float *bias, float *out)
+{
+    int cin = g->c, kh = g->kernel[0], kw = g->kernel[1], taps = cin * kh * kw;
+    int64_t p = (int64_t)g->oh * g->ow;
+    for (int m = 0; m < cout; m++) {
+        const float *wm = weight + (int64_t)m * taps; /* [ci][ky][kx] */
+        __m512 b = _mm512_set1_ps(bias ? bias[m] : 0.0f);
+        float *om = out + m * p;
+        for (int oy = 0; oy < g->oh; oy += 2) {
+            int two = oy + 1 < g->oh; /* a last single row sums its own inputs twice, stored once */
+            for (int ox = 0; ox < g->ow; ox += 32) {
+                __m512 a0 = b, a1 = b, c0 = b, c1 = b;
+                for (int ci = 0, k = 0; ci < cin; ci++)
+                    for (int ky = 0; ky < kh; ky++) {
+                        const float *row = xp + (ci * hp + oy + ky) * wp + ox, *next = two ? row + wp : row;
+                        for (int kx = 0; kx < kw; kx++, k++) {
+                            __m512 w = _mm512_set1_ps(wm[k]);
+                            a0 = _mm512_fmadd_ps(w, _mm512_loadu_ps(row + kx), a0);
+                            a1 = _mm512_fmadd_ps(w, _mm512_loadu_ps(row + kx + 16), a1);
+                            c0 = _mm512_fmadd_ps(w, _mm512_loadu_ps(next + kx), c0);
+                            c1 = _mm512_fmadd_ps(w, _mm512_loadu_ps(next + kx + 16), c1);
+                        }
+                    }
+                int n = g->ow - ox < 32 ? g->ow - ox : 32; /* the row's last block may be partial */
+                __mmask16 m0 = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
+                __mmask16 m1 = (__mmask16)(n >= 32 ? 0xFFFF : n > 16 ? (1u << (n - 16)) - 1 : 0);
+                float *o = om + (int64_t)oy * g->ow + ox;
+                _mm512_mask_storeu_ps(o, m0, a0);
+                _mm512_mask_storeu_ps(o + 16, m1, a1);
+                if (two) {
+                    _mm512_mask_storeu_ps(o + g->ow, m0, c0);
+                    _mm512_mask_storeu_ps(o + g->ow + 16, m1, c1);
+                }
+            }
+        }
+    }
+}
+
 /* ---- dense ---------------------------------------------------------------- */
 
 /* Inputs per pass over a block of rows: 4 KiB of each row, so that a block

@@ -8,6 +8,8 @@
 #ifndef NC_CPU_AVX512_H
 #define NC_CPU_AVX512_H
 
+#include "nc_window.h"
+
 #include <stdint.h>
 
 /* Values the event lists must have room for past their last event: the
@@ -26,6 +28,13 @@ int nc_avx512_event_lists(int64_t q0, int64_t q1, int w, int cin, int cout, int6
 void nc_avx512_ev_gather(float *y, int64_t ldy, int64_t nq, int n, const float *init, const float *wt,
                          const int *ns, int64_t lds, const int *lo, const int *hi, const int64_t *soff,
                          const int *start, const int64_t *off, const float *val);
+
+/* The first-layer conv of few input channels (conv_thin in nc_cpu_ops.c)
+ * for one sample, from its zero-padded copy xp ([Cin][hp][wp], wp a multiple
+ * of 32 plus KW − 1): two output rows of 32 outputs at a time, four FMA
+ * chains of 16, out [Cout][OH·OW]. */
+void nc_avx512_conv_thin_sample(const nc_window *g, int cout, const float *xp, int64_t hp, int64_t wp,
+                                const float *weight, const float *bias, float *out);
 
 /* out[r·fout + o] = bias[o] + Σ_i in[r·fin + i]·weight[o·fin + i] for every
  * row r < rows and output o in [o0, o1) (bias may be NULL): the dense layer,

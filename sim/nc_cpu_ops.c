@@ -73,10 +73,50 @@ static int64_t thin_rows(const nc_window *g) { return g->oh + g->kernel[0] - 1; 
 static int64_t thin_cols(const nc_window *g) { return (g->ow + 31) / 32 * 32 + g->kernel[1] - 1; }
 
 #if defined(__AVX2__) && defined(__FMA__)
+#if !NC_EV_AVX512 /* that build has its own, 16 wide */
+/* The outputs of one sample from its padded copy xp ([Cin][hp][wp]). */
+static void conv_thin_sample(const nc_window *g, int cout, const float *xp, const float *weight, const float *bias,
+                             float *out)
+{
+    int cin = g->c, kh = g->kernel[0], kw = g->kernel[1], taps = cin * kh * kw;
+    int64_t hp = thin_rows(g), wp = thin_cols(g), p = (int64_t)g->oh * g->ow;
+    for (int m = 0; m < cout; m++) {
+        const float *wm = weight + (int64_t)m * taps; /* [ci][ky][kx] */
+        __m256 b = _mm256_set1_ps(bias ? bias[m] : 0.0f);
+        float *om = out + m * p;
+        for (int oy = 0; oy < g->oh; oy++)
+            for (int ox = 0; ox < g->ow; ox += 32) {
+                __m256 a0 = b, a1 = b, a2 = b, a3 = b;
+                for (int ci = 0, k = 0; ci < cin; ci++)
+                    for (int ky = 0; ky < kh; ky++) {
+                        const float *row = xp + (ci * hp + oy + ky) * wp + ox;
+                        for (int kx = 0; kx < kw; kx++, k++) {
+                            __m256 w = _mm256_broadcast_ss(wm + k);
+                            a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx), a0);
+                            a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 8), a1);
+                            a2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 16), a2);
+                            a3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 24), a3);
+                        }
+                    }
+                float *o = om + (int64_t)oy * g->ow + ox;
+                if (ox + 32 <= g->ow) {
+                    _mm256_storeu_ps(o, a0), _mm256_storeu_ps(o + 8, a1);
+                    _mm256_storeu_ps(o + 16, a2), _mm256_storeu_ps(o + 24, a3);
+                } else { /* the row's last, partial block */
+                    float block[32];
+                    _mm256_storeu_ps(block, a0), _mm256_storeu_ps(block + 8, a1);
+                    _mm256_storeu_ps(block + 16, a2), _mm256_storeu_ps(block + 24, a3);
+                    memcpy(o, block, (size_t)(g->ow - ox) * sizeof(float));
+                }
+            }
+    }
+}
+#endif
+
 static void conv_thin(const nc_window *g, int cout, int64_t rows, const float *in, const float *weight,
                       const float *bias, float *out, float *xp)
 {
-    int cin = g->c, kh = g->kernel[0], kw = g->kernel[1], taps = cin * kh * kw;
+    int cin = g->c;
     int64_t hp = thin_rows(g), wp = thin_cols(g), hw = (int64_t)g->h * g->w, p = (int64_t)g->oh * g->ow;
     for (int64_t r = 0; r < rows; r++) {
         memset(xp, 0, (size_t)(cin * hp * wp) * sizeof(float));
@@ -84,36 +124,11 @@ static void conv_thin(const nc_window *g, int cout, int64_t rows, const float *i
             for (int iy = 0; iy < g->h; iy++)
                 memcpy(xp + (ci * hp + iy + g->pad[0]) * wp + g->pad[1], in + (r * cin + ci) * hw + (int64_t)iy * g->w,
                        (size_t)g->w * sizeof(float));
-        for (int m = 0; m < cout; m++) {
-            const float *wm = weight + (int64_t)m * taps; /* [ci][ky][kx] */
-            __m256 b = _mm256_set1_ps(bias ? bias[m] : 0.0f);
-            float *om = out + (r * cout + m) * p;
-            for (int oy = 0; oy < g->oh; oy++)
-                for (int ox = 0; ox < g->ow; ox += 32) {
-                    __m256 a0 = b, a1 = b, a2 = b, a3 = b;
-                    for (int ci = 0, k = 0; ci < cin; ci++)
-                        for (int ky = 0; ky < kh; ky++) {
-                            const float *row = xp + (ci * hp + oy + ky) * wp + ox;
-                            for (int kx = 0; kx < kw; kx++, k++) {
-                                __m256 w = _mm256_broadcast_ss(wm + k);
-                                a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx), a0);
-                                a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 8), a1);
-                                a2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 16), a2);
-                                a3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 24), a3);
-                            }
-                        }
-                    float *o = om + (int64_t)oy * g->ow + ox;
-                    if (ox + 32 <= g->ow) {
-                        _mm256_storeu_ps(o, a0), _mm256_storeu_ps(o + 8, a1);
-                        _mm256_storeu_ps(o + 16, a2), _mm256_storeu_ps(o + 24, a3);
-                    } else { /* the row's last, partial block */
-                        float block[32];
-                        _mm256_storeu_ps(block, a0), _mm256_storeu_ps(block + 8, a1);
-                        _mm256_storeu_ps(block + 16, a2), _mm256_storeu_ps(block + 24, a3);
-                        memcpy(o, block, (size_t)(g->ow - ox) * sizeof(float));
-                    }
-                }
-        }
+#if NC_EV_AVX512
+        nc_avx512_conv_thin_sample(g, cout, xp, hp, wp, weight, bias, out + r * cout * p);
+#else
+        conv_thin_sample(g, cout, xp, weight, bias, out + r * cout * p);
+#endif
     }
 }
 #endif
