@@ -1,10 +1,11 @@
 /* nc_cpu_ops.c — the fast float32 kernels of nc_cpu_ops.h (the contract is
  * there).  Compiled once per instruction set (sim/meson.build): the AVX2
- * intrinsics below are used where the build has AVX2 + FMA, the other loops
- * are vectorised by the compiler for the build's vector width, and the file
- * exports only its table of kernels (nc_cpu_kernels.h), named by
- * NC_CPU_KERNELS_TABLE, for sim/nc_cpu_dispatch.c to choose from.  The
- * references are in nc_cpu_ref_ops.c. */
+ * intrinsics below are used where the build has AVX2 + FMA, the AVX-512
+ * build calls its 16-wide kernels (nc_cpu_avx512.c) for the hottest loops,
+ * the other loops are vectorised by the compiler for the build's vector
+ * width, and the file exports only its table of kernels (nc_cpu_kernels.h),
+ * named by NC_CPU_KERNELS_TABLE, for sim/nc_cpu_dispatch.c to choose from.
+ * The references are in nc_cpu_ref_ops.c. */
 #include "nc_cpu_kernels.h"
 
 #include <cblas.h>
