@@ -17,7 +17,8 @@
 #endif
 
 /* The AVX-512 build replaces the hot 8-wide loops (event lists, event
- * gather, dense GEMM) with its 16-wide kernels of nc_cpu_avx512.c. */
+ * gather, dense GEMM, first-layer conv) with its 16-wide kernels of
+ * nc_cpu_avx512.c. */
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
 #define NC_EV_AVX512 1
 #include "nc_cpu_avx512.h"
