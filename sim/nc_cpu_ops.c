@@ -1,10 +1,11 @@
 /* nc_cpu_ops.c — the fast float32 kernels of nc_cpu_ops.h (the contract is
  * there).  Compiled once per instruction set (sim/meson.build): the AVX2
- * intrinsics below are used where the build has AVX2 + FMA, the other loops
- * are vectorised by the compiler for the build's vector width, and the file
- * exports only its table of kernels (nc_cpu_kernels.h), named by
- * NC_CPU_KERNELS_TABLE, for sim/nc_cpu_dispatch.c to choose from.  The
- * references are in nc_cpu_ref_ops.c. */
+ * intrinsics below are used where the build has AVX2 + FMA, the AVX-512
+ * build calls its 16-wide kernels (nc_cpu_avx512.c) for the hottest loops,
+ * the other loops are vectorised by the compiler for the build's vector
+ * width, and the file exports only its table of kernels (nc_cpu_kernels.h),
+ * named by NC_CPU_KERNELS_TABLE, for sim/nc_cpu_dispatch.c to choose from.
+ * The references are in nc_cpu_ref_ops.c. */
 #include "nc_cpu_kernels.h"
 
 #include <cblas.h>
@@ -13,6 +14,14 @@
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
+#endif
+
+/* The AVX-512 build replaces the hot 8-wide loops (event lists, event
+ * gather, dense GEMM, first-layer conv) with its 16-wide kernels of
+ * nc_cpu_avx512.c. */
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+#define NC_EV_AVX512 1
+#include "nc_cpu_avx512.h"
 #endif
 
 /* Bytes of im2col columns per chunk: about half the 1 MiB L2 of the target
@@ -66,10 +75,50 @@ static int64_t thin_rows(const nc_window *g) { return g->oh + g->kernel[0] - 1; 
 static int64_t thin_cols(const nc_window *g) { return (g->ow + 31) / 32 * 32 + g->kernel[1] - 1; }
 
 #if defined(__AVX2__) && defined(__FMA__)
+#if !NC_EV_AVX512 /* that build has its own, 16 wide */
+/* The outputs of one sample from its padded copy xp ([Cin][hp][wp]). */
+static void conv_thin_sample(const nc_window *g, int cout, const float *xp, const float *weight, const float *bias,
+                             float *out)
+{
+    int cin = g->c, kh = g->kernel[0], kw = g->kernel[1], taps = cin * kh * kw;
+    int64_t hp = thin_rows(g), wp = thin_cols(g), p = (int64_t)g->oh * g->ow;
+    for (int m = 0; m < cout; m++) {
+        const float *wm = weight + (int64_t)m * taps; /* [ci][ky][kx] */
+        __m256 b = _mm256_set1_ps(bias ? bias[m] : 0.0f);
+        float *om = out + m * p;
+        for (int oy = 0; oy < g->oh; oy++)
+            for (int ox = 0; ox < g->ow; ox += 32) {
+                __m256 a0 = b, a1 = b, a2 = b, a3 = b;
+                for (int ci = 0, k = 0; ci < cin; ci++)
+                    for (int ky = 0; ky < kh; ky++) {
+                        const float *row = xp + (ci * hp + oy + ky) * wp + ox;
+                        for (int kx = 0; kx < kw; kx++, k++) {
+                            __m256 w = _mm256_broadcast_ss(wm + k);
+                            a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx), a0);
+                            a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 8), a1);
+                            a2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 16), a2);
+                            a3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 24), a3);
+                        }
+                    }
+                float *o = om + (int64_t)oy * g->ow + ox;
+                if (ox + 32 <= g->ow) {
+                    _mm256_storeu_ps(o, a0), _mm256_storeu_ps(o + 8, a1);
+                    _mm256_storeu_ps(o + 16, a2), _mm256_storeu_ps(o + 24, a3);
+                } else { /* the row's last, partial block */
+                    float block[32];
+                    _mm256_storeu_ps(block, a0), _mm256_storeu_ps(block + 8, a1);
+                    _mm256_storeu_ps(block + 16, a2), _mm256_storeu_ps(block + 24, a3);
+                    memcpy(o, block, (size_t)(g->ow - ox) * sizeof(float));
+                }
+            }
+    }
+}
+#endif
+
 static void conv_thin(const nc_window *g, int cout, int64_t rows, const float *in, const float *weight,
                       const float *bias, float *out, float *xp)
 {
-    int cin = g->c, kh = g->kernel[0], kw = g->kernel[1], taps = cin * kh * kw;
+    int cin = g->c;
     int64_t hp = thin_rows(g), wp = thin_cols(g), hw = (int64_t)g->h * g->w, p = (int64_t)g->oh * g->ow;
     for (int64_t r = 0; r < rows; r++) {
         memset(xp, 0, (size_t)(cin * hp * wp) * sizeof(float));
@@ -77,36 +126,11 @@ static void conv_thin(const nc_window *g, int cout, int64_t rows, const float *i
             for (int iy = 0; iy < g->h; iy++)
                 memcpy(xp + (ci * hp + iy + g->pad[0]) * wp + g->pad[1], in + (r * cin + ci) * hw + (int64_t)iy * g->w,
                        (size_t)g->w * sizeof(float));
-        for (int m = 0; m < cout; m++) {
-            const float *wm = weight + (int64_t)m * taps; /* [ci][ky][kx] */
-            __m256 b = _mm256_set1_ps(bias ? bias[m] : 0.0f);
-            float *om = out + (r * cout + m) * p;
-            for (int oy = 0; oy < g->oh; oy++)
-                for (int ox = 0; ox < g->ow; ox += 32) {
-                    __m256 a0 = b, a1 = b, a2 = b, a3 = b;
-                    for (int ci = 0, k = 0; ci < cin; ci++)
-                        for (int ky = 0; ky < kh; ky++) {
-                            const float *row = xp + (ci * hp + oy + ky) * wp + ox;
-                            for (int kx = 0; kx < kw; kx++, k++) {
-                                __m256 w = _mm256_broadcast_ss(wm + k);
-                                a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx), a0);
-                                a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 8), a1);
-                                a2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 16), a2);
-                                a3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + kx + 24), a3);
-                            }
-                        }
-                    float *o = om + (int64_t)oy * g->ow + ox;
-                    if (ox + 32 <= g->ow) {
-                        _mm256_storeu_ps(o, a0), _mm256_storeu_ps(o + 8, a1);
-                        _mm256_storeu_ps(o + 16, a2), _mm256_storeu_ps(o + 24, a3);
-                    } else { /* the row's last, partial block */
-                        float block[32];
-                        _mm256_storeu_ps(block, a0), _mm256_storeu_ps(block + 8, a1);
-                        _mm256_storeu_ps(block + 16, a2), _mm256_storeu_ps(block + 24, a3);
-                        memcpy(o, block, (size_t)(g->ow - ox) * sizeof(float));
-                    }
-                }
-        }
+#if NC_EV_AVX512
+        nc_avx512_conv_thin_sample(g, cout, xp, hp, wp, weight, bias, out + r * cout * p);
+#else
+        conv_thin_sample(g, cout, xp, weight, bias, out + r * cout * p);
+#endif
     }
 }
 #endif
@@ -251,6 +275,10 @@ static void fast_conv2d(const nc_window *g, int cout, int groups, int64_t rows, 
 #define NC_EV_AVX2 1
 #endif
 
+/* Values of slack at the end of the event lists: the vector builders store
+ * a whole vector of values and offsets, and keep those that are events. */
+#define NC_EV_LIST_SLACK 16
+
 static int64_t fast_count_nonzero(int64_t n, const float *x)
 {
     int64_t count = 0, i = 0;
@@ -279,9 +307,10 @@ static void fast_conv2d_events_weight(const nc_window *g, int cout, const float 
 static size_t fast_conv2d_events_work_floats(const nc_window *g, int cout)
 {
     size_t hw = (size_t)g->h * g->w, p = (size_t)g->oh * g->ow, taps = (size_t)g->kernel[0] * g->kernel[1];
-    /* event offsets (int64) and values, segment offsets (int64) and bounds,
-     * 8 positions of outputs [8][Cout] and of input [8][Cin] */
-    return 3 * (size_t)g->c * hw + p * (4 * taps + 1) + 8 * (size_t)cout + 8 * (size_t)g->c + hw + 1 + 24 + 64;
+    /* event offsets (int64) and values with their slack, segment offsets
+     * (int64) and bounds, 8 positions of outputs [8][Cout] and of input [8][Cin] */
+    return 3 * ((size_t)g->c * hw + NC_EV_LIST_SLACK) + p * (4 * taps + 1) + 8 * (size_t)cout + 8 * (size_t)g->c +
+           hw + 1 + 64;
 }
 
 /* 8×8 transpose of floats: dst[j·ld_d + i] = src[i·ld_s + j]. */
@@ -314,6 +343,19 @@ __attribute__((always_inline)) static inline void transpose8(const float *src, i
 #endif
 }
 
+/* [rows][cols] → [cols][rows]. */
+static void transpose_plane(int64_t rows, int cols, const float *src, float *dst)
+{
+    int64_t r8 = rows & ~(int64_t)7;
+    int c8 = cols & ~7;
+    for (int64_t r = 0; r < r8; r += 8)
+        for (int c = 0; c < c8; c += 8)
+            transpose8(src + r * cols + c, cols, dst + c * rows + r, rows);
+    for (int64_t r = 0; r < rows; r++)
+        for (int c = r < r8 ? c8 : 0; c < cols; c++)
+            dst[c * rows + r] = src[r * cols + c];
+}
+
 #if NC_EV_AVX2
 /* ev_pack[m]: the lanes set in the 8-bit mask m, in order, then zeros (a
  * left-pack permutation for _mm256_permutevar8x32_ps); filled at load. */
@@ -340,6 +382,9 @@ __attribute__((constructor)) static void ev_pack_init(void)
 static int event_lists(int64_t q0, int64_t q1, int w, int cin, int cout, int64_t tap_ld, const float *xt,
                        int *start, int64_t *off, float *val, int ne)
 {
+#if NC_EV_AVX512
+    return nc_avx512_event_lists(q0, q1, w, cin, cout, tap_ld, xt, start, off, val, ne);
+#endif
 #if NC_EV_AVX2
     const __m256i vcout = _mm256_set1_epi32(cout);
 #endif
@@ -350,7 +395,7 @@ static int event_lists(int64_t q0, int64_t q1, int w, int cin, int cout, int64_t
         int ci = 0;
 #if NC_EV_AVX2
         /* branch-free left-pack of the non-zero lanes of 8 channels: stores 8
-         * values, keeps popcount of them (the lists have 8 of slack) */
+         * values, keeps popcount of them (the lists have slack) */
         const __m256i vbase = _mm256_set1_epi64x(base);
         for (; ci + 8 <= cin; ci += 8) {
             __m256 x = _mm256_loadu_ps(xp + ci);
@@ -424,6 +469,10 @@ static void ev_gather(float *y, int64_t ldy, int64_t nq, int n, const float *ini
                       const int *ns, int64_t lds, const int *lo, const int *hi, const int64_t *soff,
                       const int *start, const int64_t *off, const float *val)
 {
+#if NC_EV_AVX512
+    nc_avx512_ev_gather(y, ldy, nq, n, init, wt, ns, lds, lo, hi, soff, start, off, val);
+    return;
+#endif
     int c0 = 0;
 #if NC_EV_AVX2
     while (n - c0 >= 8) {
@@ -470,11 +519,10 @@ static conv_events_work conv_events_carve(const nc_window *g, int cout, float *w
 {
     int64_t p = (int64_t)g->oh * g->ow, hw = (int64_t)g->h * g->w, taps = (int64_t)g->kernel[0] * g->kernel[1];
     conv_events_work cw;
-    /* the lists get 8 values of slack: event_lists stores 8 at a time */
     cw.off = (int64_t *)work;
-    cw.soff = cw.off + g->c * hw + 8;
+    cw.soff = cw.off + g->c * hw + NC_EV_LIST_SLACK;
     cw.val = (float *)(cw.soff + p * taps);
-    cw.acc = cw.val + g->c * hw + 8;
+    cw.acc = cw.val + g->c * hw + NC_EV_LIST_SLACK;
     cw.xt = cw.acc + 8 * cout;
     cw.start = (int *)(cw.xt + 8 * g->c);
     cw.n_s = cw.start + hw + 1;
@@ -525,6 +573,9 @@ static void conv_events_lists(const nc_window *g, int cout, const float *x, cons
     int ne = 0;
     for (int64_t q0 = 0; q0 < hw; q0 += 8) {
         int nq = hw - q0 < 8 ? (int)(hw - q0) : 8;
+        if (q0 % 16 == 0)
+            for (int ci = 0; ci < cin; ci++)
+                __builtin_prefetch(x + ci * hw + q0 + 64);
         for (int ci = 0; ci < cin; ci += 8)
             if (nq == 8 && ci < c8)
                 transpose8(x + ci * hw + q0, hw, cw->xt + ci, cin);
@@ -580,9 +631,9 @@ static void fast_conv2d_events(const nc_window *g, int cout, int64_t rows, const
 
 static void fast_dense_events_weight(int fin, int fout, const float *weight, float *wt)
 {
-    for (int o = 0; o < fout; o++)
-        for (int i = 0; i < fin; i++)
-            wt[(int64_t)i * fout + o] = weight[(int64_t)o * fin + i];
+    /* [fout][fin] → [fin][fout] in 8×8 tiles: the engine redoes this every
+     * pass, and one value at a time it cost a cache miss per value */
+    transpose_plane(fout, fin, weight, wt);
 }
 
 /* Rows per block of nc_dense_events: their event lists are built first, then
@@ -591,30 +642,26 @@ static void fast_dense_events_weight(int fin, int fout, const float *weight, flo
 
 static size_t fast_dense_events_work_floats(int fin)
 {
-    return 3 * (size_t)NC_DENSE_EV_ROWS * (size_t)fin + NC_DENSE_EV_ROWS + 1 + 16;
+    /* event offsets (int64) and values with their slack, list starts */
+    return 3 * ((size_t)NC_DENSE_EV_ROWS * (size_t)fin + NC_EV_LIST_SLACK) + NC_DENSE_EV_ROWS + 1 + 16;
 }
 
 static void fast_dense_events(int64_t rows, int fin, int fout, const float *in, const float *wt,
                      const float *bias, float *out, float *work)
 {
     int64_t *off = (int64_t *)work;
-    float *val = (float *)(off + (int64_t)NC_DENSE_EV_ROWS * fin);
-    int *start = (int *)(val + (int64_t)NC_DENSE_EV_ROWS * fin);
+    float *val = (float *)(off + (int64_t)NC_DENSE_EV_ROWS * fin + NC_EV_LIST_SLACK);
+    int *start = (int *)(val + (int64_t)NC_DENSE_EV_ROWS * fin + NC_EV_LIST_SLACK);
     /* row k is one segment: positions [k, k + 1) of the lists, offset 0 */
     static const int ones[NC_DENSE_EV_ROWS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     static const int rows_lo[NC_DENSE_EV_ROWS + 1] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
     static const int64_t zeros[NC_DENSE_EV_ROWS] = {0};
     for (int64_t r0 = 0; r0 < rows; r0 += NC_DENSE_EV_ROWS) {
         int nb = rows - r0 < NC_DENSE_EV_ROWS ? (int)(rows - r0) : NC_DENSE_EV_ROWS, ne = 0;
-        for (int k = 0; k < nb; k++) {
-            const float *x = in + (r0 + k) * fin;
-            start[k] = ne;
-            for (int i = 0; i < fin; i++) { /* branch-free: spikes are random */
-                off[ne] = (int64_t)i * fout;
-                val[ne] = x[i];
-                ne += x[i] != 0.0f;
-            }
-        }
+        /* row k is position k of the lists: one position of fin channels,
+         * event offsets i·fout */
+        for (int k = 0; k < nb; k++)
+            ne = event_lists(k, k + 1, 1, fin, fout, 0, in + (r0 + k) * fin, start, off, val, ne);
         start[nb] = ne;
         for (int c0 = 0; c0 < fout; c0 += 64) {
             int n = fout - c0 < 64 ? fout - c0 : 64;
@@ -626,9 +673,15 @@ static void fast_dense_events(int64_t rows, int fin, int fout, const float *in, 
 
 /* ---- dense -------------------------------------------------------------- */
 
+/* The AVX-512 build computes the dense layer itself: OpenBLAS 0.3.21 runs its
+ * 8-wide Haswell kernels on AMD CPUs with AVX-512, half their FMA width. */
 static void fast_dense(int64_t rows, int fin, int fout, const float *in, const float *weight,
               const float *bias, float *out)
 {
+#if NC_EV_AVX512
+    nc_avx512_dense(rows, fin, fout, 0, fout, in, weight, bias, out);
+    return;
+#endif
     float beta = 0.0f;
     if (bias) {
         for (int64_t r = 0; r < rows; r++)
@@ -642,6 +695,10 @@ static void fast_dense(int64_t rows, int fin, int fout, const float *in, const f
 static void fast_dense_cols(int64_t rows, int fin, int fout, int o0, int o1, const float *in, const float *weight,
                    const float *bias, float *out)
 {
+#if NC_EV_AVX512
+    nc_avx512_dense(rows, fin, fout, o0, o1, in, weight, bias, out);
+    return;
+#endif
     float beta = 0.0f;
     if (bias) {
         for (int64_t r = 0; r < rows; r++)
@@ -925,19 +982,6 @@ static void maxpool_channels_last(const nc_window *g, const float *in, float *ou
             }
         }
     }
-}
-
-/* [rows][cols] → [cols][rows]. */
-static void transpose_plane(int64_t rows, int cols, const float *src, float *dst)
-{
-    int64_t r8 = rows & ~(int64_t)7;
-    int c8 = cols & ~7;
-    for (int64_t r = 0; r < r8; r += 8)
-        for (int c = 0; c < c8; c += 8)
-            transpose8(src + r * cols + c, cols, dst + c * rows + r, rows);
-    for (int64_t r = 0; r < rows; r++)
-        for (int c = r < r8 ? c8 : 0; c < cols; c++)
-            dst[c * rows + r] = src[r * cols + c];
 }
 
 /* Works channel-last inside: the gather's [8 positions][Cout] blocks are

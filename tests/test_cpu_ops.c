@@ -179,6 +179,41 @@ static void test_dense_random(void)
     NC_CHECK(bad == 0, "%d dense cases mismatch", bad);
 }
 
+/* The dense kernels on the sizes of real layers: rows over one block of 64,
+ * inputs over one pass of 1024 and not a multiple of 16, outputs not a
+ * multiple of 4; and nc_dense_cols on a slice of the outputs (the columns
+ * outside it stay untouched).  The tolerance grows with fin: float sums. */
+static void test_dense_large(void)
+{
+    static const int fins[] = {1, 17, 784, 1030, 2100};
+    static const int64_t rows_of[] = {1, 5, 70, 131};
+    static const int fouts[] = {1, 3, 10, 33};
+    int bad = 0, n = 0;
+    for (size_t a = 0; a < sizeof fins / sizeof fins[0]; a++)
+        for (size_t b = 0; b < sizeof rows_of / sizeof rows_of[0]; b++, n++) {
+            int fin = fins[a], fout = fouts[(a + b) % 4];
+            int64_t rows = rows_of[b];
+            float *in = rnd_array(rows * fin), *w = rnd_array((int64_t)fin * fout);
+            float *bias = n % 2 ? rnd_array(fout) : NULL;
+            float *out = malloc(rows * fout * sizeof(float)), *ref = malloc(rows * fout * sizeof(float));
+            double atol = 2e-6 * fin;
+            nc_dense(rows, fin, fout, in, w, bias, out);
+            nc_ref_dense(rows, fin, fout, in, w, bias, ref);
+            bad += !compare("dense large", out, ref, rows * fout, atol, 1e-4);
+            int o0 = rnd_int(0, fout - 1), o1 = rnd_int(o0 + 1, fout);
+            for (int64_t i = 0; i < rows * fout; i++)
+                out[i] = -7.0f;
+            nc_dense_cols(rows, fin, fout, o0, o1, in, w, bias, out);
+            for (int64_t r = 0; r < rows; r++)
+                for (int o = 0; o < fout; o++)
+                    if (o < o0 || o >= o1)
+                        ref[r * fout + o] = -7.0f;
+            bad += !compare("dense cols", out, ref, rows * fout, atol, 1e-4);
+            free(in), free(w), free(bias), free(out), free(ref);
+        }
+    NC_CHECK(bad == 0, "%d of %d large dense cases mismatch", bad, n);
+}
+
 /* A sparse array: each value is non-zero with probability `density`; half
  * the cases use spikes (one value θ), the others random values (as after a
  * pool of spikes). */
@@ -637,6 +672,7 @@ int main(void)
     NC_RUN(test_conv_random);
     NC_RUN(test_conv_chunked);
     NC_RUN(test_dense_random);
+    NC_RUN(test_dense_large);
     NC_RUN(test_conv_events);
     NC_RUN(test_dense_events);
     NC_RUN(test_count_nonzero);
