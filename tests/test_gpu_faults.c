@@ -5,6 +5,8 @@
  * (or a build without CUDA) every case is skipped. */
 #include "test_gpu_common.h"
 
+#include "../sim/nc_engine_registry.h"
+
 #include <stdlib.h>
 
 /* input [1, 8, 8] → conv 4×3×3 → IF → avgpool 2 → flatten → dense 10 → output */
@@ -139,6 +141,16 @@ done:
     nc_net_free(net);
 }
 
+/* The engine's plan of each conv, through its entry in the engine table
+ * (also built without CUDA, where no GPU engine is ever created). */
+static void describe_convs(const nc_engine *e, char *buf, size_t size)
+{
+    const nc_engine_info *info = nc_engine_info_of(e);
+    buf[0] = 0;
+    if (info && info->describe_kernels)
+        info->describe_kernels(e, buf, size);
+}
+
 /* input [1, 8, 8] → conv 8 → IF → conv 8 → IF → avgpool 2 → flatten → dense 10:
  * the second conv reads spike counts, which the exact fp32 mode convolves on
  * bf16 tensor cores through cuDNN's graph API. */
@@ -180,7 +192,7 @@ static void test_graph_refused(void)
     NC_CHECK(e != NULL, "a GPU engine loads the net");
     if (e) {
         NC_CHECK(nc_engine_forward(e, x, &o, &out, &err) == NC_OK, "a pass: %s", err.message);
-        nc_engine_gpu_describe_convs(e, plans, sizeof plans);
+        describe_convs(e, plans, sizeof plans);
         printf("# %s", plans);
         if (!strstr(plans, "no cuDNN"))
             NC_CHECK(strstr(plans, "conv2: cuDNN graph engines") != NULL, "conv2 runs on bf16 parts: %s", plans);
@@ -194,7 +206,7 @@ static void test_graph_refused(void)
     NC_CHECK(e != NULL, "a GPU engine loads the net");
     if (e) {
         NC_CHECK(nc_engine_forward(e, x, &o, &out, &err) == NC_OK, "a pass with the graph API refused: %s", err.message);
-        nc_engine_gpu_describe_convs(e, plans, sizeof plans);
+        describe_convs(e, plans, sizeof plans);
         printf("# %s", plans);
         if (!strstr(plans, "no cuDNN"))
             NC_CHECK(strstr(plans, "conv2: cuDNN") && strstr(plans, "TF32 weight parts") &&

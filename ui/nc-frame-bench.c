@@ -17,6 +17,8 @@ typedef struct {
     GArray *interval_us, *paint_us;   /* gint64 each */
 } ViewTimes;
 
+enum { NONE = -1, FINISH = -2, FINISHING = -3 };
+
 typedef struct {
     NcWindow *window;
     int seconds, *exit_status;
@@ -28,6 +30,9 @@ typedef struct {
     gulong before_paint_id, after_paint_id;
     gint64 previous_frame_us, paint_begin_us;
     int view;                         /* index into bench_views being shown  */
+    int save_then;                    /* after the next paint: save the view, then show this
+                                         view (>= 0), finish (FINISH), or nothing (NONE);
+                                         FINISHING: finish() is queued */
     int raster_sample;                /* the image the raster view showed    */
     ViewTimes times[N_VIEWS];
 } FrameBench;
@@ -117,17 +122,6 @@ static void print_report(FrameBench *b)
 
 /* ---- measuring ------------------------------------------------------------------------ */
 
-static void on_before_paint(GdkFrameClock *clock, FrameBench *b) { b->paint_begin_us = g_get_monotonic_time(); }
-
-static void on_after_paint(GdkFrameClock *clock, FrameBench *b)
-{
-    if (b->paint_begin_us == 0)
-        return;
-    gint64 paint = g_get_monotonic_time() - b->paint_begin_us;
-    g_array_append_val(b->times[b->view].paint_us, paint);
-    b->paint_begin_us = 0;
-}
-
 static void finish(FrameBench *b)
 {
     gtk_widget_remove_tick_callback(GTK_WIDGET(b->window), b->tick_id);
@@ -139,6 +133,12 @@ static void finish(FrameBench *b)
     bench_free(b);
 }
 
+static gboolean finish_when_idle(gpointer user_data)
+{
+    finish(user_data);
+    return G_SOURCE_REMOVE;
+}
+
 /* The raster view shows the newest image it can, from the spill file when
  * the run keeps more images than fit its memory budget. */
 static void show_newest_image(FrameBench *b)
@@ -146,6 +146,14 @@ static void show_newest_image(FrameBench *b)
     gint64 in_memory, spill_bytes, samples = nc_window_get_raster_samples(b->window, &in_memory, &spill_bytes);
     b->raster_sample = (int)MAX(0, MIN(samples - 1, G_MAXINT));
     nc_window_show_raster_sample(b->window, b->raster_sample);
+}
+
+static void show_view(FrameBench *b, int view)
+{
+    b->view = view;
+    nc_window_show_chart(b->window, bench_views[view]);
+    if (strcmp(bench_views[view], "raster") == 0)
+        show_newest_image(b);
 }
 
 /* DIR/window-<view>.png of the view shown now; FALSE when it failed (said). */
@@ -160,33 +168,61 @@ static gboolean save_view(FrameBench *b)
     return FALSE;
 }
 
+static void on_before_paint(GdkFrameClock *clock, FrameBench *b) { b->paint_begin_us = g_get_monotonic_time(); }
+
+/* After a paint: its time, then a screenshot that was asked for — now, when
+ * the window's render nodes are those just drawn (between a tick that
+ * queued a redraw and the paint, the window has nothing to render). */
+static void on_after_paint(GdkFrameClock *clock, FrameBench *b)
+{
+    if (b->paint_begin_us != 0) {
+        gint64 paint = g_get_monotonic_time() - b->paint_begin_us;
+        g_array_append_val(b->times[b->view].paint_us, paint);
+        b->paint_begin_us = 0;
+    }
+    if (b->save_then == NONE || b->save_then == FINISHING)
+        return;
+    save_view(b);
+    b->previous_frame_us = 0; /* the save took time: the next interval is not counted */
+    if (b->save_then == FINISH) {
+        b->save_then = FINISHING;
+        g_idle_add(finish_when_idle, b);
+        return;
+    }
+    show_view(b, b->save_then);
+    b->save_then = NONE;
+}
+
 /* Every tick: the interval since the last one, the view due now, and a
  * repaint, so that every frame of the window is drawn (from the charts'
- * cached nodes unless a snapshot changed them). */
+ * cached nodes unless a snapshot changed them).  With screenshots, a view
+ * is saved after its last paint, before the next one is shown. */
 static gboolean on_tick(GtkWidget *widget, GdkFrameClock *clock, gpointer user_data)
 {
     FrameBench *b = user_data;
     gint64 now = gdk_frame_clock_get_frame_time(clock);
     gint64 elapsed = now - b->measure_from_us;
+    if (b->save_then == FINISH || b->save_then == FINISHING)
+        return G_SOURCE_CONTINUE; /* the last screenshot is due after this paint, or taken */
     if (elapsed >= (gint64)b->seconds * G_USEC_PER_SEC) {
-        if (b->screenshots)
-            save_view(b);
-        finish(b);
-        return G_SOURCE_REMOVE;
+        if (!b->screenshots) {
+            finish(b);
+            return G_SOURCE_REMOVE;
+        }
+        b->save_then = FINISH;
+        gtk_widget_queue_draw(widget);
+        return G_SOURCE_CONTINUE;
     }
     if (b->previous_frame_us > 0) {
         gint64 interval = now - b->previous_frame_us;
         g_array_append_val(b->times[b->view].interval_us, interval);
     }
     int due = (int)(elapsed * (gint64)N_VIEWS / ((gint64)b->seconds * G_USEC_PER_SEC));
-    if (due != b->view && due < (int)N_VIEWS) {
-        if (b->screenshots && save_view(b))
-            now = b->paint_begin_us = 0; /* the save took this frame: neither its paint nor the next
-                                            interval is counted */
-        b->view = due;
-        nc_window_show_chart(b->window, bench_views[due]);
-        if (strcmp(bench_views[due], "raster") == 0)
-            show_newest_image(b);
+    if (due != b->view && due < (int)N_VIEWS && b->save_then == NONE) {
+        if (b->screenshots)
+            b->save_then = due;
+        else
+            show_view(b, due);
     }
     b->previous_frame_us = now;
     gtk_widget_queue_draw(widget);
@@ -199,8 +235,8 @@ static void start_measuring(FrameBench *b)
     b->clock = gtk_widget_get_frame_clock(widget);
     b->first_updates = nc_window_get_live_updates(b->window);
     b->measure_from_us = gdk_frame_clock_get_frame_time(b->clock);
-    b->view = 0;
-    nc_window_show_chart(b->window, bench_views[0]);
+    b->save_then = NONE;
+    show_view(b, 0);
     b->before_paint_id = g_signal_connect(b->clock, "before-paint", G_CALLBACK(on_before_paint), b);
     b->after_paint_id = g_signal_connect(b->clock, "after-paint", G_CALLBACK(on_after_paint), b);
     b->tick_id = gtk_widget_add_tick_callback(widget, on_tick, b, NULL);
