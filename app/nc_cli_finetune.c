@@ -15,6 +15,8 @@ const char nc_cli_finetune_help[] =
     "  --train-engine E    cpu | gpu: where the trainer runs (default: the --engine)\n"
     "  --train-horizons L  BPTT loss averaged over the outputs after each of these step\n"
     "                      counts, e.g. 4,8 (default: T only)\n"
+    "  --distill A[,TAU]   distillation from the source ANN: loss = (1−A)·CE(labels) +\n"
+    "                      A·TAU²·KL(ANN/TAU ‖ SNN/TAU), A in [0, 1], TAU > 0 (default 2)\n"
     "  --lr X              learning rate (default 1e-4 Adam, 1e-3 SGD), cosine-annealed\n"
     "  --optimizer O       adam (default) | sgd (momentum 0.9)\n"
     "  --weight-decay X    on conv/dense weights (default 0)\n"
@@ -109,6 +111,13 @@ int nc_cli_finetune_option(nc_pipeline_options *o, nc_cli_finetune *f, int opt, 
     case NC_OPT_HORIZONS:
         if (nc_train_horizons_parse(arg, t) != 0) {
             fprintf(stderr, "neurocuda: --train-horizons needs 1 to 8 step counts like 4,8, got '%s'\n", arg);
+            return -1;
+        }
+        return 1;
+    case NC_OPT_DISTILL:
+        if (nc_train_distill_parse(arg, t) != 0) {
+            fprintf(stderr, "neurocuda: --distill needs a weight in [0, 1] and optionally a temperature > 0, "
+                            "like 0.5 or 0.5,2; got '%s'\n", arg);
             return -1;
         }
         return 1;

@@ -141,6 +141,9 @@ static void print_finetune_header(const convert_args *a, const nc_runner *r, nc_
            stage == NC_TRAIN_BPTT ? nc_surrogate_name(t->surrogate) : "straight-through floor");
     if (stage == NC_TRAIN_BPTT)
         printf("  T = %d steps, thresholds %s\n", t->T, t->train_threshold ? "trained" : "fixed");
+    if (t->distill_alpha > 0)
+        printf("  distillation from the source ANN: weight %g, temperature %g\n", t->distill_alpha,
+               t->distill_tau > 0 ? t->distill_tau : NC_TRAIN_DEFAULT_TAU);
     fflush(stdout);
 }
 

@@ -192,6 +192,9 @@ static int set_text(neurocuda_options *o, const char *key, const char *value, ne
             return bad(err, key, "0 or 1", value);
         t->crop_padding = b ? 2 : 0;
         t->flip = b;
+    } else if (!strcmp(key, "distill")) {
+        if (nc_train_distill_parse(value, t) != 0)
+            return bad(err, key, "a weight in [0, 1], optionally with a temperature > 0 (0.5 or 0.5,2)", value);
     } else if (!strcmp(key, "encoding")) {
         if (strcmp(value, "direct") && strcmp(value, "poisson"))
             return bad(err, key, "direct or poisson", value);

@@ -86,7 +86,8 @@ typedef int (*neurocuda_progress_fn)(void *user, const neurocuda_progress *progr
  *   calib-images N, v0 F, reset subtract|zero, fire ge|gt
  *   finetune-qcfs N, finetune-bptt N, train-T N, lr X, optimizer adam|sgd,
  *   surrogate S, train-threshold 0|1, batch N (training batch), val-images N,
- *   train-images N, augment 0|1
+ *   train-images N, augment 0|1, distill A[,TAU] (weight and temperature of
+ *   distillation from the source ANN)
  *   eval-T N             measure the SNN after every step up to N
  *   sim-T N              steps of a simulation that keeps its record
  *   encoding direct|poisson, seed N

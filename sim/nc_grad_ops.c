@@ -586,3 +586,58 @@ double nc_softmax_xent(int64_t rows, int classes, const float *logits, const int
     }
     return total / (double)rows;
 }
+
+/* log Σ_k exp(z_k/τ) of one row, shifted by the maximum, in double. */
+static double log_sum_exp_scaled(int classes, const float *z, double tau)
+{
+    double zmax = (double)z[0] / tau, sum = 0.0;
+    for (int k = 1; k < classes; k++)
+        if ((double)z[k] / tau > zmax)
+            zmax = (double)z[k] / tau;
+    for (int k = 0; k < classes; k++)
+        sum += exp((double)z[k] / tau - zmax);
+    return log(sum) + zmax;
+}
+
+/* One row's loss; its gradient times `scale` into ds (may be NULL). */
+static double distill_row(int classes, const float *s, const float *t, int32_t label, double alpha, double tau,
+                          float *ds, double scale)
+{
+    double lse = log_sum_exp_scaled(classes, s, 1.0);
+    double soft_lse = log_sum_exp_scaled(classes, s, tau), target_lse = log_sum_exp_scaled(classes, t, tau);
+    double kl = 0.0;
+    for (int k = 0; k < classes; k++) {
+        /* log-probabilities first: no log of an underflowed probability */
+        double log_target = (double)t[k] / tau - target_lse, log_soft = (double)s[k] / tau - soft_lse;
+        double target = exp(log_target), soft = exp(log_soft), hard = exp((double)s[k] - lse);
+        kl += target * (log_target - log_soft);
+        if (ds)
+            ds[k] = (float)(((1.0 - alpha) * (hard - (k == label)) + alpha * tau * (soft - target)) * scale);
+    }
+    return (1.0 - alpha) * (lse - (double)s[label]) + alpha * tau * tau * kl;
+}
+
+double nc_distill_xent(int64_t rows, int classes, const float *logits, const float *teacher,
+                       const int32_t *labels, double alpha, double tau, float *dlogits, int64_t *correct)
+{
+    if (alpha == 0.0 || !teacher)
+        return nc_softmax_xent(rows, classes, logits, labels, dlogits, correct);
+    if (rows < 1)
+        return 0.0;
+    double total = 0.0;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *s = logits + r * classes;
+        float *ds = dlogits ? dlogits + r * classes : NULL;
+        int32_t label = labels[r];
+        int valid = label >= 0 && label < classes;
+        if (correct && valid && argmax_first(classes, s) == label)
+            (*correct)++;
+        if (!valid) {
+            if (ds)
+                memset(ds, 0, (size_t)classes * sizeof(float));
+            continue;
+        }
+        total += distill_row(classes, s, teacher + r * classes, label, alpha, tau, ds, 1.0 / (double)rows);
+    }
+    return total / (double)rows;
+}

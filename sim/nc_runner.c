@@ -227,6 +227,8 @@ static void decide_training(nc_runner *r)
     if (!t->engine) /* the trainer follows the engine unless told */
         t->engine = strcmp(r->desc.engine, "gpu") == 0 ? "gpu" : "cpu";
     t->crop_fill = nc_runner_crop_fill(&r->desc.pp);
+    if (t->distill_alpha > 0 && !t->teacher) /* the teacher is the ANN the job converts */
+        t->teacher = r->desc.source;
     if (r->train_set && finetunes(&r->desc))
         t->val_count = nc_runner_held_out(r->desc.held_out, r->train_set->count);
 }
@@ -476,6 +478,11 @@ nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error 
     if (o->finetune_bptt_epochs > 0) {
         store_metric(p, "", "finetune_bptt_seconds", r->results[NC_TRAIN_BPTT].seconds);
         store_metric(p, "", "finetune_train_T", o->train.T);
+    }
+    if (finetunes(&r->desc) && r->train.distill_alpha > 0) {
+        store_metric(p, "", "finetune_distill_alpha", r->train.distill_alpha);
+        store_metric(p, "", "finetune_distill_tau",
+                     r->train.distill_tau > 0 ? r->train.distill_tau : NC_TRAIN_DEFAULT_TAU);
     }
     *out = p;
     return NC_OK;

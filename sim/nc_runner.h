@@ -22,6 +22,8 @@
  *   - the held-out set of fine-tuning is desc->held_out images (default
  *     NC_RUNNER_DEFAULT_HELD_OUT), at most a tenth of the training split;
  *   - the crop padding of augmentation is a black pixel after preprocessing;
+ *   - distillation (pipeline.train.distill_alpha > 0) learns from the source
+ *     network, the ANN the job converts, unless train.teacher names another;
  *   - every row is measured at eval_T steps (default: the simulated T when
  *     the job keeps records, else 32 when fine-tuning, else no SNN row), with
  *     the same encoding, seed and batch size; a row after BPTT has no ANN
