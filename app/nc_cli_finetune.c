@@ -8,6 +8,11 @@
 #include "nc_cli.h"
 
 const char nc_cli_finetune_help[] =
+    "Training-free bias calibration (after conversion):\n"
+    "  --calibrate-bias T  shift each IF layer's bias by the mean gap between the ANN activation\n"
+    "                      and the SNN's rate at T steps, layer by layer; undone if it lowers the\n"
+    "                      SNN's accuracy on 1000 held-out training images\n"
+    "  --bias-images N     training images it averages over (default 512)\n"
     "Fine-tuning (after conversion):\n"
     "  --finetune-qcfs N   N epochs on the QCFS-ANN (straight-through estimator)\n"
     "  --finetune-bptt N   N epochs of BPTT on the SNN over --train-T steps\n"
@@ -121,6 +126,14 @@ int nc_cli_finetune_option(nc_pipeline_options *o, nc_cli_finetune *f, int opt, 
             return -1;
         }
         return 1;
+    case NC_OPT_CALIBRATE_BIAS:
+        rc = parse_long_into("--calibrate-bias", arg, 1, 4096, &v);
+        o->calibrate_bias_T = (int)v;
+        return rc;
+    case NC_OPT_BIAS_IMAGES:
+        rc = parse_long_into("--bias-images", arg, 1, 1L << 30, &v);
+        o->bias_calib_images = v;
+        return rc;
     case NC_OPT_TRAIN_IMAGES:
         rc = parse_long_into("--train-images", arg, 1, 1L << 30, &v);
         t->train_count = v;

@@ -160,6 +160,28 @@ static void print_converted(const convert_args *a, const nc_runner *r)
     fflush(stdout);
 }
 
+static void print_bias_calibration(const nc_runner *r)
+{
+    const nc_bias_calib_result *b = nc_runner_bias_result(r);
+    if (!b)
+        return;
+    const nc_net *net = nc_runner_net(r);
+    printf("\nBias calibration for T = %d on %lld training images: mean error of the rate (φ − a) per layer\n",
+           b->T, (long long)b->images);
+    printf("%-24s %-24s %10s %10s\n", "layer", "bias of", "before", "after");
+    for (int l = 0; l < b->n_layers; l++) {
+        const nc_bias_layer *bl = &b->layers[l];
+        printf("%-24s %-24s %10.4f %10.4f\n", net->nodes[bl->node].name,
+               bl->carrier >= 0 ? net->nodes[bl->carrier].name : "(none)", bl->error_before, bl->error_after);
+    }
+    if (b->check_before >= 0)
+        printf("held-out SNN accuracy at T = %d: %.4f → %.4f: %s\n", b->T, b->check_before, b->check_after,
+               b->kept ? "kept" : "undone");
+    if (b->notes[0])
+        printf("Notes:\n%s", b->notes);
+    fflush(stdout);
+}
+
 /* The runner's stages as they begin and end: what `convert` prints. */
 static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, nc_runner_event ev, nc_error *err)
 {
@@ -173,11 +195,35 @@ static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, n
     else if (stage->kind == NC_RUN_FINETUNE && ev == NC_RUNNER_STAGE_END && nc_runner_train_result(r, stage->mode, &res))
         printf("  kept epoch %d of %d (held-out accuracy %.4f, before %.4f), %.0f s, %.2f GB\n", res.best_epoch,
                res.epochs_run, res.best_val_accuracy, res.val_accuracy_before, res.seconds, res.memory_bytes / 1e9);
+    else if (stage->kind == NC_RUN_CALIBRATE_BIAS && ev == NC_RUNNER_STAGE_END)
+        print_bias_calibration(r);
     else if (stage->kind == NC_RUN_SAVE && ev == NC_RUNNER_STAGE_BEGIN)
         print_stages(nc_runner_row(r, 0), nc_runner_row_count(r), nc_runner_test_set(r)->count);
     else if (stage->kind == NC_RUN_SAVE && ev == NC_RUNNER_STAGE_END)
         printf("Saved %s\n", a->output);
     return NC_OK;
+}
+
+static void print_bias_json(nc_json *j, const nc_runner *r)
+{
+    const nc_bias_calib_result *b = nc_runner_bias_result(r);
+    if (!b)
+        return;
+    nc_json_open(j, "bias_calibration", '{');
+    nc_json_int(j, "T", b->T);
+    nc_json_bool(j, "kept", b->kept);
+    nc_json_number(j, "check_before", b->check_before >= 0 ? b->check_before : NAN);
+    nc_json_number(j, "check_after", b->check_after >= 0 ? b->check_after : NAN);
+    nc_json_open(j, "layers", '[');
+    for (int l = 0; l < b->n_layers; l++) {
+        nc_json_open(j, NULL, '{');
+        nc_json_string(j, "layer", nc_runner_net(r)->nodes[b->layers[l].node].name);
+        nc_json_number(j, "error_before", b->layers[l].error_before);
+        nc_json_number(j, "error_after", b->layers[l].error_after);
+        nc_json_close(j, '}');
+    }
+    nc_json_close(j, ']');
+    nc_json_close(j, '}');
 }
 
 static void print_json(const convert_args *a, const nc_runner *r)
@@ -198,6 +244,7 @@ static void print_json(const convert_args *a, const nc_runner *r)
     if (a->opts.finetune_bptt_epochs > 0)
         nc_json_int(&j, "train_T", a->opts.train.T);
     print_stages_json(&j, rows, n);
+    print_bias_json(&j, r);
     nc_json_end(&j);
 }
 

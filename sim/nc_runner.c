@@ -32,6 +32,8 @@ struct nc_runner {
     nc_net *row_nets[NC_RUNNER_MAX_ROWS]; /* a kept row's own clone, or NULL     */
     nc_train_result results[2];
     int trained[2];
+    nc_bias_calib_result bias;          /* the calibrate-bias stage's            */
+    int bias_done;
     int ran;
 };
 
@@ -69,7 +71,8 @@ static int default_eval_T(const nc_runner_desc *d, int converts)
         return d->eval_T;
     if (d->keep_records) /* the simulated T: what the front end shows */
         return d->T > 0 ? d->T : 32;
-    return converts && finetunes(d) ? NC_RUNNER_DEFAULT_FINETUNE_EVAL_T : 0;
+    int changes = finetunes(d) || d->pipeline.calibrate_bias_T > 0;
+    return converts && changes ? NC_RUNNER_DEFAULT_FINETUNE_EVAL_T : 0;
 }
 
 nc_runner_desc nc_runner_desc_default(void)
@@ -124,6 +127,11 @@ static void plan_conversion(nc_runner *r)
     add(r, NC_RUN_CONVERT, "convert");
     add_measure(r, 0, keep, 1);
     int row = 1;
+    if (p->calibrate_bias_T > 0) {
+        add(r, NC_RUN_CALIBRATE_BIAS, "calibrate-bias");
+        /* no ANN row: the ANN reading of corrected biases is not the source ANN */
+        add_measure(r, row++, keep && !qcfs && !bptt, 0);
+    }
     if (qcfs) {
         add(r, NC_RUN_FINETUNE, "finetune")->mode = NC_TRAIN_QCFS;
         add_measure(r, row++, keep && !bptt, 1);
@@ -165,6 +173,9 @@ nc_status nc_runner_new(const nc_runner_desc *desc, nc_runner **out, nc_error *e
     if (!converts && (finetunes(desc) || desc->n_methods > 0))
         return nc_fail(err, NC_ERR_ARGUMENT, "the network is already spiking: it cannot be calibrated, swept or "
                                              "fine-tuned; simulate it as it is");
+    if (desc->pipeline.calibrate_bias_T > 0 && (!converts || desc->n_methods > 0))
+        return nc_fail(err, NC_ERR_ARGUMENT, "bias calibration corrects one conversion: not a spiking network as it "
+                                             "is, and not a sweep of threshold methods");
     nc_runner *r = calloc(1, sizeof *r);
     if (!r)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for the pipeline runner");
@@ -196,6 +207,7 @@ void nc_runner_free(nc_runner *r)
     nc_net_free(r->net);
     nc_net_free(r->calibrated);
     nc_pipeline_result_clear(&r->pipeline);
+    nc_bias_calib_result_clear(&r->bias);
     free(r);
 }
 
@@ -245,6 +257,22 @@ static nc_status make_engine(nc_runner *r, nc_error *err)
     return st;
 }
 
+/* Training images the job reads: all when fine-tuning, else those that
+ * calibration and bias calibration (with its check) read. */
+static int64_t train_images_needed(const nc_runner_desc *d)
+{
+    if (finetunes(d))
+        return 0;
+    const nc_pipeline_options *p = &d->pipeline;
+    int64_t n = p->calib_images;
+    if (p->calibrate_bias_T > 0) {
+        int64_t bias = (p->bias_calib_images > 0 ? p->bias_calib_images : NC_BIAS_CALIB_DEFAULT_IMAGES) +
+                       NC_RUNNER_BIAS_CHECK_IMAGES;
+        n = bias > n ? bias : n;
+    }
+    return n;
+}
+
 /* Calibration reads the first calib_images training images; fine-tuning
  * reads them all. */
 static nc_status run_open(nc_runner *r, nc_error *err)
@@ -254,7 +282,7 @@ static nc_status run_open(nc_runner *r, nc_error *err)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the network");
     nc_status st = NC_OK;
     if (r->stages[1].kind == NC_RUN_CALIBRATE)
-        st = open_split(r, NC_SPLIT_TRAIN, finetunes(&r->desc) ? 0 : r->desc.pipeline.calib_images, err);
+        st = open_split(r, NC_SPLIT_TRAIN, train_images_needed(&r->desc), err);
     if (st == NC_OK && r->train_set)
         st = nc_check_dataset_fits(r->net, r->train_set, err);
     if (st == NC_OK && has_test_split(&r->desc))
@@ -311,25 +339,44 @@ static nc_status run_finetune(nc_runner *r, const nc_run_stage *s, const nc_runn
     return st;
 }
 
+static nc_status run_calibrate_bias(nc_runner *r, const nc_runner_observer *obs, nc_error *err)
+{
+    const nc_pipeline_options *p = &r->desc.pipeline;
+    nc_bias_calib_options o = {.T = p->calibrate_bias_T, .images = p->bias_calib_images,
+                               .batch_size = r->desc.batch_size, .progress = obs->progress,
+                               .progress_user = obs->user};
+    int64_t images = o.images > 0 ? o.images : NC_BIAS_CALIB_DEFAULT_IMAGES;
+    if (images > r->train_set->count / 2) /* leave half for the check at least */
+        images = o.images = r->train_set->count / 2;
+    o.check_first = images;
+    o.check_count = r->train_set->count - images < NC_RUNNER_BIAS_CHECK_IMAGES ? r->train_set->count - images
+                                                                                : NC_RUNNER_BIAS_CHECK_IMAGES;
+    nc_bias_calib_result_clear(&r->bias);
+    nc_status st = nc_bias_calibrate(r->engine, r->net, r->train_set, &o, &r->bias, err);
+    r->bias_done = st == NC_OK;
+    return st;
+}
 
 static nc_status notify(nc_runner *r, const nc_runner_observer *obs, int i, nc_runner_event ev, nc_error *err)
 {
     return obs->event ? obs->event(obs->user, r, &r->stages[i], ev, err) : NC_OK;
 }
 
-/* Does a later stage change the net in place (fine-tuning)? */
+/* Does a later stage change the net in place (fine-tuning, bias calibration)? */
 static int changed_later(const nc_runner *r, int stage)
 {
     for (int i = stage + 1; i < r->n_stages; i++)
-        if (r->stages[i].kind == NC_RUN_FINETUNE)
+        if (r->stages[i].kind == NC_RUN_FINETUNE || r->stages[i].kind == NC_RUN_CALIBRATE_BIAS)
             return 1;
     return 0;
 }
 
 static const char *row_name(const nc_runner *r, const nc_run_stage *s, char *buf, size_t size)
 {
-    if (s->row > 0 && r->desc.n_methods == 0) { /* after a fine-tuning stage */
+    if (s->row > 0 && r->desc.n_methods == 0) { /* after a fine-tuning or bias calibration stage */
         const nc_run_stage *ft = s - 1;
+        if (ft->kind == NC_RUN_CALIBRATE_BIAS)
+            return "bias calibrated";
         return ft->mode == NC_TRAIN_QCFS ? "QCFS fine-tuned" : "BPTT fine-tuned";
     }
     if (r->desc.n_methods > 0) {
@@ -448,11 +495,38 @@ void nc_runner_store_rows(nc_project *p, const nc_stage_row *rows, int n)
         const char *name = rows[k].name;
         store_row(p, strcmp(name, "QCFS fine-tuned") == 0   ? "qcfs_finetuned_"
                      : strcmp(name, "BPTT fine-tuned") == 0 ? "bptt_finetuned_"
+                     : strcmp(name, "bias calibrated") == 0 ? "bias_calibrated_"
                                                             : "",
                   &rows[k]);
     }
     if (n > 1) /* the final network's accuracies under plain names too, for readers */
         store_row(p, "final_", &rows[n - 1]);
+}
+
+/* The bias corrections as per-layer statistics "bias_correction" (only
+ * when the net holds them), the layer errors before and after as
+ * "bias_error" [before, after], and the settings and check as metrics. */
+static nc_status store_bias(nc_project *p, const nc_net *net, const nc_bias_calib_result *b, nc_error *err)
+{
+    nc_status st = NC_OK;
+    for (int l = 0; l < b->n_layers && st == NC_OK; l++) {
+        const nc_bias_layer *bl = &b->layers[l];
+        const char *name = net->nodes[bl->node].name;
+        int64_t shape[1] = {bl->channels}, two[1] = {2};
+        float errors[2] = {(float)bl->error_before, (float)bl->error_after};
+        if (b->kept && bl->carrier >= 0)
+            st = nc_project_add_stat(p, name, "bias_correction", 1, shape, bl->delta, err);
+        if (st == NC_OK)
+            st = nc_project_add_stat(p, name, "bias_error", 1, two, errors, err);
+    }
+    store_metric(p, "", "bias_calibration_T", b->T);
+    store_metric(p, "", "bias_calibration_images", (double)b->images);
+    store_metric(p, "", "bias_calibration_kept", b->kept);
+    if (b->check_before >= 0) {
+        store_metric(p, "", "bias_calibration_check_before", b->check_before);
+        store_metric(p, "", "bias_calibration_check_after", b->check_after);
+    }
+    return st;
 }
 
 nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error *err)
@@ -484,6 +558,12 @@ nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error 
         store_metric(p, "", "finetune_distill_tau",
                      r->train.distill_tau > 0 ? r->train.distill_tau : NC_TRAIN_DEFAULT_TAU);
     }
+    if (st == NC_OK && r->bias_done)
+        st = store_bias(p, r->net, &r->bias, err);
+    if (st != NC_OK) {
+        nc_project_free(p);
+        return st;
+    }
     *out = p;
     return NC_OK;
 }
@@ -507,6 +587,7 @@ static nc_status run_stage(nc_runner *r, int i, const nc_runner_observer *obs, n
     case NC_RUN_CONVERT: return run_convert(r, s, err);
     case NC_RUN_MEASURE: return run_measure(r, i, obs, err);
     case NC_RUN_FINETUNE: return run_finetune(r, s, obs, err);
+    case NC_RUN_CALIBRATE_BIAS: return run_calibrate_bias(r, obs, err);
     case NC_RUN_SAVE: return run_save(r, err);
     }
     return nc_fail(err, NC_ERR_ARGUMENT, "unknown stage kind %d", (int)s->kind);
@@ -601,6 +682,7 @@ int nc_runner_train_result(const nc_runner *r, nc_train_mode mode, nc_train_resu
     return 1;
 }
 const nc_train_options *nc_runner_train_options(const nc_runner *r) { return &r->train; }
+const nc_bias_calib_result *nc_runner_bias_result(const nc_runner *r) { return r->bias_done ? &r->bias : NULL; }
 int nc_runner_eval_T(const nc_runner *r) { return r->eval_T; }
 nc_engine *nc_runner_engine(nc_runner *r) { return r->engine; }
 const nc_dataset *nc_runner_train_set(const nc_runner *r) { return r->train_set; }

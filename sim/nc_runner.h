@@ -9,6 +9,9 @@
  *   calibrate  MaxPool preparation and activation statistics;
  *   convert    thresholds, QCFS, IF neurons (one per threshold method of a
  *              sweep, each on a clone of the calibrated net);
+ *   calibrate-bias  training-free bias corrections for a T
+ *              (pipeline.calibrate_bias_T, sim/nc_bias_calib.h), followed by
+ *              a measure;
  *   measure    one row of the stage table: ANN, QCFS-ANN and SNN accuracy on
  *              the test split (the SNN's after every step up to eval_T);
  *   finetune   one fine-tuning stage (QCFS, then BPTT), each followed by a
@@ -21,12 +24,16 @@
  *     calib_images images;
  *   - the held-out set of fine-tuning is desc->held_out images (default
  *     NC_RUNNER_DEFAULT_HELD_OUT), at most a tenth of the training split;
+ *   - bias calibration reads the first pipeline.bias_calib_images training
+ *     images and is checked on the next NC_RUNNER_BIAS_CHECK_IMAGES (or as
+ *     many as there are): corrections that lower the SNN's accuracy there
+ *     are undone;
  *   - the crop padding of augmentation is a black pixel after preprocessing;
  *   - distillation (pipeline.train.distill_alpha > 0) learns from the source
  *     network, the ANN the job converts, unless train.teacher names another;
  *   - every row is measured at eval_T steps (default: the simulated T when
- *     the job keeps records, else 32 when fine-tuning, else no SNN row), with
- *     the same encoding, seed and batch size; a row after BPTT has no ANN
+ *     the job keeps records, else 32 when fine-tuning or bias calibrating,
+ *     else no SNN row), with the same encoding, seed and batch size; a row after BPTT has no ANN
  *     accuracy (the ANN reading of those weights is not what was trained).
  *
  * One observer interface serves every front end: one progress callback for
@@ -48,6 +55,7 @@
 #define NC_RUNNER_MAX_STAGES 40
 #define NC_RUNNER_DEFAULT_HELD_OUT 5000
 #define NC_RUNNER_DEFAULT_FINETUNE_EVAL_T 32
+#define NC_RUNNER_BIAS_CHECK_IMAGES 1000
 
 typedef struct nc_runner_desc {
     const nc_net *source;         /* cloned; an ANN is converted, an SNN measured as it is */
@@ -91,13 +99,15 @@ typedef enum nc_run_stage_kind {
     NC_RUN_CONVERT,
     NC_RUN_MEASURE,
     NC_RUN_FINETUNE,
+    NC_RUN_CALIBRATE_BIAS,
     NC_RUN_SAVE
 } nc_run_stage_kind;
 
 typedef struct nc_run_stage {
     nc_run_stage_kind kind;
     const char *label;      /* for progress displays: "load", "calibrate", "convert",
-                               "simulate", "evaluate", "finetune", "save"          */
+                               "simulate", "evaluate", "finetune", "calibrate-bias",
+                               "save"                                              */
     nc_train_mode mode;     /* FINETUNE: the stage                                */
     int method;             /* CONVERT: index into desc->methods (−1: pipeline.method) */
     int row;                /* MEASURE: the row it fills                          */
@@ -107,7 +117,7 @@ typedef struct nc_run_stage {
 
 /* One row of the stage table: a network measured on the test split. */
 typedef struct nc_stage_row {
-    char name[32];          /* "converted", "QCFS fine-tuned", "BPTT fine-tuned",
+    char name[32];          /* "converted", "bias calibrated", "QCFS fine-tuned", "BPTT fine-tuned",
                                "simulated", or a sweep's method ("p99.9 (channel)") */
     double ann, qcfs;       /* NAN when not measured                              */
     int T;                  /* SNN steps measured (0: none)                       */
@@ -157,6 +167,8 @@ const nc_net *nc_runner_net(const nc_runner *r);
 const nc_pipeline_result *nc_runner_pipeline_result(const nc_runner *r);
 /* The trainer's result of a stage that ran to its end; 0 otherwise. */
 int nc_runner_train_result(const nc_runner *r, nc_train_mode mode, nc_train_result *out);
+/* The bias calibration's result (NULL when the stage did not run to its end). */
+const nc_bias_calib_result *nc_runner_bias_result(const nc_runner *r);
 /* The options the trainer ran with (held-out set and crop fill decided). */
 const nc_train_options *nc_runner_train_options(const nc_runner *r);
 int nc_runner_eval_T(const nc_runner *r);
@@ -167,7 +179,7 @@ const nc_dataset *nc_runner_test_set(const nc_runner *r);
 
 /* Writes rows into `p` as metrics under the names `neurocuda convert` always
  * used: "<prefix>ann_accuracy", "<prefix>qcfs_accuracy",
- * "<prefix>snn_accuracy_t<t>" with prefix "" (converted), "qcfs_finetuned_",
+ * "<prefix>snn_accuracy_t<t>" with prefix "" (converted), "bias_calibrated_", "qcfs_finetuned_",
  * "bptt_finetuned_", and "final_" for the last of several rows. */
 void nc_runner_store_rows(nc_project *p, const nc_stage_row *rows, int n);
 
