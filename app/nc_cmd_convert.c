@@ -8,6 +8,7 @@
 
 #include "nc_cli.h"
 #include "nc_cli_finetune.h"
+#include "nc_recipe.h"
 #include "nc_runner.h"
 
 static void usage(FILE *out)
@@ -17,6 +18,7 @@ static void usage(FILE *out)
             "                         [--threshold M] [--per-channel] [--L N] [-T N] [--maxpool S]\n"
             "                         [--finetune-qcfs N] [--finetune-bptt N] [--train-T N] [--lr X]\n"
             "                         [--optimizer sgd|adam] [--surrogate S] [--train-threshold] [--batch N]\n"
+            "                         [--calibrate-bias T] [--distill A[,TAU]] [--target-T N [--time-budget MIN]]\n"
             "                         [--engine cpu] [--limit N] [--json]\n"
             "\n"
             "Converts the ANN in MODEL (.onnx) into a spiking network of integrate-and-fire neurons:\n"
@@ -31,6 +33,13 @@ static void usage(FILE *out)
             "                   (default fashion-mnist); --mean, --std, --scale as for eval\n"
             "%s"
             "%s"
+            "The low-latency recipe:\n"
+            "  --target-T N     choose everything for an N-step SNN by the rules of docs/FINETUNING.md\n"
+            "                   (thresholds, L = N, bias calibration, QCFS and BPTT with distillation,\n"
+            "                   keeping the best stage on held-out images); prints what and why.  It\n"
+            "                   replaces the options it decides; --batch, --train-images, --val-images,\n"
+            "                   --calib-images, --bias-images, --train-engine and --eval-T are kept\n"
+            "  --time-budget M  minutes for the whole recipe (default 5): training epochs fit into it\n"
             "  --engine NAME    cpu (default) | gpu: calibration and evaluation\n"
             "  --limit N        test images for the accuracies (default: all)\n"
             "  --json           one JSON object as the last line\n",
@@ -43,6 +52,9 @@ typedef struct convert_args {
     nc_cli_finetune ft;
     const char *engine, *output, *model;
     int json;
+    int target_T;         /* --target-T: the recipe (0: none) */
+    double budget_minutes;
+    nc_recipe recipe;
 } convert_args;
 
 static int parse(int argc, char **argv, convert_args *a)
@@ -52,6 +64,8 @@ static int parse(int argc, char **argv, convert_args *a)
                                             {"engine", required_argument, NULL, NC_OPT_ENGINE},
                                             {"output", required_argument, NULL, 'o'},
                                             {"json", no_argument, NULL, NC_OPT_JSON},
+                                            {"target-T", required_argument, NULL, NC_OPT_TARGET_T},
+                                            {"time-budget", required_argument, NULL, NC_OPT_TIME_BUDGET},
                                             {"help", no_argument, NULL, 'h'},
                                             {0}};
     int opt;
@@ -69,6 +83,16 @@ static int parse(int argc, char **argv, convert_args *a)
         case NC_OPT_ENGINE: a->engine = optarg; break;
         case 'o': a->output = optarg; break;
         case NC_OPT_JSON: a->json = 1; break;
+        case NC_OPT_TARGET_T:
+            if ((a->target_T = (int)nc_cli_parse_long("--target-T", optarg, 1, 4096)) < 0)
+                return 2;
+            break;
+        case NC_OPT_TIME_BUDGET:
+            if (nc_cli_parse_double("--time-budget", optarg, &a->budget_minutes) != 0 || !(a->budget_minutes > 0)) {
+                fprintf(stderr, "neurocuda: --time-budget needs minutes > 0, got '%s'\n", optarg);
+                return 2;
+            }
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -112,12 +136,14 @@ static void print_stages(const nc_stage_row *rows, int n, int64_t images)
     }
 }
 
-static void print_stages_json(nc_json *j, const nc_stage_row *rows, int n)
+static void print_stages_json(nc_json *j, const nc_runner *r, const nc_stage_row *rows, int n)
 {
     nc_json_open(j, "stages", '[');
     for (int k = 0; k < n; k++) {
         nc_json_open(j, NULL, '{');
         nc_json_string(j, "stage", rows[k].name);
+        if (nc_runner_held_out_accuracy(r, k) >= 0)
+            nc_json_number(j, "held_out_accuracy", nc_runner_held_out_accuracy(r, k));
         nc_json_number(j, "ann_accuracy", rows[k].ann);
         nc_json_number(j, "qcfs_accuracy", rows[k].qcfs);
         nc_json_open(j, "snn_accuracy_by_step", '[');
@@ -226,6 +252,24 @@ static void print_bias_json(nc_json *j, const nc_runner *r)
     nc_json_close(j, '}');
 }
 
+static void print_times_json(nc_json *j, const nc_runner *r)
+{
+    nc_json_open(j, "stage_seconds", '[');
+    for (int i = 0; i < nc_runner_stage_count(r); i++) {
+        nc_json_open(j, NULL, '{');
+        nc_json_string(j, "stage", nc_runner_stage(r, i)->label);
+        nc_json_number(j, "seconds", nc_runner_stage_seconds(r, i));
+        nc_json_close(j, '}');
+    }
+    nc_json_close(j, ']');
+    int best = nc_runner_best_row(r);
+    if (best >= 0) {
+        nc_json_int(j, "target_T", nc_runner_get_desc(r)->keep_best_T);
+        nc_json_string(j, "kept_stage", nc_runner_row(r, best)->name);
+        nc_json_number(j, "kept_held_out_accuracy", nc_runner_held_out_accuracy(r, best));
+    }
+}
+
 static void print_json(const convert_args *a, const nc_runner *r)
 {
     int n = nc_runner_row_count(r);
@@ -243,31 +287,72 @@ static void print_json(const convert_args *a, const nc_runner *r)
     nc_json_int(&j, "finetune_bptt_epochs", a->opts.finetune_bptt_epochs);
     if (a->opts.finetune_bptt_epochs > 0)
         nc_json_int(&j, "train_T", a->opts.train.T);
-    print_stages_json(&j, rows, n);
+    print_stages_json(&j, r, rows, n);
     print_bias_json(&j, r);
+    print_times_json(&j, r);
     nc_json_end(&j);
 }
 
-static nc_runner_desc describe(const convert_args *a, const nc_net *net)
+/* The job; with --target-T the recipe's plan is written into it. */
+static nc_status describe(convert_args *a, const nc_net *net, nc_runner_desc *d, nc_error *err)
 {
-    nc_runner_desc d = nc_cli_runner_desc(net, a->model, &a->data, a->engine, &a->opts);
-    d.held_out = a->ft.val_images_set ? a->opts.train.val_count : -1;
-    d.eval_T = a->ft.eval_T;
-    d.output = a->output;
-    return d;
+    *d = nc_cli_runner_desc(net, a->model, &a->data, a->engine, &a->opts);
+    d->held_out = a->ft.val_images_set ? a->opts.train.val_count : -1;
+    d->eval_T = a->ft.eval_T;
+    d->output = a->output;
+    if (a->target_T > 0) {
+        nc_status st = nc_recipe_describe(net, a->target_T, a->budget_minutes, d, &a->recipe, err);
+        a->opts = d->pipeline; /* what the tables and the --json line report */
+        return st;
+    }
+    if (a->budget_minutes > 0)
+        return nc_fail(err, NC_ERR_ARGUMENT, "--time-budget is the budget of the --target-T recipe; give both");
+    return NC_OK;
+}
+
+static void print_recipe(const convert_args *a)
+{
+    printf("Recipe for T = %d (docs/FINETUNING.md, \"The --target-T recipe\"):\n", a->target_T);
+    for (const char *line = a->recipe.reasons; *line;) {
+        const char *end = strchr(line, '\n');
+        int len = end ? (int)(end - line) : (int)strlen(line);
+        printf("  %.*s\n", len, line);
+        line += len + (end ? 1 : 0);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* Each stage's time, and with the recipe which stage the net comes from. */
+static void print_stage_times(const nc_runner *r)
+{
+    printf("\nStage times:");
+    for (int i = 0; i < nc_runner_stage_count(r); i++)
+        printf("%s %s %.1f s", i ? "," : "", nc_runner_stage(r, i)->label, nc_runner_stage_seconds(r, i));
+    printf("\n");
+    int best = nc_runner_best_row(r);
+    if (best >= 0)
+        printf("Kept: %s (held-out accuracy at T = %d: %.4f)\n", nc_runner_row(r, best)->name,
+               nc_runner_get_desc(r)->keep_best_T, nc_runner_held_out_accuracy(r, best));
 }
 
 static int convert(convert_args *a, const nc_net *net)
 {
-    nc_runner_desc d = describe(a, net);
+    nc_runner_desc d;
     nc_runner_observer obs = {.user = a, .progress = nc_cli_progress, .train_progress = nc_cli_train_progress,
                               .event = on_event};
     nc_runner *r = NULL;
     nc_error err = {0};
     nc_cli_install_sigint();
-    nc_status st = nc_runner_new(&d, &r, &err);
+    nc_status st = describe(a, net, &d, &err);
+    if (st == NC_OK && a->target_T > 0)
+        print_recipe(a);
+    if (st == NC_OK)
+        st = nc_runner_new(&d, &r, &err);
     if (st == NC_OK)
         st = nc_runner_run(r, &obs, &err);
+    if (st == NC_OK)
+        print_stage_times(r);
     if (st == NC_OK && a->json)
         print_json(a, r);
     nc_runner_free(r);
@@ -288,7 +373,9 @@ int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, nc_runner_
     int rc = parse(argc, argv, &a);
     if (rc >= 0)
         return rc == 0 ? 2 : rc;
-    *out = describe(&a, net);
+    nc_error err = {0};
+    if (describe(&a, net, out, &err) != NC_OK)
+        return nc_cli_error(&err);
     return 0;
 }
 

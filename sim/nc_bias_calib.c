@@ -132,42 +132,15 @@ static nc_status run_pass(calib_state *cs, nc_mode mode, double **mean, nc_error
     return NC_OK;
 }
 
-/* SNN accuracy at T on the check images (argmax of the summed output). */
+/* SNN accuracy at T on the check images (−1 without). */
 static nc_status check_accuracy(calib_state *cs, double *accuracy, nc_error *err)
 {
     const nc_bias_calib_options *o = cs->o;
     *accuracy = -1;
     if (o->check_count <= 0)
         return NC_OK;
-    int32_t *labels = malloc((size_t)cs->batch_size * sizeof(int32_t));
-    if (!labels)
-        return nc_fail(err, NC_ERR_MEMORY, "out of memory for the check labels");
-    nc_run_options ro = {.mode = NC_MODE_SNN, .T = o->T};
-    int64_t right = 0;
-    nc_status st = NC_OK;
-    for (int64_t b = 0; st == NC_OK && b < o->check_count; b += cs->batch_size) {
-        int64_t n = o->check_count - b < cs->batch_size ? o->check_count - b : cs->batch_size;
-        cs->batch->shape[0] = n;
-        nc_dataset_batch(cs->data, o->check_first + b, n, cs->batch->data, labels);
-        nc_tensor *out = NULL;
-        st = nc_engine_forward(cs->engine, cs->batch, &ro, &out, err);
-        int64_t F = st == NC_OK ? out->shape[out->ndim - 1] : 0;
-        float *total = st == NC_OK ? calloc((size_t)F, sizeof(float)) : NULL;
-        for (int64_t k = 0; st == NC_OK && total && k < n; k++) {
-            memset(total, 0, (size_t)F * sizeof(float));
-            for (int t = 0; t < o->T; t++)
-                for (int64_t j = 0; j < F; j++)
-                    total[j] += out->data[((int64_t)t * n + k) * F + j];
-            right += nc_argmax(total, F) == labels[k];
-        }
-        if (st == NC_OK && !total)
-            st = nc_fail(err, NC_ERR_MEMORY, "out of memory for the check");
-        free(total);
-        nc_tensor_free(out);
-    }
-    free(labels);
-    *accuracy = (double)right / (double)o->check_count;
-    return st;
+    return nc_evaluate_snn_range(cs->engine, cs->data, o->check_first, o->check_count, o->T, cs->batch_size,
+                                 accuracy, err);
 }
 
 /* ---- set-up ------------------------------------------------------------------ */

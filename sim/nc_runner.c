@@ -34,6 +34,12 @@ struct nc_runner {
     int trained[2];
     nc_bias_calib_result bias;          /* the calibrate-bias stage's            */
     int bias_done;
+    double start;                       /* nc_now() when the run began            */
+    double stage_seconds[NC_RUNNER_MAX_STAGES];
+    nc_net *best;                       /* keep_best_T: the best net so far       */
+    int best_row;
+    double best_accuracy;
+    double held_out_accuracy[NC_RUNNER_MAX_ROWS];
     int ran;
 };
 
@@ -106,15 +112,20 @@ static nc_run_stage *add(nc_runner *r, nc_run_stage_kind kind, const char *label
     return s;
 }
 
+/* A measurement of the test split (when there is one), then with
+ * keep_best_T the held-out judgement of the same net (which may undo it:
+ * the row still shows what the stage made). */
 static void add_measure(nc_runner *r, int row, int keep, int ann)
 {
-    if (!has_test_split(&r->desc))
-        return;
-    nc_run_stage *s = add(r, NC_RUN_MEASURE, keep ? "simulate" : "evaluate");
-    s->row = row;
-    s->keep = keep;
-    s->ann = ann && !r->desc.skip_ann;
-    s->qcfs = !r->desc.skip_qcfs;
+    if (has_test_split(&r->desc)) {
+        nc_run_stage *s = add(r, NC_RUN_MEASURE, keep ? "simulate" : "evaluate");
+        s->row = row;
+        s->keep = keep;
+        s->ann = ann && !r->desc.skip_ann;
+        s->qcfs = !r->desc.skip_qcfs;
+    }
+    if (r->desc.keep_best_T > 0)
+        add(r, NC_RUN_SELECT, "select")->row = row;
 }
 
 /* convert → measure → [QCFS → measure] → [BPTT → measure]; with
@@ -173,9 +184,9 @@ nc_status nc_runner_new(const nc_runner_desc *desc, nc_runner **out, nc_error *e
     if (!converts && (finetunes(desc) || desc->n_methods > 0))
         return nc_fail(err, NC_ERR_ARGUMENT, "the network is already spiking: it cannot be calibrated, swept or "
                                              "fine-tuned; simulate it as it is");
-    if (desc->pipeline.calibrate_bias_T > 0 && (!converts || desc->n_methods > 0))
-        return nc_fail(err, NC_ERR_ARGUMENT, "bias calibration corrects one conversion: not a spiking network as it "
-                                             "is, and not a sweep of threshold methods");
+    if ((desc->pipeline.calibrate_bias_T > 0 || desc->keep_best_T > 0) && (!converts || desc->n_methods > 0))
+        return nc_fail(err, NC_ERR_ARGUMENT, "bias calibration and keeping the best stage work on one conversion: "
+                                             "not a spiking network as it is, and not a sweep of threshold methods");
     nc_runner *r = calloc(1, sizeof *r);
     if (!r)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for the pipeline runner");
@@ -185,6 +196,8 @@ nc_status nc_runner_new(const nc_runner_desc *desc, nc_runner **out, nc_error *e
     if (r->desc.batch_size <= 0)
         r->desc.batch_size = r->desc.pipeline.batch_size;
     r->eval_T = default_eval_T(&r->desc, converts);
+    for (int k = 0; k < NC_RUNNER_MAX_ROWS; k++)
+        r->held_out_accuracy[k] = -1;
     r->train = r->desc.pipeline.train;
     plan(r, converts);
     *out = r;
@@ -208,6 +221,7 @@ void nc_runner_free(nc_runner *r)
     nc_net_free(r->calibrated);
     nc_pipeline_result_clear(&r->pipeline);
     nc_bias_calib_result_clear(&r->bias);
+    nc_net_free(r->best);
     free(r);
 }
 
@@ -323,12 +337,64 @@ static nc_status run_convert(nc_runner *r, const nc_run_stage *s, nc_error *err)
     return st == NC_OK ? nc_engine_load(r->engine, r->net, err) : st;
 }
 
+/* keep_best_T: judges the net on the held-out images; the best so far is
+ * kept (a clone), a worse net is replaced by it. */
+static nc_status run_select(nc_runner *r, const nc_run_stage *s, nc_error *err)
+{
+    int64_t held = r->train.val_count;
+    if (held <= 0 || !r->train_set) /* nothing held out: every stage is kept */
+        return NC_OK;
+    /* the images the trainer holds out: after those it trains on (nc_train) */
+    int64_t first = r->train_set->count - held;
+    if (r->train.train_count > 0 && r->train.train_count < first)
+        first = r->train.train_count;
+    double acc = -1;
+    nc_status st = nc_evaluate_snn_range(r->engine, r->train_set, first, held, r->desc.keep_best_T,
+                                         r->desc.batch_size, &acc, err);
+    if (st != NC_OK)
+        return st;
+    r->held_out_accuracy[s->row] = acc;
+    if (!r->best || acc > r->best_accuracy) {
+        nc_net_free(r->best);
+        r->best = nc_net_clone(r->net);
+        r->best_row = s->row;
+        r->best_accuracy = acc;
+        return r->best ? NC_OK : nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the best network");
+    }
+    nc_net *back = nc_net_clone(r->best);
+    if (!back)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the best network");
+    nc_net_free(r->net);
+    r->net = back;
+    return nc_engine_load(r->engine, r->net, err);
+}
+
+/* The time a training stage may take under desc.time_budget (0: no limit). */
+static double stage_budget(const nc_runner *r, int stage)
+{
+    if (r->desc.time_budget <= 0)
+        return 0;
+    double longest_measure = 0, reserve = 0, left = r->desc.time_budget - (nc_now() - r->start);
+    int training_after = 0;
+    for (int i = 0; i < stage; i++)
+        if (r->stages[i].kind == NC_RUN_MEASURE || r->stages[i].kind == NC_RUN_SELECT)
+            longest_measure = r->stage_seconds[i] > longest_measure ? r->stage_seconds[i] : longest_measure;
+    for (int i = stage + 1; i < r->n_stages; i++) {
+        training_after |= r->stages[i].kind == NC_RUN_FINETUNE;
+        if (r->stages[i].kind == NC_RUN_MEASURE || r->stages[i].kind == NC_RUN_SELECT)
+            reserve += longest_measure;
+    }
+    left = training_after ? 0.25 * left : left - reserve;
+    return left > 1e-3 ? left : 1e-3; /* the first epoch always runs */
+}
+
 static nc_status run_finetune(nc_runner *r, const nc_run_stage *s, const nc_runner_observer *obs, nc_error *err)
 {
     nc_pipeline_options o = r->desc.pipeline;
     o.train = r->train;
     o.train.progress = obs->train_progress;
     o.train.progress_user = obs->user;
+    o.train.time_budget = stage_budget(r, (int)(s - r->stages));
     nc_train_result res;
     nc_status st = nc_pipeline_finetune(r->net, s->mode, r->train_set, &o, &res, err);
     if (st == NC_OK) {
@@ -356,6 +422,7 @@ static nc_status run_calibrate_bias(nc_runner *r, const nc_runner_observer *obs,
     r->bias_done = st == NC_OK;
     return st;
 }
+
 
 static nc_status notify(nc_runner *r, const nc_runner_observer *obs, int i, nc_runner_event ev, nc_error *err)
 {
@@ -529,6 +596,31 @@ static nc_status store_bias(nc_project *p, const nc_net *net, const nc_bias_cali
     return st;
 }
 
+/* "seconds_<label>": the time of each kind of stage, summed; and the
+ * whole job's. */
+static void store_stage_times(const nc_runner *r, nc_project *p)
+{
+    double total = 0;
+    for (int i = 0; i < r->n_stages; i++) {
+        double sum = 0;
+        int first = 1;
+        for (int k = 0; k < r->n_stages; k++) {
+            if (strcmp(r->stages[k].label, r->stages[i].label) == 0) {
+                first &= k >= i;
+                sum += r->stage_seconds[k];
+            }
+        }
+        if (first && sum > 0) {
+            char name[64];
+            snprintf(name, sizeof name, "seconds_%s", r->stages[i].label);
+            store_metric(p, "", name, sum);
+        }
+        total += r->stage_seconds[i];
+    }
+    if (total > 0)
+        store_metric(p, "", "seconds_total", total);
+}
+
 nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error *err)
 {
     *out = NULL;
@@ -543,6 +635,9 @@ nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error 
     if (st != NC_OK)
         return st;
     nc_runner_store_rows(p, r->rows, r->n_rows);
+    if (r->best && r->best_row >= 0 && r->best_row < r->n_rows - 1) /* an undone last stage: final_ is the kept one */
+        store_row(p, "final_", &r->rows[r->best_row]);
+    store_stage_times(r, p);
     if (r->test_set)
         store_metric(p, "", "test_images", (double)r->test_set->count);
     store_metric(p, "", "finetune_qcfs_epochs", o->finetune_qcfs_epochs);
@@ -588,6 +683,7 @@ static nc_status run_stage(nc_runner *r, int i, const nc_runner_observer *obs, n
     case NC_RUN_MEASURE: return run_measure(r, i, obs, err);
     case NC_RUN_FINETUNE: return run_finetune(r, s, obs, err);
     case NC_RUN_CALIBRATE_BIAS: return run_calibrate_bias(r, obs, err);
+    case NC_RUN_SELECT: return run_select(r, s, err);
     case NC_RUN_SAVE: return run_save(r, err);
     }
     return nc_fail(err, NC_ERR_ARGUMENT, "unknown stage kind %d", (int)s->kind);
@@ -630,14 +726,17 @@ nc_status nc_runner_run(nc_runner *r, const nc_runner_observer *obs, nc_error *e
     r->ran = 1;
     nc_runner_observer none = {0};
     r->obs = obs ? obs : &none;
+    r->start = nc_now();
     /* the stages see the runner's hooks, which check the streams first */
     nc_runner_observer hooks = {.user = r, .progress = on_progress, .train_progress = on_train_progress,
                                 .event = on_event};
     nc_status st = NC_OK;
     for (int i = 0; i < r->n_stages && st == NC_OK; i++) {
         st = notify(r, &hooks, i, NC_RUNNER_STAGE_BEGIN, err);
+        double began = nc_now();
         if (st == NC_OK)
             st = run_stage(r, i, &hooks, err);
+        r->stage_seconds[i] = nc_now() - began;
         if (st == NC_OK || st == NC_ERR_CANCELLED) {
             nc_status failed = stream_failure(r, err);
             st = failed != NC_OK ? failed : st;
@@ -683,6 +782,15 @@ int nc_runner_train_result(const nc_runner *r, nc_train_mode mode, nc_train_resu
 }
 const nc_train_options *nc_runner_train_options(const nc_runner *r) { return &r->train; }
 const nc_bias_calib_result *nc_runner_bias_result(const nc_runner *r) { return r->bias_done ? &r->bias : NULL; }
+double nc_runner_stage_seconds(const nc_runner *r, int i)
+{
+    return i >= 0 && i < r->n_stages ? r->stage_seconds[i] : 0;
+}
+int nc_runner_best_row(const nc_runner *r) { return r->best ? r->best_row : -1; }
+double nc_runner_held_out_accuracy(const nc_runner *r, int row)
+{
+    return row >= 0 && row < NC_RUNNER_MAX_ROWS ? r->held_out_accuracy[row] : -1;
+}
 int nc_runner_eval_T(const nc_runner *r) { return r->eval_T; }
 nc_engine *nc_runner_engine(nc_runner *r) { return r->engine; }
 const nc_dataset *nc_runner_train_set(const nc_runner *r) { return r->train_set; }

@@ -87,6 +87,17 @@ typedef struct nc_runner_desc {
     nc_record_spec record;        /* what a kept record holds (raster, traces)           */
     int skip_ann, skip_qcfs;      /* no ANN / QCFS-ANN accuracy (e.g. NIR neuron models)  */
     const char *output;           /* project file to write; NULL: none                   */
+    /* Keep the best stage (the --target-T recipe, sim/nc_recipe.h): after
+     * every measured stage of a conversion, the SNN's accuracy at
+     * keep_best_T steps on the fine-tuning held-out images decides; a stage
+     * that lowers it is undone (the net goes back to the best so far, and
+     * the next stage starts from there).  0: off. */
+    int keep_best_T;
+    /* Seconds for the whole job (0: no limit): a QCFS stage followed by BPTT
+     * may use a quarter of what is left, the last training stage what is
+     * left less the measurements after it (the longest one so far, per
+     * measurement); the trainer fits its epochs into that (nc_train.h). */
+    double time_budget;
 } nc_runner_desc;
 
 /* The defaults of every field (pipeline defaults, cpu engine, direct
@@ -100,6 +111,7 @@ typedef enum nc_run_stage_kind {
     NC_RUN_MEASURE,
     NC_RUN_FINETUNE,
     NC_RUN_CALIBRATE_BIAS,
+    NC_RUN_SELECT,
     NC_RUN_SAVE
 } nc_run_stage_kind;
 
@@ -107,10 +119,10 @@ typedef struct nc_run_stage {
     nc_run_stage_kind kind;
     const char *label;      /* for progress displays: "load", "calibrate", "convert",
                                "simulate", "evaluate", "finetune", "calibrate-bias",
-                               "save"                                              */
+                               "select", "save"                                    */
     nc_train_mode mode;     /* FINETUNE: the stage                                */
     int method;             /* CONVERT: index into desc->methods (−1: pipeline.method) */
-    int row;                /* MEASURE: the row it fills                          */
+    int row;                /* MEASURE: the row it fills; SELECT: the row it judges */
     int keep;               /* MEASURE: keeps its record                          */
     int ann, qcfs;          /* MEASURE: also measures ANN / QCFS-ANN accuracy      */
 } nc_run_stage;
@@ -167,6 +179,12 @@ const nc_net *nc_runner_net(const nc_runner *r);
 const nc_pipeline_result *nc_runner_pipeline_result(const nc_runner *r);
 /* The trainer's result of a stage that ran to its end; 0 otherwise. */
 int nc_runner_train_result(const nc_runner *r, nc_train_mode mode, nc_train_result *out);
+/* Seconds stage i took (0 before it ran). */
+double nc_runner_stage_seconds(const nc_runner *r, int i);
+/* keep_best_T: the row whose net the job holds now (the best stage so far),
+ * and the held-out accuracy of row `row` at keep_best_T (−1: not judged). */
+int nc_runner_best_row(const nc_runner *r);
+double nc_runner_held_out_accuracy(const nc_runner *r, int row);
 /* The bias calibration's result (NULL when the stage did not run to its end). */
 const nc_bias_calib_result *nc_runner_bias_result(const nc_runner *r);
 /* The options the trainer ran with (held-out set and crop fill decided). */
