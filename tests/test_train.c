@@ -226,38 +226,6 @@ static void test_bptt_step_matches_pytorch(void) { compare_step("bptt.bin", NC_T
 
 /* ---- learning on a synthetic task ------------------------------------------ */
 
-/* 8×8 images, class = which quadrant is bright (4 classes), with noise. */
-static nc_dataset *quadrant_dataset(int64_t count, uint64_t seed)
-{
-    nc_dataset *ds = calloc(1, sizeof *ds);
-    ds->count = count;
-    ds->channels = 1, ds->height = 8, ds->width = 8;
-    ds->num_classes = 4;
-    ds->images = malloc((size_t)count * 64 * sizeof(float));
-    ds->labels = malloc((size_t)count * sizeof(int32_t));
-    snprintf(ds->path, sizeof ds->path, "quadrants");
-    for (int64_t k = 0; k < count; k++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        int label = (int)((seed >> 33) % 4);
-        ds->labels[k] = label;
-        for (int y = 0; y < 8; y++)
-            for (int x = 0; x < 8; x++) {
-                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-                float noise = (float)(uint32_t)(seed >> 40) / 16777216.0f * 0.6f;
-                int quadrant = (y >= 4) * 2 + (x >= 4);
-                ds->images[k * 64 + y * 8 + x] = (quadrant == label ? 0.7f : 0.0f) + noise;
-            }
-    }
-    return ds;
-}
-
-static void free_dataset(nc_dataset *ds)
-{
-    free(ds->images);
-    free(ds->labels);
-    free(ds);
-}
-
 typedef struct progress_log {
     int calls, cancel_after;
     double first_loss, last_loss;
@@ -322,6 +290,29 @@ static void test_run_learns(nc_train_mode mode)
     printf("# %s: held-out %.3f → %.3f (epoch %d), loss %.3f → %.3f, %.2f s, %.1f MB estimated\n",
            nc_train_mode_name(mode), r.val_accuracy_before, r.best_val_accuracy, r.best_epoch, log.first_loss,
            log.last_loss, r.seconds, r.memory_bytes / 1e6);
+    free_dataset(ds);
+    nc_net_free(net);
+}
+
+/* A time budget shorter than one epoch: the run stops after the first. */
+static void test_time_budget_stops(void)
+{
+    nc_net *net = learning_net(NC_NEURON_QCFS);
+    NC_CHECK(net != NULL, "net");
+    if (!net)
+        return;
+    nc_dataset *ds = quadrant_dataset(300, 9);
+    nc_train_options o = nc_train_options_default(NC_TRAIN_QCFS);
+    o.epochs = 5;
+    o.batch_size = 50;
+    o.time_budget = 1e-6;
+    nc_train_result r;
+    nc_error err = {0};
+    NC_CHECK(nc_train(net, ds, &o, &r, &err) == NC_OK, "train: %s", err.message);
+    NC_CHECK(r.epochs_run == 1, "1 of 5 epochs within the budget (ran %d)", r.epochs_run);
+    o.time_budget = 0;
+    o.epochs = 2;
+    NC_CHECK(nc_train(net, ds, &o, &r, &err) == NC_OK && r.epochs_run == 2, "no budget: every epoch");
     free_dataset(ds);
     nc_net_free(net);
 }
@@ -669,6 +660,7 @@ int main(void)
     NC_RUN(test_untrainable_nodes_named);
     NC_RUN(test_loss_horizons);
     NC_RUN(test_distillation);
+    NC_RUN(test_time_budget_stops);
     NC_RUN(test_cpu_backend_slices);
     return nc_test_done();
 }
