@@ -637,7 +637,8 @@ nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error 
     nc_runner_store_rows(p, r->rows, r->n_rows);
     if (r->best && r->best_row >= 0 && r->best_row < r->n_rows - 1) /* an undone last stage: final_ is the kept one */
         store_row(p, "final_", &r->rows[r->best_row]);
-    store_stage_times(r, p);
+    if (finetunes(&r->desc) || o->calibrate_bias_T > 0) /* a plain conversion's file stays as it was */
+        store_stage_times(r, p);
     if (r->test_set)
         store_metric(p, "", "test_images", (double)r->test_set->count);
     store_metric(p, "", "finetune_qcfs_epochs", o->finetune_qcfs_epochs);
