@@ -36,9 +36,9 @@ static void usage(FILE *out)
             "The low-latency recipe:\n"
             "  --target-T N     choose everything for an N-step SNN by the rules of docs/FINETUNING.md\n"
             "                   (thresholds, L = N, bias calibration, QCFS and BPTT with distillation,\n"
-            "                   keeping the best stage on held-out images); prints what and why.  It\n"
-            "                   replaces the options it decides; --batch, --train-images, --val-images,\n"
-            "                   --calib-images, --bias-images, --train-engine and --eval-T are kept\n"
+            "                   keeping the best stage on held-out images); prints what and why.\n"
+            "                   Conversion and fine-tuning options given with it win over its choices\n"
+            "                   (e.g. --distill 0 turns distillation off)\n"
             "  --time-budget M  minutes for the whole recipe (default 5): training epochs fit into it\n"
             "  --engine NAME    cpu (default) | gpu: calibration and evaluation\n"
             "  --limit N        test images for the accuracies (default: all)\n"
@@ -55,6 +55,10 @@ typedef struct convert_args {
     int target_T;         /* --target-T: the recipe (0: none) */
     double budget_minutes;
     nc_recipe recipe;
+    /* the conversion and fine-tuning options as given, replayed over the
+     * recipe's choices: what the user set wins */
+    int n_given;
+    struct { int opt; const char *arg; } given[64];
 } convert_args;
 
 static int parse(int argc, char **argv, convert_args *a)
@@ -70,13 +74,18 @@ static int parse(int argc, char **argv, convert_args *a)
                                             {0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "ho:T:", options, NULL)) != -1) {
-        int used = nc_cli_data_option(&a->data, opt, optarg);
-        if (used == 0)
-            used = nc_cli_convert_option(&a->opts, opt, optarg);
-        if (used == 0)
-            used = nc_cli_finetune_option(&a->opts, &a->ft, opt, optarg);
+        int used = nc_cli_data_option(&a->data, opt, optarg), pipeline = 0;
+        if (used == 0) {
+            if ((used = nc_cli_convert_option(&a->opts, opt, optarg)) == 0)
+                used = nc_cli_finetune_option(&a->opts, &a->ft, opt, optarg);
+            pipeline = used > 0;
+        }
         if (used < 0)
             return 2;
+        if (pipeline && a->n_given < 64) {
+            a->given[a->n_given].opt = opt;
+            a->given[a->n_given++].arg = optarg;
+        }
         if (used)
             continue;
         switch (opt) {
@@ -302,6 +311,10 @@ static nc_status describe(convert_args *a, const nc_net *net, nc_runner_desc *d,
     d->output = a->output;
     if (a->target_T > 0) {
         nc_status st = nc_recipe_describe(net, a->target_T, a->budget_minutes, d, &a->recipe, err);
+        nc_cli_finetune ignored = a->ft;
+        for (int k = 0; k < a->n_given; k++) /* the user's options win over the recipe's */
+            if (nc_cli_convert_option(&d->pipeline, a->given[k].opt, a->given[k].arg) == 0)
+                nc_cli_finetune_option(&d->pipeline, &ignored, a->given[k].opt, a->given[k].arg);
         a->opts = d->pipeline; /* what the tables and the --json line report */
         return st;
     }
@@ -313,6 +326,8 @@ static nc_status describe(convert_args *a, const nc_net *net, nc_runner_desc *d,
 static void print_recipe(const convert_args *a)
 {
     printf("Recipe for T = %d (docs/FINETUNING.md, \"The --target-T recipe\"):\n", a->target_T);
+    if (a->n_given > 0)
+        printf("  (the %d option%s given on the command line win over these)\n", a->n_given, a->n_given == 1 ? "" : "s");
     for (const char *line = a->recipe.reasons; *line;) {
         const char *end = strchr(line, '\n');
         int len = end ? (int)(end - line) : (int)strlen(line);
