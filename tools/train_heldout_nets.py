@@ -27,7 +27,6 @@ Usage (Debian's python3-torch is /usr/bin/python3):
 """
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -38,9 +37,9 @@ from torch import nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_onnx  # noqa: E402
 import nc_models  # noqa: E402
+from train_models import BATCH, evaluate, fit, log  # noqa: E402
 
 SEED = 1717
-BATCH = 128
 LEARNING_RATE = 2e-3
 
 
@@ -100,39 +99,10 @@ BUILDERS = {"ho_mlp_wide": ho_mlp_wide, "ho_cnn_avg": ho_cnn_avg, "ho_cnn_bn_max
 EPOCHS = {"ho_mlp_wide": 3, "ho_cnn_avg": 2, "ho_cnn_bn_max": 2, "ho_vgg_deep": 1, "ho_resnet_pre": 1}
 
 
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def evaluate(model, x, y, batch=1000):
-    model.eval()
-    correct = 0
-    with torch.no_grad():
-        for i in range(0, len(x), batch):
-            correct += int((model(x[i:i + batch]).argmax(1) == y[i:i + batch]).sum())
-    return correct / len(x)
-
-
 def train(name, x, y, epochs):
     torch.manual_seed(SEED)
     model = BUILDERS[name]()
-    opt = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * math.ceil(len(x) / BATCH))
-    gen = torch.Generator().manual_seed(SEED)
-    loss_fn = nn.CrossEntropyLoss()
-    for epoch in range(epochs):
-        model.train()
-        t0, total = time.time(), 0.0
-        order = torch.randperm(len(x), generator=gen)
-        for i in range(0, len(x), BATCH):
-            idx = order[i:i + BATCH]
-            opt.zero_grad()
-            loss = loss_fn(model(x[idx]), y[idx])
-            loss.backward()
-            opt.step()
-            sched.step()
-            total += loss.item() * len(idx)
-        log(f"{name}: epoch {epoch + 1}/{epochs} loss {total / len(x):.4f} ({time.time() - t0:.0f} s)")
+    fit(model, x, y, epochs, SEED, name, lr=LEARNING_RATE)
     return model.eval()
 
 
