@@ -34,6 +34,7 @@ struct nc_runner {
     int trained[2];
     nc_bias_calib_result bias;          /* the calibrate-bias stage's            */
     int bias_done;
+    int bias_row;                       /* the row measured after it              */
     double start;                       /* nc_now() when the run began            */
     double stage_seconds[NC_RUNNER_MAX_STAGES];
     nc_net *best;                       /* keep_best_T: the best net so far       */
@@ -140,6 +141,7 @@ static void plan_conversion(nc_runner *r)
     int row = 1;
     if (p->calibrate_bias_T > 0) {
         add(r, NC_RUN_CALIBRATE_BIAS, "calibrate-bias");
+        r->bias_row = row;
         /* no ANN row: the ANN reading of corrected biases is not the source ANN */
         add_measure(r, row++, keep && !qcfs && !bptt, 0);
     }
@@ -571,24 +573,28 @@ void nc_runner_store_rows(nc_project *p, const nc_stage_row *rows, int n)
 }
 
 /* The bias corrections as per-layer statistics "bias_correction" (only
- * when the net holds them), the layer errors before and after as
+ * when the saved net holds them), the layer errors before and after as
  * "bias_error" [before, after], and the settings and check as metrics. */
-static nc_status store_bias(nc_project *p, const nc_net *net, const nc_bias_calib_result *b, nc_error *err)
+static nc_status store_bias(nc_project *p, const nc_runner *r, nc_error *err)
 {
+    const nc_bias_calib_result *b = &r->bias;
+    const nc_net *net = r->net;
+    /* a later select may have gone back to the net from before the corrections */
+    int holds = b->kept && !(r->best && r->best_row < r->bias_row);
     nc_status st = NC_OK;
     for (int l = 0; l < b->n_layers && st == NC_OK; l++) {
         const nc_bias_layer *bl = &b->layers[l];
         const char *name = net->nodes[bl->node].name;
         int64_t shape[1] = {bl->channels}, two[1] = {2};
         float errors[2] = {(float)bl->error_before, (float)bl->error_after};
-        if (b->kept && bl->carrier >= 0)
+        if (holds && bl->carrier >= 0)
             st = nc_project_add_stat(p, name, "bias_correction", 1, shape, bl->delta, err);
         if (st == NC_OK)
             st = nc_project_add_stat(p, name, "bias_error", 1, two, errors, err);
     }
     store_metric(p, "", "bias_calibration_T", b->T);
     store_metric(p, "", "bias_calibration_images", (double)b->images);
-    store_metric(p, "", "bias_calibration_kept", b->kept);
+    store_metric(p, "", "bias_calibration_kept", holds);
     if (b->check_before >= 0) {
         store_metric(p, "", "bias_calibration_check_before", b->check_before);
         store_metric(p, "", "bias_calibration_check_after", b->check_after);
@@ -655,7 +661,7 @@ nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error 
                      r->train.distill_tau > 0 ? r->train.distill_tau : NC_TRAIN_DEFAULT_TAU);
     }
     if (st == NC_OK && r->bias_done)
-        st = store_bias(p, r->net, &r->bias, err);
+        st = store_bias(p, r, err);
     if (st != NC_OK) {
         nc_project_free(p);
         return st;
