@@ -934,10 +934,6 @@ static void zero_param_grads(nc_trainer *tr)
         tr->be->ops->zero(tr->be, tr->params[k].grad, (size_t)tr->params[k].count);
 }
 
-/* The loss and dL/d(output) into grad[output].  One horizon (k = T): the
- * logits are the mean over T steps and each step gets dlogits / T.  Several
- * horizons k: loss = mean over k of CE(mean of the first k steps), so step t
- * gets Σ_{k > t} dlogits_k / (k·H). */
 /* The loss of tr->logits against the labels (and the teacher's logits when
  * distilling), its gradient into tr->dlogits when dlogits is set. */
 static double batch_loss(nc_trainer *tr, const int32_t *labels, int dlogits, int64_t *correct)
@@ -949,6 +945,10 @@ static double batch_loss(nc_trainer *tr, const int32_t *labels, int dlogits, int
                            tr->o.distill_tau, d, correct);
 }
 
+/* The loss and dL/d(output) into grad[output].  One horizon (k = T): the
+ * logits are the mean over T steps and each step gets dlogits / T.  Several
+ * horizons k: loss = mean over k of CE(mean of the first k steps), so step t
+ * gets Σ_{k > t} dlogits_k / (k·H). */
 static nc_status output_gradient(nc_trainer *tr, const int32_t *labels, double *loss, int64_t *correct, nc_error *err)
 {
     const nc_train_backend_ops *ops = tr->be->ops;
