@@ -35,7 +35,7 @@ static void usage(FILE *out)
             "%s"
             "The low-latency recipe:\n"
             "  --target-T N     choose everything for an N-step SNN by the rules of docs/FINETUNING.md\n"
-            "                   (thresholds, L = N, bias calibration, QCFS and BPTT with distillation,\n"
+            "                   (thresholds, L = N, QCFS, bias calibration, BPTT with distillation,\n"
             "                   keeping the best stage on held-out images); prints what and why.\n"
             "                   Conversion and fine-tuning options given with it win over its choices\n"
             "                   (e.g. --distill 0 turns distillation off)\n"

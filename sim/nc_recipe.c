@@ -65,8 +65,8 @@ static void rule_conversion(const nc_net_summary *s, int T, nc_recipe *r)
     if (s->maxpools > 0)
         reason(r, "MaxPool pre-spike: exact max of the running sums, and trainable by BPTT");
     o->calibrate_bias_T = T;
-    reason(r, "bias calibration for T = %d: training-free, corrects each layer's mean rate error at T; undone "
-              "when held-out accuracy falls", T);
+    reason(r, "bias calibration for T = %d, after the QCFS stage: corrects each layer's mean rate error at T "
+              "for the net QCFS left; undone when held-out accuracy falls", T);
 }
 
 static void rule_training(const nc_net_summary *s, int T, nc_recipe *r)

@@ -129,25 +129,28 @@ static void add_measure(nc_runner *r, int row, int keep, int ann)
         add(r, NC_RUN_SELECT, "select")->row = row;
 }
 
-/* convert → measure → [QCFS → measure] → [BPTT → measure]; with
- * records, the first and the last measurement keep theirs (the before and
- * after of the workbench's comparison). */
+/* convert → measure → [QCFS → measure] → [calibrate-bias → measure] →
+ * [BPTT → measure]; with records, the first and the last measurement keep
+ * theirs (the before and after of the workbench's comparison).  Bias
+ * calibration follows the QCFS stage: that stage retrains the biases for the
+ * QCFS-ANN, and the correction is for the SNN the net has become. */
 static void plan_conversion(nc_runner *r)
 {
     const nc_pipeline_options *p = &r->desc.pipeline;
     int keep = r->desc.keep_records, qcfs = p->finetune_qcfs_epochs > 0, bptt = p->finetune_bptt_epochs > 0;
+    int bias = p->calibrate_bias_T > 0;
     add(r, NC_RUN_CONVERT, "convert");
     add_measure(r, 0, keep, 1);
     int row = 1;
-    if (p->calibrate_bias_T > 0) {
+    if (qcfs) {
+        add(r, NC_RUN_FINETUNE, "finetune")->mode = NC_TRAIN_QCFS;
+        add_measure(r, row++, keep && !bias && !bptt, 1);
+    }
+    if (bias) {
         add(r, NC_RUN_CALIBRATE_BIAS, "calibrate-bias");
         r->bias_row = row;
         /* no ANN row: the ANN reading of corrected biases is not the source ANN */
-        add_measure(r, row++, keep && !qcfs && !bptt, 0);
-    }
-    if (qcfs) {
-        add(r, NC_RUN_FINETUNE, "finetune")->mode = NC_TRAIN_QCFS;
-        add_measure(r, row++, keep && !bptt, 1);
+        add_measure(r, row++, keep && !bptt, 0);
     }
     if (bptt) {
         add(r, NC_RUN_FINETUNE, "finetune")->mode = NC_TRAIN_BPTT;

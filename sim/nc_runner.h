@@ -11,7 +11,8 @@
  *              sweep, each on a clone of the calibrated net);
  *   calibrate-bias  training-free bias corrections for a T
  *              (pipeline.calibrate_bias_T, sim/nc_bias_calib.h), followed by
- *              a measure;
+ *              a measure; after the QCFS stage when there is one (that
+ *              stage retrains the biases for the QCFS-ANN), before BPTT;
  *   measure    one row of the stage table: ANN, QCFS-ANN and SNN accuracy on
  *              the test split (the SNN's after every step up to eval_T);
  *   finetune   one fine-tuning stage (QCFS, then BPTT), each followed by a

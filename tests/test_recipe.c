@@ -171,7 +171,7 @@ static void test_recipe_run_keeps_the_best(void)
     if (st == NC_OK) {
         NC_CHECK(nc_runner_row_count(r) == 4 && count_stages(r, NC_RUN_SELECT) == 4 &&
                      count_stages(r, NC_RUN_CALIBRATE_BIAS) == 1 && count_stages(r, NC_RUN_FINETUNE) == 2,
-                 "converted, bias calibrated, QCFS, BPTT: each measured and judged");
+                 "converted, QCFS, bias calibrated, BPTT: each measured and judged");
         int best = nc_runner_best_row(r), first_best = -1;
         double top = -1;
         for (int k = 0; k < 4; k++) {

@@ -166,7 +166,7 @@ static void test_same_tables(void)
 }
 
 /* --target-T 4 on the command line and Target T 4 in the workbench plan the
- * recipe's stages: bias calibration, QCFS, BPTT, each measured and judged. */
+ * recipe's stages: QCFS, bias calibration, BPTT, each measured and judged. */
 static void test_same_recipe_plan(void)
 {
     char *argv[] = {"convert", model_path, "-o", project_path, "--mean", "0.2860", "--std", "0.3530",
