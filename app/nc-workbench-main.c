@@ -6,6 +6,8 @@ int main(int argc, char **argv)
 {
     NcApplication *app = nc_application_new();
     int status = g_application_run(G_APPLICATION(app), argc, argv);
+    if (status == 0)
+        status = nc_application_get_exit_status(app);
     g_object_unref(app);
     return status;
 }

@@ -31,6 +31,7 @@ int nc_cli_is_snn(const nc_net *net);
 /* nc_cli_load_model, for commands that need a converted net: NULL (with a
  * message that says to convert it first) when it holds no spiking neurons. */
 nc_net *nc_cli_load_snn(const char *path);
+nc_net *nc_cli_load_snn_pp(const char *path, nc_preprocess *pp, int *has_pp); /* as nc_cli_load_model_pp */
 /* 1 if the net holds NIR neuron models, which have no ANN or QCFS function. */
 int nc_cli_has_nir_models(const nc_net *net);
 /* Options of NIR import, set by --dt / --nir-reset-subtract / --nir-if-dt;
@@ -93,7 +94,17 @@ struct nc_pipeline_options;
  * conversion options. */
 struct nc_runner_desc nc_cli_runner_desc(const nc_net *net, const char *model, const nc_cli_data *data,
                                          const char *engine, const struct nc_pipeline_options *opts);
+/* Runs the job `d` with Ctrl-C stopping it at its next batch: *r is the
+ * runner (NULL when it could not be planned; free it), for the results also
+ * after a failure or a cancel. */
+struct nc_runner;
+struct nc_runner_observer;
+nc_status nc_cli_run_job(const struct nc_runner_desc *d, const struct nc_runner_observer *obs, struct nc_runner **r,
+                         nc_error *err);
 int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, struct nc_runner_desc *out);
+/* The same for `run ARGS` (argv[0] = "run") of the spiking `net`, the test
+ * split left for the runner to open (the command opens it itself first). */
+int nc_cli_run_describe(int argc, char **argv, const nc_net *net, struct nc_runner_desc *out);
 
 /* The --engine-opt KEY=VALUE settings given (nc_cli_data_option reads them). */
 struct nc_engine_settings;

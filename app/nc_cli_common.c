@@ -151,6 +151,13 @@ nc_runner_desc nc_cli_runner_desc(const nc_net *net, const char *model, const nc
     return d;
 }
 
+nc_status nc_cli_run_job(const nc_runner_desc *d, const nc_runner_observer *obs, nc_runner **r, nc_error *err)
+{
+    nc_cli_install_sigint();
+    nc_status st = nc_runner_new(d, r, err);
+    return st == NC_OK ? nc_runner_run(*r, obs, err) : st;
+}
+
 nc_engine *nc_cli_engine(const char *name, const nc_net *net, int threads)
 {
     nc_error err = {0};
@@ -212,9 +219,11 @@ int nc_cli_is_snn(const nc_net *net)
     return nc_cli_has_nir_models(net);
 }
 
-nc_net *nc_cli_load_snn(const char *path)
+nc_net *nc_cli_load_snn(const char *path) { return nc_cli_load_snn_pp(path, NULL, NULL); }
+
+nc_net *nc_cli_load_snn_pp(const char *path, nc_preprocess *pp, int *has_pp)
 {
-    nc_net *net = nc_cli_load_model(path);
+    nc_net *net = nc_cli_load_model_pp(path, pp, has_pp);
     if (net && !nc_cli_is_snn(net)) {
         fprintf(stderr, "neurocuda: %s holds no spiking neurons; convert it first: neurocuda convert %s -o "
                         "model.ncsnn\n", path, path);
@@ -239,15 +248,14 @@ const char nc_cli_convert_help[] =
 
 int nc_cli_convert_option(nc_pipeline_options *o, int opt, const char *arg)
 {
+    static const char *const resets[] = {"subtract", "zero"}, *const fires[] = {"ge", "gt"};
     long v;
     double d;
+    int k;
     switch (opt) {
     case NC_OPT_THRESHOLD:
-        if (nc_calib_method_parse(arg, &o->method) != 0) {
-            fprintf(stderr, "neurocuda: --threshold must be max, p99, p99.9, p99.99 or mmse, got '%s'\n", arg);
-            return -1;
-        }
-        return 1;
+        return nc_cli_check_choice(nc_calib_method_parse(arg, &o->method) == 0, "--threshold",
+                                   "max, p99, p99.9, p99.99 or mmse", arg);
     case NC_OPT_PER_CHANNEL: o->per_channel = 1; return 1;
     case NC_OPT_L:
         if ((v = nc_cli_parse_long("--L", arg, 1, 4096)) < 0)
@@ -260,11 +268,8 @@ int nc_cli_convert_option(nc_pipeline_options *o, int opt, const char *arg)
         o->target_T = (int)v;
         return 1;
     case NC_OPT_MAXPOOL:
-        if (nc_maxpool_strategy_parse(arg, &o->maxpool) != 0) {
-            fprintf(stderr, "neurocuda: --maxpool must be avg, pre-spike or gated, got '%s'\n", arg);
-            return -1;
-        }
-        return 1;
+        return nc_cli_check_choice(nc_maxpool_strategy_parse(arg, &o->maxpool) == 0, "--maxpool",
+                                   "avg, pre-spike or gated", arg);
     case NC_OPT_CALIB_IMAGES:
         if ((v = nc_cli_parse_long("--calib-images", arg, 1, 1L << 30)) < 0)
             return -1;
@@ -278,18 +283,14 @@ int nc_cli_convert_option(nc_pipeline_options *o, int opt, const char *arg)
         o->snn.v0_fraction = (float)d;
         return 1;
     case NC_OPT_RESET:
-        if (strcmp(arg, "subtract") && strcmp(arg, "zero")) {
-            fprintf(stderr, "neurocuda: --reset must be subtract or zero, got '%s'\n", arg);
+        if ((k = nc_cli_parse_choice("--reset", arg, resets, 2)) < 0)
             return -1;
-        }
-        o->snn.reset = strcmp(arg, "zero") == 0 ? NC_RESET_ZERO : NC_RESET_SUBTRACT;
+        o->snn.reset = k ? NC_RESET_ZERO : NC_RESET_SUBTRACT;
         return 1;
     case NC_OPT_FIRE:
-        if (strcmp(arg, "ge") && strcmp(arg, "gt")) {
-            fprintf(stderr, "neurocuda: --fire must be ge or gt, got '%s'\n", arg);
+        if ((k = nc_cli_parse_choice("--fire", arg, fires, 2)) < 0)
             return -1;
-        }
-        o->snn.compare = strcmp(arg, "gt") == 0 ? NC_FIRE_GT : NC_FIRE_GE;
+        o->snn.compare = k ? NC_FIRE_GT : NC_FIRE_GE;
         return 1;
     default: return 0;
     }

@@ -86,17 +86,10 @@ int nc_cli_finetune_option(nc_pipeline_options *o, nc_cli_finetune *f, int opt, 
         t->surrogate_alpha = (float)d;
         return rc;
     case NC_OPT_OPTIMIZER:
-        if (nc_optimizer_parse(arg, &t->optimizer) != 0) {
-            fprintf(stderr, "neurocuda: --optimizer must be sgd or adam, got '%s'\n", arg);
-            return -1;
-        }
-        return 1;
+        return nc_cli_check_choice(nc_optimizer_parse(arg, &t->optimizer) == 0, "--optimizer", "sgd or adam", arg);
     case NC_OPT_SURROGATE:
-        if (nc_surrogate_parse(arg, &t->surrogate) != 0) {
-            fprintf(stderr, "neurocuda: --surrogate must be triangle, sigmoid, atan or rect, got '%s'\n", arg);
-            return -1;
-        }
-        return 1;
+        return nc_cli_check_choice(nc_surrogate_parse(arg, &t->surrogate) == 0, "--surrogate",
+                                   "triangle, sigmoid, atan or rect", arg);
     case NC_OPT_TRAIN_THRESHOLD: t->train_threshold = 1; return 1;
     case NC_OPT_AUGMENT:
         t->crop_padding = 2;
@@ -107,12 +100,8 @@ int nc_cli_finetune_option(nc_pipeline_options *o, nc_cli_finetune *f, int opt, 
         t->batch_size = (int)v;
         return rc;
     case NC_OPT_TRAIN_ENGINE:
-        if (strcmp(arg, "cpu") && strcmp(arg, "gpu")) {
-            fprintf(stderr, "neurocuda: --train-engine must be cpu or gpu, got '%s'\n", arg);
-            return -1;
-        }
         t->engine = arg;
-        return 1;
+        return nc_cli_check_choice(!strcmp(arg, "cpu") || !strcmp(arg, "gpu"), "--train-engine", "cpu or gpu", arg);
     case NC_OPT_HORIZONS:
         if (nc_train_horizons_parse(arg, t) != 0) {
             fprintf(stderr, "neurocuda: --train-horizons needs 1 to 8 step counts like 4,8, got '%s'\n", arg);

@@ -5,9 +5,10 @@
 #include <string.h>
 
 #include "nc_cli.h"
+#include "nc_engine_registry.h"
 
 const char nc_cli_loihi_help[] =
-    "  Loihi engine (--engine loihi; docs/DESIGN.md, sim/nc_engine_loihi.h):\n"
+    "  Loihi engine (--engine loihi; each --loihi-X V is its --engine-opt X=V; docs/LOIHI.md):\n"
     "  --loihi-reset R        subtract (default: our QCFS neurons) | zero (Lava's stock LIF)\n"
     "  --loihi-fire C         gt (default: fire when v > threshold, the chip) | ge\n"
     "  --loihi-delay D        compensated (default: 1-step synaptic delay per layer, each layer\n"
@@ -25,16 +26,18 @@ void nc_cli_loihi_init(nc_cli_loihi *l)
     l->opts = nc_loihi_options_default();
 }
 
-static int choice(const char *option, const char *arg, const char *const *names, int n)
+/* The switch as the loihi engine's registered option KEY=VALUE. */
+static int set(nc_cli_loihi *l, const char *key, const char *value)
 {
-    for (int k = 0; k < n; k++)
-        if (strcmp(arg, names[k]) == 0)
-            return k;
-    fprintf(stderr, "neurocuda: %s must be", option);
-    for (int k = 0; k < n; k++)
-        fprintf(stderr, "%s %s", k ? (k == n - 1 ? " or" : ",") : "", names[k]);
-    fprintf(stderr, ", got '%s'\n", arg);
-    return -1;
+    char kv[96];
+    nc_error err = {0};
+    snprintf(kv, sizeof kv, "%s=%s", key, value);
+    if (nc_engine_settings_add(&l->settings, kv, &err) != NC_OK) {
+        nc_cli_error(&err);
+        return -1;
+    }
+    l->given = 1;
+    return 1;
 }
 
 int nc_cli_loihi_option(nc_cli_loihi *l, int opt, const char *arg)
@@ -46,66 +49,74 @@ int nc_cli_loihi_option(nc_cli_loihi *l, int opt, const char *arg)
     long v;
     switch (opt) {
     case NC_OPT_LOIHI_RESET:
-        if ((k = choice("--loihi-reset", arg, resets, 2)) < 0)
+        if ((k = nc_cli_parse_choice("--loihi-reset", arg, resets, 2)) < 0)
             return -1;
         l->opts.reset = k ? NC_RESET_ZERO : NC_RESET_SUBTRACT;
-        break;
+        return set(l, "reset", arg);
     case NC_OPT_LOIHI_FIRE:
-        if ((k = choice("--loihi-fire", arg, fires, 2)) < 0)
+        if ((k = nc_cli_parse_choice("--loihi-fire", arg, fires, 2)) < 0)
             return -1;
         l->opts.compare = k ? NC_FIRE_GE : NC_FIRE_GT;
-        break;
+        return set(l, "fire", arg);
     case NC_OPT_LOIHI_DELAY:
-        if ((k = choice("--loihi-delay", arg, delays, 3)) < 0)
+        if ((k = nc_cli_parse_choice("--loihi-delay", arg, delays, 3)) < 0)
             return -1;
         l->opts.delay = delay_of[k];
-        break;
+        return set(l, "delay", arg);
     case NC_OPT_LOIHI_SPIKES:
-        if ((k = choice("--loihi-spikes", arg, spikes, 2)) < 0)
+        if ((k = nc_cli_parse_choice("--loihi-spikes", arg, spikes, 2)) < 0)
             return -1;
         l->opts.graded = k;
-        break;
+        return set(l, "spikes", arg);
     case NC_OPT_LOIHI_MESSAGE_BITS:
         if ((v = nc_cli_parse_long("--loihi-message-bits", arg, 1, 24)) < 0)
             return -1;
         l->opts.message_bits = (int)v;
-        break;
+        return set(l, "message-bits", arg);
     case NC_OPT_LOIHI_VTH:
         if ((v = nc_cli_parse_long("--loihi-vth", arg, 1, NC_LOIHI_VTH_MAX)) < 0)
             return -1;
         l->opts.quant.vth_target = (int)v;
-        break;
+        return set(l, "vth", arg);
     case NC_OPT_LOIHI_INPUT_BITS:
         if ((v = nc_cli_parse_long("--loihi-input-bits", arg, 0, 16)) < 0)
             return -1;
         l->opts.quant.input_frac_bits = (int)v;
-        break;
-    case NC_OPT_LOIHI_QUIET:
-        l->quiet = 1;
-        return 1;
-    default:
-        return 0;
+        return set(l, "input-bits", arg);
+    case NC_OPT_LOIHI_QUIET: l->quiet = 1; return 1;
+    default: return 0;
     }
-    l->given = 1;
-    return 1;
 }
 
-int nc_cli_loihi_setup(nc_engine *e, const nc_cli_loihi *l, int T, FILE *out)
+nc_status nc_cli_loihi_settings(const nc_cli_loihi *l, const nc_engine_settings *given, nc_engine_settings *out,
+                                nc_error *err)
+{
+    *out = *given;
+    for (int k = 0; k < l->settings.n; k++) {
+        char kv[sizeof l->settings.key[0] + sizeof l->settings.value[0] + 1];
+        snprintf(kv, sizeof kv, "%s=%s", l->settings.key[k], l->settings.value[k]);
+        nc_status st = nc_engine_settings_add(out, kv, err);
+        if (st != NC_OK)
+            return st;
+    }
+    return NC_OK;
+}
+
+void nc_cli_loihi_print_setup(const nc_engine *e, const nc_cli_loihi *l, int T, FILE *out)
 {
     nc_error err = {0};
-    if (nc_engine_loihi_set_options(e, &l->opts, &err) != NC_OK)
-        return nc_cli_error(&err);
     const nc_loihi_net *q = nc_engine_loihi_quantised(e);
     if (!q || l->quiet)
-        return 0;
+        return;
     size_t size = 1 << 16;
     char *buf = malloc(size);
     if (!buf)
-        return 0;
+        return;
+    nc_loihi_options o = nc_engine_loihi_get_options(e);
     fputs(nc_loihi_report_text(q, buf, size), out);
     nc_loihi_hw_options hw = nc_loihi_hw_options_default();
-    hw.reset = l->opts.reset;
-    hw.graded = l->opts.graded;
+    hw.reset = o.reset;
+    hw.graded = o.graded;
     nc_loihi_hw_report r;
     if (nc_loihi_hw_check(q, &hw, &r, &err) == NC_OK)
         fputs(nc_loihi_hw_text(q, &r, buf, size), out);
@@ -116,13 +127,12 @@ int nc_cli_loihi_setup(nc_engine *e, const nc_cli_loihi *l, int T, FILE *out)
     static const char *const delay_names[] = {"compensated", "off", "raw"};
     fprintf(out, "Loihi run: reset %s, fire on %s, %s spikes, synaptic delay %s (%d delayed layers): latency %lld "
                  "steps for T = %d\n",
-            l->opts.reset == NC_RESET_ZERO ? "to zero" : "by subtraction", l->opts.compare == NC_FIRE_GT ? ">" : ">=",
-            l->opts.graded ? "graded" : "binary", delay_names[l->opts.delay], q->max_depth,
+            o.reset == NC_RESET_ZERO ? "to zero" : "by subtraction", o.compare == NC_FIRE_GT ? ">" : ">=",
+            o.graded ? "graded" : "binary", delay_names[o.delay], q->max_depth,
             (long long)nc_engine_loihi_latency(e, T), T);
-    if (l->opts.delay == NC_LOIHI_DELAY_RAW && T <= q->max_depth)
+    if (o.delay == NC_LOIHI_DELAY_RAW && T <= q->max_depth)
         fprintf(out, "warning: with the raw delay the output hears the input only after %d steps: T = %d leaves it "
                      "nothing\n", q->max_depth, T);
-    return 0;
 }
 
 void nc_cli_loihi_print_stats(const nc_engine *e, int T, FILE *out)

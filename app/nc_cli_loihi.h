@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "nc_engine_loihi.h"
+#include "nc_engine_registry.h"
 
 /* Option codes of their own range, clear of nc_cli.h's. */
 enum { NC_OPT_LOIHI_RESET = 2000, NC_OPT_LOIHI_FIRE, NC_OPT_LOIHI_DELAY, NC_OPT_LOIHI_SPIKES,
@@ -26,8 +27,13 @@ enum { NC_OPT_LOIHI_RESET = 2000, NC_OPT_LOIHI_FIRE, NC_OPT_LOIHI_DELAY, NC_OPT_
 /* The help lines of those options. */
 extern const char nc_cli_loihi_help[];
 
+/* Each --loihi-X switch is the loihi engine's registered option X
+ * (`neurocuda engines`): it lands in `settings` as X=VALUE, which the engine
+ * is created with, and in `opts` for export-lava, which quantises without an
+ * engine. */
 typedef struct nc_cli_loihi {
     nc_loihi_options opts;
+    nc_engine_settings settings;
     int given;  /* a --loihi-* option was given */
     int quiet;  /* --loihi-quiet: no quantisation report or hardware table */
 } nc_cli_loihi;
@@ -36,10 +42,13 @@ void nc_cli_loihi_init(nc_cli_loihi *l);
 /* 1 if it consumed the option, 0 if not, −1 on a bad value (printed). */
 int nc_cli_loihi_option(nc_cli_loihi *l, int opt, const char *arg);
 
-/* Sets the options on a loaded loihi engine and prints the quantisation
- * report and the hardware checks (warnings with numbers) to `out`.  Returns 0,
- * or 1 after printing the error. */
-int nc_cli_loihi_setup(nc_engine *e, const nc_cli_loihi *l, int T, FILE *out);
+/* The --engine-opt settings `given` followed by the switches' (which win
+ * over an --engine-opt of the same key): what a loihi engine is created with. */
+nc_status nc_cli_loihi_settings(const nc_cli_loihi *l, const nc_engine_settings *given, nc_engine_settings *out,
+                                nc_error *err);
+/* Prints, unless --loihi-quiet, the quantisation report of a loaded loihi
+ * engine, the hardware checks (warnings with numbers) and its settings. */
+void nc_cli_loihi_print_setup(const nc_engine *e, const nc_cli_loihi *l, int T, FILE *out);
 /* Prints the latency, spike and overflow counts of the runs so far. */
 void nc_cli_loihi_print_stats(const nc_engine *e, int T, FILE *out);
 

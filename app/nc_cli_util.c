@@ -2,6 +2,7 @@
 #include "nc_cli_util.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -176,4 +177,40 @@ int nc_cli_parse_double(const char *option, const char *text, double *out)
     }
     *out = v;
     return 0;
+}
+
+int nc_cli_usage_exit(int opt, void (*usage)(FILE *out))
+{
+    usage(opt == 'h' ? stdout : stderr);
+    return opt == 'h' ? 0 : 2;
+}
+
+const char *nc_cli_operand(int argc, char **argv, int complete, const char *complaint, void (*usage)(FILE *out))
+{
+    if (optind == argc - 1 && complete)
+        return argv[optind];
+    fprintf(stderr, "neurocuda %s\n", complaint);
+    if (usage)
+        usage(stderr);
+    return NULL;
+}
+
+int nc_cli_check_choice(int parsed, const char *option, const char *choices, const char *arg)
+{
+    if (parsed)
+        return 1;
+    fprintf(stderr, "neurocuda: %s must be %s, got '%s'\n", option, choices, arg);
+    return -1;
+}
+
+int nc_cli_parse_choice(const char *option, const char *arg, const char *const *names, int n)
+{
+    char choices[256] = "";
+    for (int k = 0; k < n; k++) {
+        if (strcmp(arg, names[k]) == 0)
+            return k;
+        snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s",
+                 k ? (k == n - 1 ? " or " : ", ") : "", names[k]);
+    }
+    return nc_cli_check_choice(0, option, choices, arg);
 }

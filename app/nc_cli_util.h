@@ -44,5 +44,20 @@ int nc_cli_progress(void *user, const nc_progress *p);
  * naming the option) when it is not one. */
 long nc_cli_parse_long(const char *option, const char *text, long min, long max);
 int nc_cli_parse_double(const char *option, const char *text, double *out);
+/* 1 when `parsed` holds (a value parser succeeded), else −1 after printing
+ * "neurocuda: OPTION must be CHOICES, got 'ARG'". */
+int nc_cli_check_choice(int parsed, const char *option, const char *choices, const char *arg);
+/* The index of arg among names[0 … n−1], or −1 after printing that message
+ * with the names ("a, b or c"). */
+int nc_cli_parse_choice(const char *option, const char *arg, const char *const *names, int n);
+
+/* The end of a command's option loop, for an option nothing else took: -h
+ * prints the usage on stdout (returns 0), anything else prints it on stderr
+ * (returns 2, getopt having named the option). */
+int nc_cli_usage_exit(int opt, void (*usage)(FILE *out));
+/* The command's one operand, argv[optind], when it is the only one left and
+ * `complete` holds (e.g. -o was given); otherwise NULL after printing
+ * "neurocuda <complaint>" and (unless NULL) the usage on stderr. */
+const char *nc_cli_operand(int argc, char **argv, int complete, const char *complaint, void (*usage)(FILE *out));
 
 #endif

@@ -537,19 +537,12 @@ int nc_cmd_bench(int argc, char **argv)
             a.train = 1;
         else if (opt == NC_OPT_JSON)
             a.json = 1;
-        else if (opt == 'h') {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
+        else
+            return nc_cli_usage_exit(opt, usage);
     }
-    if (optind != argc - 1) {
-        fputs("neurocuda bench: give exactly one MODEL or SNN file, or builtin:NAME\n", stderr);
+    a.model = nc_cli_operand(argc, argv, 1, "bench: give exactly one MODEL or SNN file, or builtin:NAME", NULL);
+    if (!a.model)
         return 2;
-    }
-    a.model = argv[optind];
     int builtin = strncmp(a.model, "builtin:", 8) == 0;
     nc_preprocess stored;
     int has_stored = 0;

@@ -61,6 +61,14 @@ typedef struct convert_args {
     struct { int opt; const char *arg; } given[64];
 } convert_args;
 
+/* The defaults, before the command line. */
+static void args_init(convert_args *a)
+{
+    *a = (convert_args){.engine = "cpu"};
+    nc_cli_data_init(&a->data);
+    a->opts = nc_pipeline_options_default();
+}
+
 static int parse(int argc, char **argv, convert_args *a)
 {
     static const struct option options[] = {NC_CLI_DATA_LONG_OPTIONS, NC_CLI_CONVERT_LONG_OPTIONS,
@@ -72,6 +80,7 @@ static int parse(int argc, char **argv, convert_args *a)
                                             {"time-budget", required_argument, NULL, NC_OPT_TIME_BUDGET},
                                             {"help", no_argument, NULL, 'h'},
                                             {0}};
+    args_init(a);
     int opt;
     while ((opt = getopt_long(argc, argv, "ho:T:", options, NULL)) != -1) {
         int used = nc_cli_data_option(&a->data, opt, optarg), pipeline = 0;
@@ -102,17 +111,11 @@ static int parse(int argc, char **argv, convert_args *a)
                 return 2;
             }
             break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return nc_cli_usage_exit(opt, usage);
         }
     }
-    if (optind != argc - 1 || !a->output) {
-        fprintf(stderr, "neurocuda convert: give one MODEL and -o OUT.ncsnn\n");
-        usage(stderr);
-        return 2;
-    }
-    a->model = argv[optind];
-    return -1; /* go on */
+    a->model = nc_cli_operand(argc, argv, a->output != NULL, "convert: give one MODEL and -o OUT.ncsnn", usage);
+    return a->model ? -1 : 2; /* -1: go on */
 }
 
 static void print_stages(const nc_stage_row *rows, int n, int64_t images)
@@ -358,14 +361,11 @@ static int convert(convert_args *a, const nc_net *net)
                               .event = on_event};
     nc_runner *r = NULL;
     nc_error err = {0};
-    nc_cli_install_sigint();
     nc_status st = describe(a, net, &d, &err);
     if (st == NC_OK && a->target_T > 0)
         print_recipe(a);
     if (st == NC_OK)
-        st = nc_runner_new(&d, &r, &err);
-    if (st == NC_OK)
-        st = nc_runner_run(r, &obs, &err);
+        st = nc_cli_run_job(&d, &obs, &r, &err);
     if (st == NC_OK)
         print_stage_times(r);
     if (st == NC_OK && a->json)
@@ -374,17 +374,9 @@ static int convert(convert_args *a, const nc_net *net)
     return st == NC_OK ? 0 : nc_cli_error(&err);
 }
 
-static void args_init(convert_args *a)
-{
-    *a = (convert_args){.engine = "cpu"};
-    nc_cli_data_init(&a->data);
-    a->opts = nc_pipeline_options_default();
-}
-
 int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, nc_runner_desc *out)
 {
     static convert_args a; /* the description points into it */
-    args_init(&a);
     int rc = parse(argc, argv, &a);
     if (rc >= 0)
         return rc == 0 ? 2 : rc;
@@ -397,7 +389,6 @@ int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, nc_runner_
 int nc_cmd_convert(int argc, char **argv)
 {
     convert_args a;
-    args_init(&a);
     int rc = parse(argc, argv, &a);
     if (rc >= 0)
         return rc;

@@ -54,16 +54,13 @@ int nc_cmd_eval(int argc, char **argv)
                 return 2;
             break;
         case NC_OPT_JSON: json = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return nc_cli_usage_exit(opt, usage);
         }
     }
-    if (optind != argc - 1) {
-        fputs("neurocuda eval: give exactly one MODEL file\n", stderr);
-        usage(stderr);
+    const char *model = nc_cli_operand(argc, argv, 1, "eval: give exactly one MODEL file", usage);
+    if (!model)
         return 2;
-    }
-    nc_net *net = nc_cli_load_model(argv[optind]);
+    nc_net *net = nc_cli_load_model(model);
     if (!net)
         return 1;
     int rc = 1;

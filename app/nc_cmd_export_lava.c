@@ -52,20 +52,13 @@ int nc_cmd_export_lava(int argc, char **argv)
             if ((v = nc_cli_parse_long("-T", optarg, 1, 1000000)) < 0)
                 return 2;
             T = (int)v;
-        } else if (opt == 'h') {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
+        } else
+            return nc_cli_usage_exit(opt, usage);
     }
-    if (optind != argc - 1 || !output) {
-        fputs("neurocuda export-lava: give one SNN file and -o OUT.net\n", stderr);
-        usage(stderr);
+    const char *model =
+        nc_cli_operand(argc, argv, output != NULL, "export-lava: give one SNN file and -o OUT.net", usage);
+    if (!model)
         return 2;
-    }
-    const char *model = argv[optind];
     nc_net *net = nc_cli_load_snn(model);
     if (!net)
         return 1;

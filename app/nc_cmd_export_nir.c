@@ -37,20 +37,13 @@ int nc_cmd_export_nir(int argc, char **argv)
             output = optarg;
         else if (opt == NC_OPT_APPROX)
             opts.allow_approx = 1;
-        else if (opt == 'h') {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
+        else
+            return nc_cli_usage_exit(opt, usage);
     }
-    if (optind != argc - 1 || !output) {
-        fputs("neurocuda export-nir: give one SNN file and -o OUT.nir\n", stderr);
-        usage(stderr);
+    const char *model =
+        nc_cli_operand(argc, argv, output != NULL, "export-nir: give one SNN file and -o OUT.nir", usage);
+    if (!model)
         return 2;
-    }
-    const char *model = argv[optind];
     nc_net *net = nc_cli_load_snn(model);
     if (!net)
         return 1;

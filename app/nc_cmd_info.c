@@ -238,21 +238,12 @@ int nc_cmd_info(int argc, char **argv)
             if (nc_cli_parse_double("--dt", optarg, &nir.dt) != 0 || !(nir.dt > 0))
                 return 2;
             nc_cli_set_nir_options(&nir);
-        }
-        else if (opt == 'h') {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
+        } else
+            return nc_cli_usage_exit(opt, usage);
     }
-    if (optind != argc - 1) {
-        fputs("neurocuda info: give exactly one MODEL file\n", stderr);
-        usage(stderr);
+    const char *path = nc_cli_operand(argc, argv, 1, "info: give exactly one MODEL file", usage);
+    if (!path)
         return 2;
-    }
-    const char *path = argv[optind];
     nc_error err = {0};
     nc_net *net = NULL;
     nc_report report = {0};

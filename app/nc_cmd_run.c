@@ -1,5 +1,6 @@
-/* nc_cmd_run.c — `neurocuda run SNN`: simulates a converted network over T
- * steps and reports accuracy by step, firing rates and errors per layer. */
+/* nc_cmd_run.c — `neurocuda run SNN`: describes the simulation of a
+ * converted network over T steps to the pipeline runner (nc_runner.h) and
+ * reports accuracy by step, firing rates and errors per layer. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,7 +9,7 @@
 #include "nc_cli_loihi.h"
 #include "nc_cli_report.h"
 #include "nc_nir.h"
-#include "nc_simulate.h"
+#include "nc_runner.h"
 
 static void usage(FILE *out)
 {
@@ -44,7 +45,8 @@ typedef struct run_args {
     nc_simulate_options sim;
     const char *engine, *record, *plots, *model;
     int json, data_given;
-    nc_cli_loihi loihi; /* --loihi-* */
+    nc_cli_loihi loihi;            /* --loihi-* */
+    nc_engine_settings settings;   /* a loihi engine's: --engine-opt, then --loihi-* */
 } run_args;
 
 static int parse_run_option(run_args *a, int opt, const char *arg)
@@ -57,13 +59,13 @@ static int parse_run_option(run_args *a, int opt, const char *arg)
             return -1;
         a->sim.T = (int)v;
         return 1;
-    case NC_OPT_ENCODING:
-        if (strcmp(arg, "direct") && strcmp(arg, "poisson")) {
-            fprintf(stderr, "neurocuda: --encoding must be direct or poisson, got '%s'\n", arg);
-            return -1;
-        }
-        a->sim.encoding = strcmp(arg, "poisson") == 0 ? NC_ENCODING_POISSON : NC_ENCODING_DIRECT;
-        return 1;
+    case NC_OPT_ENCODING: {
+        static const char *const encodings[] = {"direct", "poisson"};
+        int k = nc_cli_parse_choice("--encoding", arg, encodings, 2);
+        if (k >= 0)
+            a->sim.encoding = k ? NC_ENCODING_POISSON : NC_ENCODING_DIRECT;
+        return k < 0 ? -1 : 1;
+    }
     case NC_OPT_SEED:
         if ((v = nc_cli_parse_long("--seed", arg, 0, 1L << 62)) < 0)
             return -1;
@@ -88,6 +90,16 @@ static int parse_run_option(run_args *a, int opt, const char *arg)
     }
 }
 
+/* The defaults, before the command line. */
+static void args_init(run_args *a)
+{
+    *a = (run_args){.engine = "cpu"};
+    nc_cli_data_init(&a->data);
+    nc_cli_loihi_init(&a->loihi);
+    a->sim.T = 32;
+    a->sim.seed = 1;
+}
+
 static int parse(int argc, char **argv, run_args *a)
 {
     static const struct option options[] = {
@@ -98,6 +110,7 @@ static int parse(int argc, char **argv, run_args *a)
         {"dt", required_argument, NULL, NC_OPT_DT},
         NC_CLI_LOIHI_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},                   {0}};
+    args_init(a);
     int opt;
     while ((opt = getopt_long(argc, argv, "hT:", options, NULL)) != -1) {
         if (opt == NC_OPT_MEAN || opt == NC_OPT_STD || opt == NC_OPT_SCALE)
@@ -111,20 +124,10 @@ static int parse(int argc, char **argv, run_args *a)
             return 2;
         if (used)
             continue;
-        if (opt == 'h') {
-            usage(stdout);
-            return 0;
-        }
-        usage(stderr);
-        return 2;
+        return nc_cli_usage_exit(opt, usage);
     }
-    if (optind != argc - 1) {
-        fputs("neurocuda run: give exactly one SNN file (.ncsnn or .nir)\n", stderr);
-        usage(stderr);
-        return 2;
-    }
-    a->model = argv[optind];
-    return -1;
+    a->model = nc_cli_operand(argc, argv, 1, "run: give exactly one SNN file (.ncsnn or .nir)", usage);
+    return a->model ? -1 : 2;
 }
 
 static void print_json(const run_args *a, const char *engine, const nc_record *rec)
@@ -140,80 +143,115 @@ static void print_json(const run_args *a, const char *engine, const nc_record *r
     nc_json_end(&j);
 }
 
-static int simulate(run_args *a, nc_net *net, nc_dataset *ds)
+/* The job: the net simulated as it is, its record kept (nc_runner.h plans
+ * open → measure).  The engine gets --engine-opt and, for loihi, the
+ * --loihi-* switches. */
+static int describe(run_args *a, const nc_net *net, nc_runner_desc *d)
 {
-    nc_engine *engine = nc_cli_engine(a->engine, net, 0);
-    if (!engine)
-        return 1;
-    if (nc_engine_is_loihi(engine) && nc_cli_loihi_setup(engine, &a->loihi, a->sim.T, stdout) != 0) {
-        nc_engine_free(engine);
-        return 1;
+    nc_pipeline_options none = nc_pipeline_options_default();
+    *d = nc_cli_runner_desc(net, a->model, &a->data, a->engine, &none);
+    if (strcmp(a->engine, "loihi") == 0) {
+        nc_error err = {0};
+        if (nc_cli_loihi_settings(&a->loihi, &nc_cli_engine_settings, &a->settings, &err) != NC_OK)
+            return nc_cli_error(&err);
+        d->engine_settings = &a->settings;
     }
-    if (a->loihi.given && !nc_engine_is_loihi(engine))
+    d->keep_records = 1;
+    d->T = a->sim.T;
+    d->encoding = a->sim.encoding;
+    d->seed = a->sim.seed;
+    d->batch_size = a->sim.batch_size > 0 ? a->sim.batch_size : NC_SIMULATE_DEFAULT_BATCH;
+    d->skip_ann = d->skip_qcfs = nc_cli_has_nir_models(net); /* LIF & co. have no ANN function */
+    return 0;
+}
+
+/* The engine is made and loaded: what `run` says about it first. */
+static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, nc_runner_event ev, nc_error *err)
+{
+    (void)err;
+    const run_args *a = user;
+    nc_engine *engine = nc_runner_engine(r);
+    if (stage->kind != NC_RUN_OPEN || ev != NC_RUNNER_STAGE_END)
+        return NC_OK;
+    if (nc_engine_is_loihi(engine))
+        nc_cli_loihi_print_setup(engine, &a->loihi, a->sim.T, stdout);
+    else if (a->loihi.given)
         fprintf(stderr, "note: the --loihi-* options apply to --engine loihi only\n");
-    nc_error err = {0};
-    nc_record *rec = NULL;
-    a->sim.limit = a->data.limit;
-    nc_cli_install_sigint();
-    nc_status st = nc_simulate(engine, net, ds, &a->sim, nc_cli_progress, NULL, &rec, &err);
-    int rc = 0;
+    return NC_OK;
+}
+
+/* Prints the run (also the finished batches of an interrupted one) and
+ * writes its files (only after a complete one). */
+static int report(run_args *a, const nc_runner *r, nc_status st, nc_error *err)
+{
+    const nc_record *rec = nc_runner_record(r, 0);
+    nc_engine *engine = nc_runner_engine((nc_runner *)r);
+    int rc = st == NC_OK ? 0 : nc_cli_error(err); /* 130 after Ctrl-C, with "interrupted" */
     if (st == NC_ERR_CANCELLED && rec) {
-        rc = nc_cli_error(&err); /* 130 after Ctrl-C, with "interrupted" */
         fprintf(stderr, "neurocuda: showing the %lld images finished%s%s%s\n", (long long)nc_record_samples(rec),
                 a->record || a->plots ? "; not written: " : "", a->record ? a->record : "",
                 a->plots ? (a->record ? " and the plots" : "the plots") : "");
         a->record = a->plots = NULL;
-    } else if (st != NC_OK)
-        rc = nc_cli_error(&err);
-    if (rec && nc_record_samples(rec) > 0 && (st == NC_OK || st == NC_ERR_CANCELLED)) {
-        printf("SNN %s on %s (%s engine, T = %d, %s encoding)\n", a->model, ds->path, engine->ops->name, a->sim.T,
-               a->sim.encoding == NC_ENCODING_POISSON ? "Poisson" : "direct");
-        nc_cli_print_accuracy(rec);
-        nc_cli_print_layers(rec);
-        if (nc_engine_is_loihi(engine))
-            nc_cli_loihi_print_stats(engine, a->sim.T, stdout);
-        /* an interrupted run keeps the files of the last complete one */
-        if (st == NC_OK && a->record && nc_record_save(rec, a->record, &err) != NC_OK)
-            rc = nc_cli_error(&err);
-        else if (st == NC_OK && a->record)
-            printf("Recording saved to %s\n", a->record);
-        if (st == NC_OK && a->plots && nc_cli_write_plots(rec, "SNN", a->plots) != 0)
-            rc = 1;
-        if (a->json)
-            print_json(a, engine->ops->name, rec);
     }
-    nc_record_free(rec);
-    nc_engine_free(engine);
+    if (!rec || nc_record_samples(rec) == 0 || (st != NC_OK && st != NC_ERR_CANCELLED))
+        return rc;
+    printf("SNN %s on %s (%s engine, T = %d, %s encoding)\n", a->model, nc_runner_test_set(r)->path,
+           engine->ops->name, a->sim.T, a->sim.encoding == NC_ENCODING_POISSON ? "Poisson" : "direct");
+    nc_cli_print_accuracy(rec);
+    nc_cli_print_layers(rec);
+    if (nc_engine_is_loihi(engine))
+        nc_cli_loihi_print_stats(engine, a->sim.T, stdout);
+    if (a->record && nc_record_save(rec, a->record, err) != NC_OK)
+        rc = nc_cli_error(err);
+    else if (a->record)
+        printf("Recording saved to %s\n", a->record);
+    if (a->plots && nc_cli_write_plots(rec, "SNN", a->plots) != 0)
+        rc = 1;
+    if (a->json)
+        print_json(a, engine->ops->name, rec);
     return rc;
+}
+
+static int simulate(run_args *a, const nc_net *net, const nc_dataset *ds)
+{
+    nc_runner_desc d;
+    int rc = describe(a, net, &d);
+    if (rc != 0)
+        return rc;
+    d.test_data = ds;
+    nc_runner_observer obs = {.user = a, .progress = nc_cli_progress, .event = on_event};
+    nc_runner *r = NULL;
+    nc_error err = {0};
+    nc_status st = nc_cli_run_job(&d, &obs, &r, &err);
+    rc = r ? report(a, r, st, &err) : nc_cli_error(&err);
+    nc_runner_free(r);
+    return rc;
+}
+
+int nc_cli_run_describe(int argc, char **argv, const nc_net *net, nc_runner_desc *out)
+{
+    static run_args a; /* the description points into it */
+    int rc = parse(argc, argv, &a);
+    if (rc >= 0)
+        return rc == 0 ? 2 : rc;
+    return describe(&a, net, out);
 }
 
 int nc_cmd_run(int argc, char **argv)
 {
-    run_args a = {.engine = "cpu"};
-    nc_cli_data_init(&a.data);
-    nc_cli_loihi_init(&a.loihi);
-    a.sim.T = 32;
-    a.sim.seed = 1;
+    run_args a;
     int rc = parse(argc, argv, &a);
     if (rc >= 0)
         return rc;
     nc_preprocess stored;
     int has_stored = 0;
-    nc_net *net = nc_cli_load_model_pp(a.model, &stored, &has_stored);
+    nc_net *net = nc_cli_load_snn_pp(a.model, &stored, &has_stored);
     if (!net)
         return 1;
-    if (!nc_cli_is_snn(net)) {
-        fprintf(stderr, "neurocuda: %s holds no spiking neurons; convert it first: neurocuda convert %s -o "
-                        "model.ncsnn\n", a.model, a.model);
-        nc_net_free(net);
-        return 1;
-    }
     if (has_stored && !a.data_given)
         a.data.pp = stored;
-    if (nc_cli_has_nir_models(net)) { /* LIF & co. have no ANN function to compare with */
-        a.sim.skip_ann = a.sim.skip_qcfs = 1;
+    if (nc_cli_has_nir_models(net))
         fprintf(stderr, "note: %s holds NIR neuron models: no ANN or QCFS-ANN reference is run\n", a.model);
-    }
     nc_dataset *ds = nc_cli_open_data(&a.data, NC_SPLIT_TEST);
     rc = ds ? simulate(&a, net, ds) : 1;
     nc_dataset_free(ds);

@@ -83,18 +83,12 @@ static int parse(int argc, char **argv, sweep_args *a)
         case NC_OPT_ENGINE: a->engine = optarg; break;
         case NC_OPT_PNG: a->png = optarg; break;
         case NC_OPT_JSON: a->json = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return nc_cli_usage_exit(opt, usage);
         }
     }
-    if (optind != argc - 1) {
-        fputs("neurocuda sweep: give exactly one MODEL (.onnx)\n", stderr);
-        usage(stderr);
-        return 2;
-    }
-    a->model = argv[optind];
+    a->model = nc_cli_operand(argc, argv, 1, "sweep: give exactly one MODEL (.onnx)", usage);
     a->opts.target_T = a->T;
-    return -1;
+    return a->model ? -1 : 2;
 }
 
 typedef struct sweep_curves {
@@ -189,10 +183,7 @@ static int sweep(sweep_args *a, const nc_net *net)
     nc_runner *r = NULL;
     nc_error err = {0};
     sweep_curves curves = {.n = a->n_methods, .T = a->T, .ann = NAN};
-    nc_cli_install_sigint();
-    nc_status st = nc_runner_new(&d, &r, &err);
-    if (st == NC_OK)
-        st = nc_runner_run(r, &obs, &err);
+    nc_status st = nc_cli_run_job(&d, &obs, &r, &err);
     if (st == NC_OK && !take_curves(r, &curves))
         st = nc_fail(&err, NC_ERR_MEMORY, "the sweep measured fewer curves than methods");
     int rc = st == NC_OK ? 0 : nc_cli_error(&err);

@@ -106,19 +106,8 @@ int nc_loihi_node_supported(const nc_net *net, int node, char *why, size_t why_s
     }
 }
 
-static nc_status node_fail(const nc_net *net, int i, nc_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static nc_status node_fail(const nc_net *net, int i, nc_error *err, const char *fmt, ...)
-{
-    char what[700];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    const nc_node *n = &net->nodes[i];
-    return nc_fail(err, NC_ERR_UNSUPPORTED, "loihi quantisation, node '%s' (%s): %s", n->name,
-                   nc_node_kind_name(n->kind), what);
-}
+#define node_fail(net, i, err, ...)                                                                            \
+    nc_node_fail((err), NC_ERR_UNSUPPORTED, "loihi quantisation", &(net)->nodes[i], __VA_ARGS__)
 
 void nc_loihi_net_free(nc_loihi_net *q)
 {
@@ -141,6 +130,15 @@ int nc_loihi_layer_of_target(const nc_loihi_net *q, int node)
         if (q->layers[l].target == node)
             return l;
     return -1;
+}
+
+/* Node i ends the layer of its input `in`: the IF population or the output
+ * that the layer's synapses feed. */
+static void end_layer(nc_loihi_net *q, int i, int in, nc_loihi_role role)
+{
+    q->role[i] = role;
+    q->layer_of[i] = q->layer_of[in];
+    q->layers[q->layer_of[i]].target = i;
 }
 
 /* Assigns roles and builds the layers (no numbers yet). */
@@ -216,9 +214,7 @@ static nc_status analyse(nc_loihi_net *q, double *fold_src, int64_t *area_src, n
             if (!from_layer)
                 return node_fail(net, i, err, "reads '%s' with no conv or dense layer before it: on the chip every "
                                               "neuron is fed through synapses", net->nodes[in].name);
-            q->role[i] = NC_LOIHI_ROLE_NEURON;
-            q->layer_of[i] = q->layer_of[in];
-            q->layers[q->layer_of[i]].target = i;
+            end_layer(q, i, in, NC_LOIHI_ROLE_NEURON);
             q->population[i] = i;
             fold_src[i] = 1, area_src[i] = 1;
             break;
@@ -226,9 +222,7 @@ static nc_status analyse(nc_loihi_net *q, double *fold_src, int64_t *area_src, n
             if (!from_layer)
                 return node_fail(net, i, err, "reads '%s' directly; the loihi engine reads the output as the "
                                               "current of a last conv or dense layer", net->nodes[in].name);
-            q->role[i] = NC_LOIHI_ROLE_OUTPUT;
-            q->layer_of[i] = q->layer_of[in];
-            q->layers[q->layer_of[i]].target = i;
+            end_layer(q, i, in, NC_LOIHI_ROLE_OUTPUT);
             break;
         default:
             return node_fail(net, i, err, "is not supported by the loihi engine");
@@ -681,9 +675,7 @@ void nc_loihi_hw_report_clear(nc_loihi_hw_report *r)
 {
     if (!r)
         return;
-    for (int i = 0; i < r->n_warnings; i++)
-        free(r->warnings[i]);
-    free(r->warnings);
+    nc_strings_free(r->warnings, r->n_warnings);
     free(r->layers);
     memset(r, 0, sizeof *r);
 }
@@ -691,17 +683,10 @@ void nc_loihi_hw_report_clear(nc_loihi_hw_report *r)
 static void hw_warn(nc_loihi_hw_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void hw_warn(nc_loihi_hw_report *r, const char *fmt, ...)
 {
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    nc_strings_addv(&r->warnings, &r->n_warnings, &r->cap_warnings, fmt, ap); /* out of memory: one line fewer */
     va_end(ap);
-    char **grown = realloc(r->warnings, (size_t)(r->n_warnings + 1) * sizeof *grown);
-    if (!grown)
-        return;
-    r->warnings = grown;
-    if ((r->warnings[r->n_warnings] = strdup(line)))
-        r->n_warnings++;
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
@@ -831,29 +816,16 @@ void nc_loihi_notes_add(nc_loihi_notes *notes, const char *fmt, ...)
 {
     if (!notes)
         return;
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    nc_strings_addv(&notes->lines, &notes->count, &notes->capacity, fmt, ap); /* out of memory: one line fewer */
     va_end(ap);
-    if (notes->count == notes->capacity) {
-        int cap = notes->capacity ? 2 * notes->capacity : 16;
-        char **grown = realloc(notes->lines, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return;
-        notes->lines = grown;
-        notes->capacity = cap;
-    }
-    if ((notes->lines[notes->count] = strdup(line)))
-        notes->count++;
 }
 
 void nc_loihi_notes_clear(nc_loihi_notes *notes)
 {
     if (!notes)
         return;
-    for (int i = 0; i < notes->count; i++)
-        free(notes->lines[i]);
-    free(notes->lines);
+    nc_strings_free(notes->lines, notes->count);
     memset(notes, 0, sizeof *notes);
 }

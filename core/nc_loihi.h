@@ -203,7 +203,7 @@ typedef struct nc_loihi_hw_report {
     nc_loihi_hw_layer *layers;
     int64_t neurons, synapses, weight_bytes;
     int cores, chips;
-    int n_warnings;
+    int n_warnings, cap_warnings;
     char **warnings;            /* one line each, with the numbers             */
 } nc_loihi_hw_report;
 

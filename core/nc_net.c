@@ -176,9 +176,20 @@ static void set_shape(nc_node *node, int ndim, const int64_t *shape)
         node->shape[i] = i < ndim ? shape[i] : 0;
 }
 
+nc_status nc_node_fail(nc_error *err, nc_status code, const char *where, const nc_node *node, const char *fmt, ...)
+{
+    char what[700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return nc_fail(err, code, "%s%snode '%s' (%s): %s", where ? where : "", where ? ", " : "", node->name,
+                   nc_node_kind_name(node->kind), what);
+}
+
 static nc_status node_fail(nc_error *err, nc_status code, const nc_node *node, const char *what)
 {
-    return nc_fail(err, code, "node '%s' (%s): %s", node->name, nc_node_kind_name(node->kind), what);
+    return nc_node_fail(err, code, NULL, node, "%s", what);
 }
 
 /* Output length of a sliding window along one axis (ONNX/PyTorch rule: with

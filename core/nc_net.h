@@ -212,6 +212,10 @@ int nc_neuron_model_is_nir(nc_neuron_model m);
 int nc_node_channels(const nc_node *node);  /* shape[0] for 3-d shapes, else shape[0] as well */
 
 const char *nc_node_kind_name(nc_node_kind kind);     /* "conv2d", ...       */
+/* nc_fail with "<where>, node '<name>' (<kind>): <message>" (no "<where>, "
+ * when where is NULL): the one form of an error about a node. */
+nc_status nc_node_fail(nc_error *err, nc_status code, const char *where, const nc_node *node, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 const char *nc_neuron_model_name(nc_neuron_model m);  /* "relu", "if", ...   */
 const char *nc_support_name(nc_support s);            /* "converted", ...    */
 const char *nc_maxpool_strategy_name(nc_maxpool_strategy s); /* "avg", "pre-spike", "gated" */

@@ -31,14 +31,10 @@ int nir_note(nc_nir_notes *notes, nc_nir_note_kind kind, const char *node, const
         if (notes->items[k].kind == kind && strcmp(notes->items[k].node, node ? node : "") == 0 &&
             strcmp(notes->items[k].text, text) == 0)
             return 0;
-    if (notes->count == notes->capacity) {
-        int cap = notes->capacity ? 2 * notes->capacity : 16;
-        nc_nir_note *grown = realloc(notes->items, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        notes->items = grown;
-        notes->capacity = cap;
-    }
+    nc_nir_note *items = nc_grow(notes->items, notes->count, &notes->capacity, 16, sizeof *items);
+    if (!items)
+        return -1;
+    notes->items = items;
     nc_nir_note *n = &notes->items[notes->count++];
     n->kind = kind;
     snprintf(n->node, sizeof n->node, "%s", node ? node : "");

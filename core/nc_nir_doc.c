@@ -57,14 +57,10 @@ nir_graph *nir_graph_new(void) { return calloc(1, sizeof(nir_graph)); }
 
 nir_node *nir_graph_add(nir_graph *g, const char *name, const char *type)
 {
-    if (g->n_nodes == g->cap_nodes) {
-        int cap = g->cap_nodes ? 2 * g->cap_nodes : 16;
-        nir_node *grown = realloc(g->nodes, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        g->nodes = grown;
-        g->cap_nodes = cap;
-    }
+    nir_node *nodes = nc_grow(g->nodes, g->n_nodes, &g->cap_nodes, 16, sizeof *nodes);
+    if (!nodes)
+        return NULL;
+    g->nodes = nodes;
     nir_node *n = &g->nodes[g->n_nodes++];
     memset(n, 0, sizeof *n);
     snprintf(n->name, sizeof n->name, "%s", name);
@@ -104,14 +100,10 @@ static nir_value *add_value(nir_node *n, int meta, const char *name)
             snprintf((*list)[k].name, NIR_FIELD_NAME_MAX, "%s", name);
             return &(*list)[k];
         }
-    if (*count == *cap) {
-        int c = *cap ? 2 * *cap : 8;
-        nir_value *grown = realloc(*list, (size_t)c * sizeof *grown);
-        if (!grown)
-            return NULL;
-        *list = grown;
-        *cap = c;
-    }
+    nir_value *grown = nc_grow(*list, *count, cap, 8, sizeof *grown);
+    if (!grown)
+        return NULL;
+    *list = grown;
     nir_value *v = &(*list)[(*count)++];
     memset(v, 0, sizeof *v);
     snprintf(v->name, sizeof v->name, "%s", name);
@@ -535,25 +527,12 @@ static herr_t list_cb(hid_t g, const char *name, const H5L_info_t *info, void *u
         l->bad = 3;
         return 1;
     }
-    if (l->count == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 16;
-        char **grown = realloc(l->names, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        l->names = grown;
-        l->cap = cap;
-    }
-    if (!(l->names[l->count] = strdup(name)))
-        return -1;
-    l->count++;
-    return 0;
+    return nc_strings_add(&l->names, &l->count, &l->cap, name);
 }
 
 static void name_list_free(name_list *l)
 {
-    for (int k = 0; k < l->count; k++)
-        free(l->names[k]);
-    free(l->names);
+    nc_strings_free(l->names, l->count);
     memset(l, 0, sizeof *l);
 }
 

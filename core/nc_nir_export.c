@@ -36,18 +36,8 @@ typedef struct exp_ctx {
     char **used; /* NIR names taken */
 } exp_ctx;
 
-static nc_status node_fail(exp_ctx *c, int i, nc_status code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static nc_status node_fail(exp_ctx *c, int i, nc_status code, const char *fmt, ...)
-{
-    char what[700];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    const nc_node *n = &c->net->nodes[i];
-    return nc_fail(c->err, code, "NIR export, node '%s' (%s): %s", n->name, nc_node_kind_name(n->kind), what);
-}
+#define node_fail(c, i, code, ...) nc_node_fail((c)->err, (code), "NIR export", &(c)->net->nodes[i], __VA_ARGS__)
+
 
 static nc_status oom(exp_ctx *c) { return nc_fail(c->err, NC_ERR_MEMORY, "NIR export: out of memory"); }
 
@@ -61,21 +51,7 @@ static int name_taken(const exp_ctx *c, const char *name)
     return 0;
 }
 
-static int take_name(exp_ctx *c, const char *name)
-{
-    if (c->n_used == c->cap_used) {
-        int cap = c->cap_used ? 2 * c->cap_used : 64;
-        char **grown = realloc(c->used, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        c->used = grown;
-        c->cap_used = cap;
-    }
-    if (!(c->used[c->n_used] = strdup(name)))
-        return -1;
-    c->n_used++;
-    return 0;
-}
+static int take_name(exp_ctx *c, const char *name) { return nc_strings_add(&c->used, &c->n_used, &c->cap_used, name); }
 
 /* A NIR node name from `base`: letters, digits, '_', '-' and '.' kept, any
  * other byte becomes '_', no leading '_' or '.', unique (base_2, ...). */
@@ -1059,9 +1035,7 @@ nc_status nc_nir_export(const nc_net *net, const char *path, const nc_nir_export
     free(c.rep);
     free(c.nname);
     free(c.absorbable);
-    for (int k = 0; k < c.n_used; k++)
-        free(c.used[k]);
-    free(c.used);
+    nc_strings_free(c.used, c.n_used);
     nir_node_clear(&c.root);
     return st;
 }

@@ -31,16 +31,6 @@ int nirimp_is_neuron_type(const char *t)
  * previous step is what a recurrent connection means). */
 static int is_stateful(const char *t) { return nirimp_is_neuron_type(t) && strcmp(t, "Threshold") != 0; }
 
-const char *nirimp_shape_text(int ndim, const int64_t *shape, char *buf, size_t size)
-{
-    size_t used = 0;
-    used += (size_t)snprintf(buf, size, "[");
-    for (int d = 0; d < ndim && used < size; d++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    if (used < size)
-        snprintf(buf + used, size - used, "]");
-    return buf;
-}
 nc_status nirimp_node_fail(imp *c, const fnode *f, nc_status code, const char *fmt, ...)
 {
     char what[700];
@@ -53,14 +43,10 @@ nc_status nirimp_node_fail(imp *c, const fnode *f, nc_status code, const char *f
 
 static int add_fnode(imp *c, const char *name, const nir_node *nn, const char *type, int role)
 {
-    if (c->count == c->cap) {
-        int cap = c->cap ? 2 * c->cap : 32;
-        fnode *grown = realloc(c->n, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        c->n = grown;
-        c->cap = cap;
-    }
+    fnode *nodes = nc_grow(c->n, c->count, &c->cap, 32, sizeof *nodes);
+    if (!nodes)
+        return -1;
+    c->n = nodes;
     fnode *f = &c->n[c->count];
     memset(f, 0, sizeof *f);
     snprintf(f->name, sizeof f->name, "%s", name);

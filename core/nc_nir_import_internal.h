@@ -66,7 +66,6 @@ typedef struct conv_geom {
 
 int nirimp_is_type(const fnode *f, const char *t);
 int nirimp_is_neuron_type(const char *t);
-const char *nirimp_shape_text(int ndim, const int64_t *shape, char *buf, size_t size);
 nc_status nirimp_node_fail(imp *c, const fnode *f, nc_status code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 nc_status nirimp_flatten_graph(imp *c, const nir_graph *g, const char *prefix, const char *gname, int nested,

@@ -83,7 +83,7 @@ static nc_status ir_shape_of(imp *c, const fnode *f, int ndim, const int64_t *s,
         char buf[128];
         return nirimp_node_fail(c, f, NC_ERR_UNSUPPORTED,
                                 "values of shape %s (%d dimensions) are not supported (1 to 4)",
-                                nirimp_shape_text(ndim, s, buf, sizeof buf), ndim);
+                                nc_shape_str(ndim, s, buf, sizeof buf), ndim);
     }
     if (ndim == 2) {
         int64_t three[3] = {s[0], 1, s[1]};
@@ -185,8 +185,8 @@ static nc_status neuron_shape(imp *c, const fnode *f, int *full, int *ndim, int6
             char a[128], b[128];
             return nirimp_node_fail(c, f, NC_ERR_SHAPE,
                                     "fields '%s' %s and '%s' %s differ in shape (they must be equal)", first->name,
-                                    nirimp_shape_text(first->ndim, first->shape, a, sizeof a), v->name,
-                                    nirimp_shape_text(v->ndim, v->shape, b, sizeof b));
+                                    nc_shape_str(first->ndim, first->shape, a, sizeof a), v->name,
+                                    nc_shape_str(v->ndim, v->shape, b, sizeof b));
         }
     }
     *pname = first ? first->name : "";
@@ -220,7 +220,7 @@ nc_status nirimp_conv_geometry(imp *c, const fnode *f, int dims, conv_geom *g)
         return st;
     if (w->ndim != dims + 2)
         return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'weight' must have %d dimensions, it has shape %s",
-                                dims + 2, nirimp_shape_text(w->ndim, w->shape, buf, sizeof buf));
+                                dims + 2, nc_shape_str(w->ndim, w->shape, buf, sizeof buf));
     memset(g, 0, sizeof *g);
     g->cout = w->shape[0];
     g->cin_g = w->shape[1];
@@ -302,8 +302,8 @@ nc_status nirimp_mismatch(imp *c, const fnode *from, const fnode *to, const char
     char a[128], b[128];
     return nc_fail(c->err, NC_ERR_SHAPE,
                    "shape mismatch along the edge '%s' -> '%s': '%s' gives %s, but node '%s' (%s) takes %s (field '%s')",
-                   from->name, to->name, from->name, nirimp_shape_text(from->ndim, from->shape, a, sizeof a), to->name,
-                   to->type, nirimp_shape_text(want_ndim, want, b, sizeof b), field_name);
+                   from->name, to->name, from->name, nc_shape_str(from->ndim, from->shape, a, sizeof a), to->name,
+                   to->type, nc_shape_str(want_ndim, want, b, sizeof b), field_name);
 }
 
 /* First non-recurrent predecessor of f (−1 if none). */
@@ -335,8 +335,8 @@ static nc_status check_inputs_agree(imp *c, fnode *f, int fi, int pi)
             return nc_fail(c->err, NC_ERR_SHAPE,
                            "shape mismatch at node '%s' (%s): its inputs '%s' %s and '%s' %s are summed but differ "
                            "in shape",
-                           f->name, f->type, p->name, nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf),
-                           q->name, nirimp_shape_text(q->ndim, q->shape, buf2, sizeof buf2));
+                           f->name, f->type, p->name, nc_shape_str(p->ndim, p->shape, buf, sizeof buf),
+                           q->name, nc_shape_str(q->ndim, q->shape, buf2, sizeof buf2));
     }
     return NC_OK;
 }
@@ -394,7 +394,7 @@ static nc_status infer_passthrough(imp *c, fnode *f, const fnode *p)
                 nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
                          "field 'shape' %s differs from what arrives from '%s', %s (same number of values); the "
                          "arriving shape is used",
-                         nirimp_shape_text(n, s, buf, sizeof buf), p->name, nirimp_shape_text(p->ndim, p->shape, buf2, sizeof buf2));
+                         nc_shape_str(n, s, buf, sizeof buf), p->name, nc_shape_str(p->ndim, p->shape, buf2, sizeof buf2));
             }
         }
     }
@@ -419,7 +419,7 @@ static nc_status infer_dense(imp *c, fnode *f, const fnode *p)
         return st;
     if (w->ndim != 2 || w->shape[0] < 1 || w->shape[1] < 1)
         return nirimp_node_fail(c, f, NC_ERR_FORMAT, "field 'weight' must be a 2-d (out, in) array, it is %s",
-                         nirimp_shape_text(w->ndim, w->shape, buf, sizeof buf));
+                         nc_shape_str(w->ndim, w->shape, buf, sizeof buf));
     if (nirimp_is_type(f, "Affine")) {
         if ((st = need_field(c, f, "bias", &b)) != NC_OK)
             return st;
@@ -433,7 +433,7 @@ static nc_status infer_dense(imp *c, fnode *f, const fnode *p)
     if (p && p->ndim != 1)
         nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
                  "its input '%s' is %s, not 1-d; read as flattened (NIR's type check would refuse it)", p->name,
-                 nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf));
+                 nc_shape_str(p->ndim, p->shape, buf, sizeof buf));
     f->has_in = 1;
     f->in_ndim = 1;
     f->in_shape[0] = in;
@@ -487,7 +487,7 @@ static nc_status infer_conv(imp *c, fnode *f, const fnode *p)
     if (oh < 1 || ow < 1)
         return nirimp_node_fail(c, f, NC_ERR_SHAPE, "the %lldx%lld kernel does not fit the input %s",
                                 (long long)g.k[0], (long long)g.k[1],
-                                nirimp_shape_text(dims + 1, in, buf, sizeof buf));
+                                nc_shape_str(dims + 1, in, buf, sizeof buf));
     int64_t out[3] = {g.cout, dims == 2 ? oh : ow, ow};
     set_out(f, dims + 1, out);
     int64_t ir3[3] = {g.cout, oh, ow};
@@ -509,13 +509,13 @@ static nc_status infer_pool(imp *c, fnode *f, const fnode *p)
         return nc_fail(c->err, NC_ERR_SHAPE,
                        "shape mismatch along the edge '%s' -> '%s': '%s' gives %s, but node '%s' (%s) takes a "
                        "[C, H, W] input",
-                       p->name, f->name, p->name, nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf), f->name,
+                       p->name, f->name, p->name, nc_shape_str(p->ndim, p->shape, buf, sizeof buf), f->name,
                        f->type);
     int64_t oh = window_out(p->shape[1], g.k[0], g.s[0], g.pad[0], g.pad[2], 1);
     int64_t ow = window_out(p->shape[2], g.k[1], g.s[1], g.pad[1], g.pad[3], 1);
     if (oh < 1 || ow < 1)
         return nirimp_node_fail(c, f, NC_ERR_SHAPE, "field 'kernel_size' does not fit the input %s",
-                         nirimp_shape_text(p->ndim, p->shape, buf, sizeof buf));
+                         nc_shape_str(p->ndim, p->shape, buf, sizeof buf));
     int64_t out[3] = {p->shape[0], oh, ow};
     set_out(f, 3, out);
     set_ir(f, 3, out);
@@ -540,7 +540,7 @@ static nc_status infer_flatten(imp *c, fnode *f, const fnode *p)
     if (s0 < 0 || e0 >= nd || s0 > e0)
         return nirimp_node_fail(
             c, f, NC_ERR_SHAPE, "fields 'start_dim' %lld and 'end_dim' %lld do not fit its input %s",
-            (long long)sd[0], (long long)ed[0], nirimp_shape_text(nd, p->shape, buf, sizeof buf));
+            (long long)sd[0], (long long)ed[0], nc_shape_str(nd, p->shape, buf, sizeof buf));
     const nir_value *it = nirimp_field(f, "input_type");
     if (it && it->kind != NIR_STRING && it->ndim == 1) {
         int64_t s[NIR_MAX_NDIM];
@@ -585,8 +585,8 @@ static nc_status infer_neuron(imp *c, fnode *f, const fnode *p)
         if (!nirimp_same_shape(pn, ps, p->ndim, p->shape))
             nir_note(c->notes, NC_NIR_NOTE_WARNING, f->name,
                      "parameters of shape %s read values of shape %s (same number): the parameter shape is used",
-                     nirimp_shape_text(pn, ps, buf, sizeof buf),
-                     nirimp_shape_text(p->ndim, p->shape, buf2, sizeof buf2));
+                     nc_shape_str(pn, ps, buf, sizeof buf),
+                     nc_shape_str(p->ndim, p->shape, buf2, sizeof buf2));
     }
     if (!full && !p)
         return nirimp_node_fail(c, f, NC_ERR_FORMAT,

@@ -240,30 +240,6 @@ int onnx_sole_reader(const importer *imp, const value *v)
 
 nc_node *onnx_ir_node(importer *imp, int ir) { return &imp->net->nodes[ir]; }
 
-/* New IR node for node c reading `n_in` data values; output 0 maps to it. */
-nc_status onnx_emit(nctx *c, nc_node_kind kind, int n_in, value *const *in, int ndim, const int64_t *dims,
-                    int *out)
-{
-    int ins[16];
-    if (n_in > 16)
-        return onnx_node_fail(c, NC_ERR_UNSUPPORTED, "more than 16 inputs");
-    for (int i = 0; i < n_in; i++)
-        ins[i] = in[i]->ir;
-    TRY(onnx_add_ir(c->imp, kind, c->name, n_in, ins, ndim, dims, out));
-    value *o = onnx_out_value(c, 0);
-    if (o)
-        onnx_bind_value(c->imp, o, *out, ndim, dims);
-    onnx_credit_node_constants(c, onnx_ir_node(c->imp, *out)->name);
-    return onnx_report(c, NC_SUPPORT_CONVERTED, onnx_ir_node(c->imp, *out)->name, NULL);
-}
-
-/* Node c has no effect: output 0 is its data input x. */
-nc_status onnx_remove_node(nctx *c, value *x, const char *reason)
-{
-    onnx_alias_value(c->imp, onnx_out_value(c, 0), x);
-    return onnx_report(c, NC_SUPPORT_REMOVED, x->ir >= 0 ? onnx_ir_node(c->imp, x->ir)->name : "", reason);
-}
-
 /* ==== attributes ============================================================ */
 
 const Onnx__AttributeProto *onnx_attr(const nctx *c, const char *name)

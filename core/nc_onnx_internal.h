@@ -158,9 +158,6 @@ void onnx_bind_value(importer *imp, value *v, int ir, int ndim, const int64_t *d
 void onnx_alias_value(importer *imp, value *out, const value *in);
 int onnx_sole_reader(const importer *imp, const value *v);
 nc_node *onnx_ir_node(importer *imp, int ir);
-nc_status onnx_emit(nctx *c, nc_node_kind kind, int n_in, value *const *in, int ndim, const int64_t *dims,
-                    int *out);
-nc_status onnx_remove_node(nctx *c, value *x, const char *reason);
 const Onnx__AttributeProto *onnx_attr(const nctx *c, const char *name);
 int64_t onnx_attr_int(const nctx *c, const char *name, int64_t fallback);
 float onnx_attr_float(const nctx *c, const char *name, float fallback);

@@ -38,6 +38,7 @@ typedef struct layer_acc {
     int rk;
     int64_t *r_index;
     uint8_t *r_bits;
+    uint8_t *b_bits;             /* with a raster sink: the batch's raster    */
     /* traces: tk neurons of the first trace_samples samples */
     int tk;
     int64_t *t_index;
@@ -102,6 +103,7 @@ static void layer_free(layer_acc *L)
     free(L->a);
     free(L->r_index);
     free(L->r_bits);
+    free(L->b_bits);
     free(L->t_index);
     free(L->t_theta);
     free(L->t_cur);
@@ -199,6 +201,8 @@ nc_status nc_record_new(const nc_net *net, int T, const nc_record_spec *spec, nc
     rec->spec.raster_neurons = resolve(s.raster_neurons, NC_RECORD_DEFAULT_RASTER_NEURONS);
     rec->spec.trace_samples = resolve(s.trace_samples, NC_RECORD_DEFAULT_TRACE_SAMPLES);
     rec->spec.trace_neurons = resolve(s.trace_neurons, NC_RECORD_DEFAULT_TRACE_NEURONS);
+    rec->spec.raster_sink = s.raster_sink;
+    rec->spec.raster_sink_user = s.raster_sink_user;
     rec->net = net;
     rec->T = T;
     rec->correct_by_step = calloc((size_t)T, sizeof(int64_t));
@@ -214,6 +218,11 @@ nc_status nc_record_new(const nc_net *net, int T, const nc_record_spec *spec, nc
 
 /* ---- feeding ------------------------------------------------------------------------ */
 
+static size_t batch_raster_bytes(const layer_acc *L, int T, int64_t n)
+{
+    return ((size_t)n * (size_t)L->rk * (size_t)T + 7) / 8;
+}
+
 static int grow_batch(nc_record *rec, int64_t n)
 {
     for (int i = 0; i < rec->n_layers; i++) {
@@ -226,6 +235,10 @@ static int grow_batch(nc_record *rec, int64_t n)
         L->zsum = malloc(count * sizeof(float));
         L->a = malloc(count * sizeof(float));
         if (!L->count || !L->zsum || !L->a)
+            return -1;
+        free(L->b_bits);
+        L->b_bits = NULL;
+        if (rec->spec.raster_sink && !(L->b_bits = malloc(batch_raster_bytes(L, rec->T, n))))
             return -1;
     }
     rec->batch_cap = n;
@@ -249,6 +262,8 @@ nc_status nc_record_begin_batch(nc_record *rec, int64_t n, nc_error *err)
         size_t count = (size_t)n * (size_t)L->numel;
         memset(L->count, 0, count * sizeof(uint16_t));
         memset(L->zsum, 0, count * sizeof(float));
+        if (L->b_bits)
+            memset(L->b_bits, 0, batch_raster_bytes(L, rec->T, n));
         L->steps_spk = L->steps_in = L->has_a = 0;
     }
     memset(rec->batch_ref_correct, 0, sizeof rec->batch_ref_correct);
@@ -312,6 +327,9 @@ static void keep_spike_views(nc_record *rec, layer_acc *L, int64_t g, int t, con
         set_bit(L->r_bits, ((int64_t)g * L->rk + j) * T + t, row[L->r_index[j]] != 0.0f);
     for (int j = 0; g < rec->spec.trace_samples && j < L->tk; j++)
         L->t_spk[((int64_t)g * L->tk + j) * T + t] = row[L->t_index[j]] != 0.0f;
+    int64_t s = g - rec->samples; /* within the batch */
+    for (int j = 0; L->b_bits && j < L->rk; j++)
+        set_bit(L->b_bits, (s * L->rk + j) * T + t, row[L->r_index[j]] != 0.0f);
 }
 
 void nc_record_observe_snn(void *user, int node, const float *data, int64_t rows, int64_t per_row)
@@ -513,6 +531,9 @@ nc_status nc_record_end_batch(nc_record *rec, const int32_t *labels, const float
         fold_layer(&rec->layers[i], rec->T, rec->batch_n);
         reconstruct_traces(rec, &rec->layers[i], rec->samples, rec->batch_n);
     }
+    for (int i = 0; rec->spec.raster_sink && i < rec->n_layers; i++)
+        rec->spec.raster_sink(rec->spec.raster_sink_user, rec, i, rec->samples, rec->batch_n, rec->layers[i].rk,
+                              rec->T, rec->layers[i].b_bits);
     for (int k = 0; k < 2; k++) {
         if (rec->batch_ref_seen[k]) {
             rec->ref_correct[k] += rec->batch_ref_correct[k];

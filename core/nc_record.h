@@ -82,14 +82,25 @@
 #define NC_RECORD_DEFAULT_TRACE_SAMPLES 1
 #define NC_RECORD_DEFAULT_TRACE_NEURONS 4
 
+typedef struct nc_record nc_record;
+
+/* Optional: the raster of EVERY sample, handed over batch by batch, for a
+ * caller that keeps more samples than the record holds (e.g. in a file).
+ * Called by nc_record_end_batch for each layer with the batch's n samples
+ * (run indices first … first + n − 1) of the layer's chosen neurons: bit
+ * (s·neurons + j)·T + t of `bits`, LSB first, s counted from `first`.  The
+ * bits are valid only during the call.  Not called for a failed batch. */
+typedef void (*nc_raster_sink)(void *user, const nc_record *rec, int layer, int64_t first, int64_t n, int neurons,
+                               int T, const uint8_t *bits);
+
 typedef struct nc_record_spec {
     int raster_samples;  /* first samples of the run in the raster        */
     int raster_neurons;  /* neurons per layer in the raster               */
     int trace_samples;   /* first samples of the run with membrane traces */
     int trace_neurons;   /* neurons per layer with membrane traces        */
+    nc_raster_sink raster_sink; /* NULL: none                             */
+    void *raster_sink_user;
 } nc_record_spec;
-
-typedef struct nc_record nc_record;
 
 /* A record for `net` (which must outlive it) simulated for T steps.
  * spec may be NULL (defaults). */

@@ -1,5 +1,6 @@
 #include "nc_status.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -66,6 +67,46 @@ int nc_mul_size(size_t a, size_t b, size_t *out)
         return -1;
     *out = a * b;
     return 0;
+}
+
+void *nc_grow(void *items, int n, int *cap, int first, size_t size)
+{
+    if (n < *cap)
+        return items;
+    int grown_cap = *cap ? 2 * *cap : first;
+    size_t bytes;
+    if (*cap > INT_MAX / 2 || nc_mul_size((size_t)grown_cap, size, &bytes) != 0)
+        return NULL;
+    void *grown = realloc(items, bytes);
+    if (grown)
+        *cap = grown_cap;
+    return grown;
+}
+
+int nc_strings_add(char ***items, int *count, int *cap, const char *text)
+{
+    char **grown = nc_grow(*items, *count, cap, 16, sizeof *grown);
+    if (!grown)
+        return -1;
+    *items = grown;
+    if (!(grown[*count] = strdup(text)))
+        return -1;
+    (*count)++;
+    return 0;
+}
+
+int nc_strings_addv(char ***items, int *count, int *cap, const char *fmt, va_list ap)
+{
+    char line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    return nc_strings_add(items, count, cap, line);
+}
+
+void nc_strings_free(char **items, int n)
+{
+    for (int i = 0; items && i < n; i++)
+        free(items[i]);
+    free(items);
 }
 
 int nc_add_size(size_t a, size_t b, size_t *out)

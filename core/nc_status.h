@@ -8,6 +8,7 @@
 #ifndef NC_STATUS_H
 #define NC_STATUS_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,18 @@ const char *nc_status_name(nc_status code);
  * overflow.  Every size computed from file contents goes through these. */
 int nc_mul_size(size_t a, size_t b, size_t *out);
 int nc_add_size(size_t a, size_t b, size_t *out);
+/* A growing array that holds n items of `size` bytes in room for *cap: the
+ * array itself while n < *cap, else the array realloc'ed to twice *cap
+ * (`first` items when empty) with *cap updated.  NULL when memory runs out
+ * (the array and *cap unchanged; the caller still owns it). */
+void *nc_grow(void *items, int n, int *cap, int first, size_t size);
+/* A growing array of strings (*count of them in room for *cap):
+ * nc_strings_add appends a copy of text, nc_strings_addv of what fmt formats
+ * (up to 1 023 bytes); 0, or −1 when memory runs out (nothing added).
+ * nc_strings_free frees the n strings and the array (NULL: nothing). */
+int nc_strings_addv(char ***items, int *count, int *cap, const char *fmt, va_list ap);
+int nc_strings_add(char ***items, int *count, int *cap, const char *text);
+void nc_strings_free(char **items, int n);
 /* Bytes of an array: elem_size × the product of ndim dims, each dim checked
  * (a negative dim or an overflow returns -1).  ndim 0 = one element. */
 int nc_shape_bytes(int ndim, const int64_t *dims, size_t elem_size, size_t *out);

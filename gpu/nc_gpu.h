@@ -56,9 +56,11 @@
  * tests, the option "fault" (NC_GPU_FAULT, nc_gpu_options) injects them: "oom:N" makes
  * the N-th device allocation fail with cudaErrorMemoryAllocation ("oom:N+":
  * that one and every later one, a full device),
- * "launch:N" the N-th checked kernel launch with cudaErrorLaunchFailure
- * (both may be given, comma-separated; N counts from 1, and the counts start
- * again whenever the variable's value changes). */
+ * "launch:N" the N-th checked kernel launch with cudaErrorLaunchFailure,
+ * "graph" makes cuDNN's graph API refuse every plan (the exact fp32 mode then
+ * runs one TF32 pass per weight part) (several may be given, comma-separated;
+ * N counts from 1, and the counts start again whenever the variable's value
+ * changes). */
 #ifndef NC_GPU_H
 #define NC_GPU_H
 
@@ -183,6 +185,18 @@ nc_status nc_gpu_test_if_bf16(int T, long long n, int c, long long inner, const 
                               float v0_fraction, int reset_zero, int fire_gt, const float *bias, const float *in,
                               long long in_step, float *counts, long long out_step, nc_error *err);
 
+/* The operands of the exact conv on bf16 tensor cores on host arrays
+ * (channels last, `pixels` rows of c channels; each result is the counts
+ * [pixels, c] followed by their pairs [pixels, 2, c], 3·pixels·c values):
+ *   counts   — one IF step (v0 = θ/2, fire on ≥) over current, spikes as 1/0;
+ *   x_counts — rint(x·scale[ch]), the conv's own conversion of its input;
+ *   w_parts  — w[cout, taps, c]·mul[ch] in three bf16 parts: hi
+ *              [cout, taps, c] followed by mid and lo [cout, taps, 2, c],
+ *              whose sum is the fp32 product. */
+nc_status nc_gpu_test_exact_operands(long long pixels, int c, const float *threshold, const float *current,
+                                     float *counts, const float *x, const float *scale, float *x_counts, int cout,
+                                     int taps, const float *w, const float *mul, float *w_parts, nc_error *err);
+
 /* The engine's GEMM in precision p on host arrays: out[rows, fout] =
  * in[rows, fin] · weight[fout, fin]ᵀ.  spike_scale (may be NULL): in holds
  * spikes whose per-feature value is spike_scale[f] (θ); they are fed as 0/1
@@ -190,12 +204,13 @@ nc_status nc_gpu_test_if_bf16(int T, long long n, int c, long long inner, const 
 nc_status nc_gpu_test_gemm(nc_gpu_precision p, long long rows, int fin, int fout, const float *in,
                            const float *weight, const float *spike_scale, float *out, nc_error *err);
 
-/* The channels-last average pool on host arrays: in [rows, C, H, W] goes to
- * channels last on the device (the transpose kernel), is pooled there
- * (ONNX window rules, as nc_avgpool), and comes back: out [rows, C, OH, OW]. */
-nc_status nc_gpu_test_avgpool_nhwc(long long rows, int c, int h, int w, const int kernel[2], const int stride[2],
-                                   const int pad[4], const int dilation[2], int ceil_mode, int count_include_pad,
-                                   const float *in, float *out, nc_error *err);
+/* The channels-last max (max = 1) or average pool on host arrays: in
+ * [rows, C, H, W] goes to channels last on the device (the transpose kernel),
+ * is pooled there (ONNX window rules, as nc_maxpool / nc_avgpool), and comes
+ * back: out [rows, C, OH, OW]. */
+nc_status nc_gpu_test_pool_nhwc(int max, long long rows, int c, int h, int w, const int kernel[2], const int stride[2],
+                                const int pad[4], const int dilation[2], int ceil_mode, int count_include_pad,
+                                const float *in, float *out, nc_error *err);
 
 /* Poisson encoding on the device (same stream of numbers as
  * nc_poisson_encode in sim/nc_cpu_ops.h). */

@@ -121,10 +121,20 @@ static int counts_input(const grun *r, int i, const gval *in)
     return r->snn && !in->constant && sg.spike && sg.spike_c == r->st->nodes[i].win.c;
 }
 
+// The shape of conv node i over `rows` rows, as cuDNN takes it.
+static nc_conv_shape shape_of(const gnode &g, int64_t rows)
+{
+    const nc_gwin &wn = g.win;
+    return nc_conv_shape{rows, wn.c, wn.h, wn.w, g.cout, wn.oh, wn.ow, wn.kh, wn.kw, wn.sh, wn.sw, wn.dh, wn.dw,
+                         wn.pt, wn.pl};
+}
+
 // How conv node i runs in this pass, given whether its input can be read as
 // spike counts and whether it is constant over the steps: a cuDNN arithmetic
 // (nc_conv_math), or -1 for im2col + cuBLAS.  In fp32, spike counts go to
-// the exact tensor-core mode; an analog input of N rows (the first layer of
+// the exact tensor-core mode (on bf16 tensor cores through cuDNN's graph API
+// where it takes the shape, else one TF32 pass per weight part); an analog
+// input of N rows (the first layer of
 // a direct-encoded net) to cuDNN's fp32 FMA kernels, so that the values stay
 // channels last; an analog input of T·N rows (after an add) to cuBLAS sgemm,
 // which is faster than those kernels.  The split modes keep im2col (cuDNN's
@@ -142,8 +152,10 @@ int conv_math(const grun *r, int i, int spike_in, int constant_in)
     case NC_GPU_TF32: return NC_CONV_TF32;
     case NC_GPU_BF16: return NC_CONV_BF16;
     case NC_GPU_FP32:
-        if (spike_in)
-            return NC_CONV_TF32_EXACT;
+        if (spike_in) {
+            nc_conv_shape one_row = shape_of(g, 1);
+            return !g.exact_refused && nc_cudnn_exact_ok(&one_row) ? NC_CONV_BF16_EXACT : NC_CONV_TF32_EXACT;
+        }
         return constant_in || st->conv == CONV_CUDNN ? NC_CONV_FP32 : -1;
     default: return -1;
     }
@@ -171,7 +183,8 @@ static nc_status spike_scales(grun *r, int i, float **mul)
 
 // The weight of conv node i as cuDNN reads it ([Cout, KH, KW, Cin]) in
 // arithmetic m: fp32; bf16 (rounded, or for spike counts scaled by θ/D
-// first); or, exact mode, the θ/D-scaled weight in three TF32 parts.
+// first); or, exact mode, the θ/D-scaled weight in three TF32 parts, or in
+// three bf16 parts (hi, then mid and lo side by side: NC_CONV_BF16_EXACT).
 // parts[0..n) in the order they are added (the smallest first).  Built on
 // first use.
 static nc_status cudnn_weights(grun *r, int i, nc_conv_math m, int spike, const void *parts[3], int *n)
@@ -193,6 +206,21 @@ static nc_status cudnn_weights(grun *r, int i, nc_conv_math m, int spike, const 
         return NC_OK;
     }
     float *mul = nullptr;
+    if (m == NC_CONV_BF16_EXACT) {
+        if (!g.wk_exact) {
+            s = cuda_alloc(r, (size_t)(g.cout * k * 3) * sizeof(nc_bf16), (void **)&g.wk_exact, "bf16 weight parts");
+            if (s == NC_OK)
+                s = spike_scales(r, i, &mul);
+            if (s == NC_OK)
+                s = launch_check(r, "weight_parts_exact kernel",
+                                 nc_launch_weight_parts_exact(st, g.cout, k, g.w_krsc, mul, g.win.c, g.wk_exact,
+                                                              g.wk_exact + g.cout * k));
+            if (s != NC_OK)
+                return s;
+        }
+        parts[0] = g.wk_exact;
+        return NC_OK;
+    }
     if (m == NC_CONV_TF32_EXACT) {
         if (!g.wk_parts[0]) {
             for (int p = 0; p < 3 && s == NC_OK; p++)
@@ -237,9 +265,7 @@ static nc_status cudnn_plan_for(grun *r, int i, nc_conv_math m, int64_t rows, co
             *out = &p;
             return NC_OK;
         }
-    const nc_gwin &wn = g.win;
-    nc_conv_shape shape = {rows, wn.c, wn.h, wn.w, g.cout, wn.oh, wn.ow, wn.kh, wn.kw, wn.sh, wn.sw, wn.dh, wn.dw,
-                           wn.pt, wn.pl};
+    nc_conv_shape shape = shape_of(g, rows);
     // room for the algorithms to try: up to 256 MiB, less when memory is short
     size_t free_bytes = 0, total = 0;
     cudaMemGetInfo(&free_bytes, &total);
@@ -249,8 +275,11 @@ static nc_status cudnn_plan_for(grun *r, int i, nc_conv_math m, int64_t rows, co
     if (s != NC_OK)
         return s;
     nc_conv_plan plan;
-    if ((s = nc_cudnn_plan(r->st->cudnn, &shape, m, x, w, y, ws, ws_bytes, &plan, r->where, r->err)) != NC_OK)
+    if ((s = nc_cudnn_plan(r->st->cudnn, r->st->stream, &shape, m, x, w, y, ws, ws_bytes, &plan, r->where, r->err)) !=
+        NC_OK)
         return s;
+    if (g.exact_why[0]) /* this plan runs instead of the one-pass exact conv: say why */
+        snprintf(plan.desc + strlen(plan.desc), sizeof plan.desc - strlen(plan.desc), "; %s", g.exact_why);
     g.plans.push_back(plan);
     *out = &g.plans.back();
     return NC_OK;
@@ -271,8 +300,21 @@ static int only_an_if_reads(const grun *r, int i)
 // the rows).  In bf16 the operand is converted first (spikes to their integer
 // counts), unless an IF wrote it as counts already; the bf16 output goes to
 // fp32, unless only an IF reads it (which widens it as it integrates).
+// fp32 counts from bf16 counts (and pairs, which are not needed here).
+static nc_status counts_to_f32(grun *r, const gval *in, const nc_gwin &w, const void **x)
+{
+    void *buf = nullptr;
+    int64_t n = in->rows * w.h * w.w * w.c;
+    nc_status s = scratch(r, n, 1, sizeof(float), "spike counts", &buf);
+    if (s == NC_OK)
+        s = launch_check(r, "bf16_to_f32 kernel", nc_launch_bf16_to_f32(r->st->stream, n, in->data16, (float *)buf));
+    *x = buf;
+    return s;
+}
+
 // The operand of conv node i in arithmetic m: the input's own values, or its
-// counts (as written by an IF, or converted here) in bf16 or fp32.
+// counts (as written by an IF, or converted here) in bf16 or fp32, or in
+// bf16 with their pairs (NC_CONV_BF16_EXACT).
 static nc_status cudnn_operand(grun *r, int i, nc_conv_math m, int spike, const void **x)
 {
     const gnode &g = r->st->nodes[i];
@@ -280,20 +322,28 @@ static nc_status cudnn_operand(grun *r, int i, nc_conv_math m, int spike, const 
     gval *in = &r->val[r->net->nodes[i].inputs[0]];
     int64_t R = in->rows, in_numel = (int64_t)w.c * w.h * w.w;
     *x = in->counts && in->data16 ? (const void *)in->data16 : (const void *)in->data;
+    if (in->pairs && m == NC_CONV_TF32_EXACT) /* written for the bf16 exact conv, which refused this shape */
+        return counts_to_f32(r, in, w, x);
     if (in->counts || m == NC_CONV_FP32 || m == NC_CONV_TF32)
         return NC_OK;
     nc_status s = spike ? spike_scales(r, i, nullptr) : NC_OK;
     void *buf = nullptr;
-    size_t elt = m == NC_CONV_BF16 ? sizeof(nc_bf16) : sizeof(float);
+    int copies = m == NC_CONV_BF16_EXACT ? 3 : 1; /* the counts and their pairs */
+    size_t elt = m == NC_CONV_TF32_EXACT ? sizeof(float) : sizeof(nc_bf16);
     if (s == NC_OK)
-        s = scratch(r, R, in_numel, elt, m == NC_CONV_BF16 ? "bf16 operand" : "spike counts", &buf);
+        s = scratch(r, R, in_numel * copies, elt, m == NC_CONV_BF16 ? "bf16 operand" : "spike counts", &buf);
     if (s != NC_OK)
         return s;
     const float *scale = spike ? g.k_opscale : nullptr;
-    cudaError_t e = m == NC_CONV_BF16
-                        ? nc_launch_to_bf16(r->st->stream, R * w.h * w.w, w.c, in->data, scale, w.c, 1, (nc_bf16 *)buf)
-                        : nc_launch_to_counts_f32(r->st->stream, R * w.h * w.w, w.c, in->data, scale, w.c, 1,
-                                                  (float *)buf);
+    int64_t pixels = R * w.h * w.w;
+    cudaError_t e;
+    if (m == NC_CONV_BF16)
+        e = nc_launch_to_bf16(r->st->stream, pixels, w.c, in->data, scale, w.c, 1, (nc_bf16 *)buf);
+    else if (m == NC_CONV_BF16_EXACT)
+        e = nc_launch_to_counts_exact(r->st->stream, pixels, w.c, in->data, scale, (nc_bf16 *)buf,
+                                      (nc_bf16 *)buf + pixels * w.c);
+    else
+        e = nc_launch_to_counts_f32(r->st->stream, pixels, w.c, in->data, scale, w.c, 1, (float *)buf);
     *x = buf;
     return launch_check(r, "operand kernel", e);
 }
@@ -320,9 +370,9 @@ static nc_status run_conv_cudnn(grun *r, int i, nc_conv_math m, gval *out)
     if (s != NC_OK)
         return s;
     int64_t R = in->rows, P = (int64_t)w.oh * w.ow;
-    int spike = (m == NC_CONV_BF16 || m == NC_CONV_TF32_EXACT) && counts_input(r, i, in);
+    int spike = m != NC_CONV_FP32 && m != NC_CONV_TF32 && counts_input(r, i, in);
     int keep16 = m == NC_CONV_BF16 && only_an_if_reads(r, i);
-    s = keep16 ? value_alloc16(r, i, R, in->constant, 0, out) : value_alloc(r, i, R, in->constant, out);
+    s = keep16 ? value_alloc16(r, i, R, in->constant, 0, 0, out) : value_alloc(r, i, R, in->constant, out);
     if (s != NC_OK)
         return s;
     out->nhwc = 1;
@@ -336,7 +386,17 @@ static nc_status run_conv_cudnn(grun *r, int i, nc_conv_math m, gval *out)
         (s = scratch(r, R, g.cout * P, sizeof(nc_bf16), "bf16 conv output", &y)) != NC_OK)
         return s;
     const nc_conv_plan *plan = nullptr;
-    if ((s = cudnn_plan_for(r, i, m, R, x, wp[0], y, &plan)) != NC_OK)
+    s = cudnn_plan_for(r, i, m, R, x, wp[0], y, &plan);
+    if (s == NC_ERR_UNSUPPORTED && m == NC_CONV_BF16_EXACT) {
+        // the graph API refused this shape: one TF32 pass per weight part, now and in later passes
+        g.exact_refused = 1;
+        snprintf(g.exact_why, sizeof g.exact_why, "instead of bf16 parts: %.170s", r->err ? r->err->message : "refused");
+        m = NC_CONV_TF32_EXACT;
+        if ((s = cudnn_weights(r, i, m, spike, wp, &n_parts)) != NC_OK || (s = cudnn_operand(r, i, m, spike, &x)) != NC_OK)
+            return s;
+        s = cudnn_plan_for(r, i, m, R, x, wp[0], y, &plan);
+    }
+    if (s != NC_OK)
         return s;
     void *ws = nullptr;
     if (plan->workspace && (s = scratch(r, 1, (int64_t)plan->workspace, 1, "cuDNN workspace", &ws)) != NC_OK)

@@ -8,6 +8,7 @@
 #include <cudnn.h>
 
 #include "gpu/nc_gpu_cudnn.h"
+#include "gpu/nc_gpu_cudnn_graph.h"
 #include "gpu/nc_gpu_internal.h"
 
 namespace {
@@ -103,6 +104,20 @@ void load_api()
             dlclose(lib);
             return;
         }
+    struct entry graph_table[] = {
+        {"cudnnGetErrorString", (void **)&nc_graph_api.GetErrorString},
+        {"cudnnBackendCreateDescriptor", (void **)&nc_graph_api.CreateDescriptor},
+        {"cudnnBackendDestroyDescriptor", (void **)&nc_graph_api.DestroyDescriptor},
+        {"cudnnBackendFinalize", (void **)&nc_graph_api.Finalize},
+        {"cudnnBackendSetAttribute", (void **)&nc_graph_api.SetAttribute},
+        {"cudnnBackendGetAttribute", (void **)&nc_graph_api.GetAttribute},
+        {"cudnnBackendExecute", (void **)&nc_graph_api.Execute},
+    };
+    for (const entry &t : graph_table)
+        if (!look_up(lib, t.name, t.slot)) {
+            dlclose(lib);
+            return;
+        }
     size_t version = api.GetVersion();
     if (version < kMinVersion) {
         snprintf(api_why, sizeof api_why,
@@ -150,6 +165,7 @@ const char *math_name(nc_conv_math m)
     case NC_CONV_BF16: return "bf16 tensor cores";
     case NC_CONV_TF32: return "tf32 tensor cores";
     case NC_CONV_TF32_EXACT: return "exact fp32: spike counts x 3 TF32 weight parts on tensor cores";
+    case NC_CONV_BF16_EXACT: return "exact fp32: spike counts x 3 bf16 weight parts in two passes";
     default: return "fp32 FMA";
     }
 }
@@ -241,12 +257,20 @@ int nc_cudnn_shape_ok(const nc_conv_shape *s, char *why, size_t why_size)
     return 1;
 }
 
-nc_status nc_cudnn_plan(void *handle, const nc_conv_shape *s, nc_conv_math m, const void *x, const void *w, void *y,
-                        void *ws, size_t ws_bytes, nc_conv_plan *plan, const char *where, nc_error *err)
+int nc_cudnn_exact_ok(const nc_conv_shape *s)
+{
+    return nc_cudnn_status(nullptr, 0) && nc_cudnn_graph_shape_ok(s);
+}
+
+nc_status nc_cudnn_plan(void *handle, cudaStream_t stream, const nc_conv_shape *s, nc_conv_math m, const void *x,
+                        const void *w, void *y, void *ws, size_t ws_bytes, nc_conv_plan *plan, const char *where,
+                        nc_error *err)
 {
     memset(plan, 0, sizeof *plan);
     plan->shape = *s;
     plan->math = m;
+    if (m == NC_CONV_BF16_EXACT)
+        return nc_cudnn_graph_plan(handle, stream, s, x, w, y, ws, ws_bytes, plan, where, err);
     nc_status st = make_descriptors(s, m, plan, where, err);
     if (st != NC_OK) {
         nc_cudnn_plan_free(plan);
@@ -262,9 +286,18 @@ nc_status nc_cudnn_plan(void *handle, const nc_conv_shape *s, nc_conv_math m, co
         nc_cudnn_plan_free(plan);
         return fail_cudnn(err, where, "FindConvolutionForwardAlgorithmEx", cs);
     }
-    int best = -1; // results come fastest first
+    // Results come fastest first.  Each candidate runs once, with the
+    // workspace it asked for, before it is kept: cuDNN 9.14 has timed an
+    // algorithm that then refused to run the same call
+    // (CUDNN_STATUS_BAD_PARAM, a bf16 3-channel input).
+    int best = -1;
+    const float one = 1.0f, zero = 0.0f;
     for (int k = 0; k < found && best < 0; k++)
-        if (algo_allowed(perf[k], m) && perf[k].memory <= ws_bytes)
+        if (algo_allowed(perf[k], m) && perf[k].memory <= ws_bytes &&
+            api.ConvolutionForward((cudnnHandle_t)handle, &one, (cudnnTensorDescriptor_t)plan->x_desc, x,
+                                   (cudnnFilterDescriptor_t)plan->w_desc, w,
+                                   (cudnnConvolutionDescriptor_t)plan->conv_desc, perf[k].algo, ws, perf[k].memory, &zero,
+                                   (cudnnTensorDescriptor_t)plan->y_desc, y) == CUDNN_STATUS_SUCCESS)
             best = k;
     if (best < 0) {
         nc_cudnn_plan_free(plan);
@@ -281,6 +314,7 @@ nc_status nc_cudnn_plan(void *handle, const nc_conv_shape *s, nc_conv_math m, co
 
 void nc_cudnn_plan_free(nc_conv_plan *plan)
 {
+    nc_cudnn_graph_plan_free(plan);
     if (api_ok) {
         if (plan->x_desc)
             api.DestroyTensorDescriptor((cudnnTensorDescriptor_t)plan->x_desc);
@@ -297,6 +331,8 @@ void nc_cudnn_plan_free(nc_conv_plan *plan)
 nc_status nc_cudnn_conv(void *handle, const nc_conv_plan *plan, const void *x, const void *w, void *y, void *ws,
                         float beta, const char *where, nc_error *err)
 {
+    if (plan->math == NC_CONV_BF16_EXACT)
+        return nc_cudnn_graph_conv(handle, plan, x, w, y, ws, where, err);
     const float one = 1.0f;
     NC_CUDNN_TRY(err, where,
                  ConvolutionForward((cudnnHandle_t)handle, &one, (cudnnTensorDescriptor_t)plan->x_desc, x,

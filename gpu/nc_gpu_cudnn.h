@@ -27,8 +27,12 @@ enum nc_conv_math {
     NC_CONV_FP32,      // fp32 data, fp32 FMA (no tensor cores; no FFT or Winograd: exact products)
     NC_CONV_TF32,      // fp32 data, TF32 tensor cores
     NC_CONV_BF16,      // bf16 x, filter and y; fp32 accumulation on tensor cores
-    NC_CONV_TF32_EXACT // TF32 tensor cores on operands that TF32 holds exactly (spike counts, weight
-                       // parts): exact products, fp32 accumulation (no FFT or Winograd)
+    NC_CONV_TF32_EXACT, // TF32 tensor cores on operands that TF32 holds exactly (spike counts, weight
+                        // parts): exact products, fp32 accumulation (no FFT or Winograd); one pass per part
+    NC_CONV_BF16_EXACT  // the exact mode on bf16 tensor cores (cuDNN's graph API, nc_gpu_cudnn_graph.h):
+                        // y = conv(q, hi), then y += conv([q, q], [mid, lo]), fp32 outputs.  x holds
+                        // the counts q [rows, H, W, C] followed by the pairs [rows, H, W, 2, C]; the
+                        // filter holds hi [Cout, KH, KW, C] followed by [Cout, KH, KW, 2, C]
 };
 
 struct nc_conv_shape {
@@ -45,8 +49,9 @@ struct nc_conv_plan {
     int algo;             // cudnnConvolutionFwdAlgo_t
     size_t workspace;     // bytes the algorithm needs
     float find_ms;        // its time when it was chosen
-    char desc[160];       // e.g. "cuDNN IMPLICIT_PRECOMP_GEMM, bf16 tensor cores, NHWC, workspace 0 bytes"
+    char desc[320];       // e.g. "cuDNN IMPLICIT_PRECOMP_GEMM, bf16 tensor cores, NHWC, workspace 0 bytes"
     void *x_desc, *y_desc, *w_desc, *conv_desc; // cuDNN descriptors (opaque here)
+    void *graph_plan[2];  // NC_CONV_BF16_EXACT: the graph API's plans of the two passes (instead of algo and descriptors)
 };
 
 // 1 when cuDNN 9 was found and loaded; else 0 and `why` says what is missing
@@ -63,14 +68,23 @@ void nc_cudnn_destroy(void *handle);
 // caller keeps such convolutions on im2col.
 int nc_cudnn_shape_ok(const nc_conv_shape *s, char *why, size_t why_size);
 
+// 1 if this cuDNN can run the exact mode on bf16 tensor cores
+// (NC_CONV_BF16_EXACT) for shape s: its graph API was found and the channel
+// counts suit it.
+int nc_cudnn_exact_ok(const nc_conv_shape *s);
+
 // Chooses the algorithm for shape s in precision m (see above), timing them
 // on x, w, y (y is overwritten) with up to ws_bytes of workspace at ws.
-nc_status nc_cudnn_plan(void *handle, const nc_conv_shape *s, nc_conv_math m, const void *x, const void *w, void *y,
-                        void *ws, size_t ws_bytes, nc_conv_plan *plan, const char *where, nc_error *err);
+// In NC_CONV_BF16_EXACT, x and w are laid out as said at the enum.
+nc_status nc_cudnn_plan(void *handle, cudaStream_t stream, const nc_conv_shape *s, nc_conv_math m, const void *x,
+                        const void *w, void *y, void *ws, size_t ws_bytes, nc_conv_plan *plan, const char *where,
+                        nc_error *err);
 void nc_cudnn_plan_free(nc_conv_plan *plan);
 
 // y = conv(x, w) + beta·y with the plan's algorithm (beta 0 or 1: 1 adds
-// into y, for the parts of split weights); ws: plan->workspace bytes.
+// into y, for the parts of split weights; NC_CONV_BF16_EXACT: 0 only, both
+// passes);
+// ws: plan->workspace bytes.
 nc_status nc_cudnn_conv(void *handle, const nc_conv_plan *plan, const void *x, const void *w, void *y, void *ws,
                         float beta, const char *where, nc_error *err);
 

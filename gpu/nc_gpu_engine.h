@@ -49,6 +49,9 @@ struct gnode {
     nc_bf16 *wk16_spike = nullptr;       // θ/D-scaled bf16, for spike counts
     float *k_opscale = nullptr;          // D/θ per input channel, for those counts
     float *wk_parts[3] = {nullptr, nullptr, nullptr}; // exact fp32 mode: θ/D-scaled weight, TF32 hi, mid, lo
+    nc_bf16 *wk_exact = nullptr;         // exact fp32 mode on bf16 tensor cores: hi, then [mid, lo] per tap
+    int exact_refused = 0;               // cuDNN's graph API could not plan that mode
+    char exact_why[200] = "";            // why (shown with the plan that runs instead)
     std::vector<nc_conv_plan> plans;     // chosen algorithms, one per (rows, precision)
 };
 
@@ -98,6 +101,8 @@ struct gval {
     // IF's spikes as counts (counts = 1) that only a bf16 conv reads.
     nc_bf16 *data16;
     int counts;
+    int pairs; // counts for the exact conv on bf16 tensor cores: data16 holds the counts [rows, numel], then
+               // each again twice side by side [rows, H, W, 2, C] (NC_CONV_BF16_EXACT)
 };
 
 struct grun {
@@ -143,7 +148,7 @@ nc_status alloc_floats(grun *r, int64_t rows, int64_t per_row, size_t elt, const
 nc_status scratch(grun *r, int64_t rows, int64_t per_row, size_t elt, const char *what, void **out);
 nc_status value_alloc(grun *r, int i, int64_t rows, int constant, gval *v);
 void value_free(grun *r, gval *v);
-nc_status value_alloc16(grun *r, int i, int64_t rows, int constant, int counts, gval *v);
+nc_status value_alloc16(grun *r, int i, int64_t rows, int constant, int counts, int pairs, gval *v);
 nc_status widen(grun *r, int i);
 channel_view view_of(const grun *r, int i, const gval *v);
 nc_status add_pending_bias(grun *r, int i);

@@ -18,6 +18,7 @@ namespace {
 struct fault_plan {
     long oom_at = 0, launch_at = 0; // 0 = never
     bool oom_after = false;         // "oom:N+": the N-th allocation and every later one
+    bool refuse_graph = false;      // "graph": cuDNN's graph API refuses every plan
     long allocs = 0, launches = 0;
     std::string text;               // the NC_GPU_FAULT the counts belong to
 };
@@ -42,6 +43,8 @@ fault_plan &faults()
             }
             else if (item.compare(0, 7, "launch:") == 0)
                 f.launch_at = strtol(item.c_str() + 7, nullptr, 10);
+            else if (item == "graph")
+                f.refuse_graph = true;
             at = end == std::string::npos ? text.size() : end + 1;
         }
     }
@@ -61,6 +64,8 @@ cudaError_t nc_gpu_fault_malloc(void **p, size_t bytes)
     }
     return cudaMalloc(p, bytes);
 }
+
+int nc_gpu_fault_graph(void) { return faults().refuse_graph; }
 
 cudaError_t nc_gpu_fault_launch(cudaError_t e)
 {

@@ -32,6 +32,8 @@ nc_status nc_gpu_fail_cublas(nc_error *err, const char *where, const char *call,
 // they are cudaMalloc and the identity.
 cudaError_t nc_gpu_fault_malloc(void **p, size_t bytes);
 cudaError_t nc_gpu_fault_launch(cudaError_t e);
+// 1 when the fault "graph" is set: cuDNN's graph API is to refuse every plan.
+int nc_gpu_fault_graph(void);
 
 #define NC_CUDA_TRY(err, where, call)                                                         \
     do {                                                                                      \
@@ -94,7 +96,17 @@ struct nc_if_io {
     float *out;
     nc_bf16 *out_counts;
     float *out_counts32;
+    nc_bf16 *out_pairs; // with out_counts, channels last only: each count also written twice side by side,
+                        // [.., 2, C] (the exact conv's second operand; NULL: none)
 };
+// IF neurons over [n, h, w, c] (channels last; the current as fp32 in or
+// bf16 in16, in_step apart per step, 0 for a constant one), each step's
+// spikes (θ or 0) averaged over 2×2 windows with stride 2 into out
+// [T, n, h/2, w/2, c]: the IF kernel then avgpool_2x2 in one pass, bit for
+// bit.
+cudaError_t nc_launch_if_avgpool2(cudaStream_t s, int T, int64_t n, int c, int h, int w, const float *th, int n_th,
+                                  float v0f, int reset_zero, int fire_gt, const float *bias, const float *in,
+                                  const nc_bf16 *in16, int64_t in_step, float *out);
 cudaError_t nc_launch_if_io(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
                             float v0f, int reset_zero, int fire_gt, const float *bias, const nc_if_io *io,
                             int64_t in_step, int64_t out_step);
@@ -165,6 +177,16 @@ cudaError_t nc_launch_weight_parts(cudaStream_t s, int64_t rows, int64_t k, cons
                                    nc_bf16 *const *out);
 // As nc_launch_to_bf16 with a scale, into fp32: the integer spike counts
 // rint(x·scale[ch]) (the operand of the exact fp32 conv).
+// The exact conv's operand (nc_gpu_cudnn.h, NC_CONV_BF16_EXACT) from n
+// channels-last rows of c values: the counts rint(x·scale[ch]) in bf16
+// ([n, c]), and in pairs the same counts twice side by side ([n, 2, c]).
+cudaError_t nc_launch_to_counts_exact(cudaStream_t s, int64_t n, int c, const float *in, const float *scale,
+                                      nc_bf16 *counts, nc_bf16 *pairs);
+// The exact conv's filter from KRSC weights [rows, k] (k = taps·c) times
+// mul[ch] (may be NULL): hi [rows, k], the top bf16 part, and rest
+// [rows, taps, 2, c], the mid and lo parts side by side.
+cudaError_t nc_launch_weight_parts_exact(cudaStream_t s, int64_t rows, int64_t k, const float *w, const float *mul,
+                                         int c, nc_bf16 *hi, nc_bf16 *rest);
 cudaError_t nc_launch_to_counts_f32(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
                                     int c, int64_t inner, float *out);
 // Weights [rows, k] times mul[j % ch_per_row] (may be NULL) in three TF32
@@ -192,6 +214,8 @@ cudaError_t nc_launch_transpose_rows(cudaStream_t s, int64_t rows, int64_t a, in
 // in the same order, so the two layouts give the same values bit for bit.
 cudaError_t nc_launch_avgpool_nhwc(cudaStream_t s, const nc_gwin *g, int count_include_pad, int64_t rows,
                                    const float *in, float *out);
+// nc_launch_maxpool over [rows, H, W, C] → [rows, OH, OW, C] (no bias).
+cudaError_t nc_launch_maxpool_nhwc(cudaStream_t s, const nc_gwin *g, int64_t rows, const float *in, float *out);
 // out[i] = in[i] as fp32, for n values.
 cudaError_t nc_launch_bf16_to_f32(cudaStream_t s, int64_t n, const nc_bf16 *in, float *out);
 

@@ -34,12 +34,16 @@ struct count32 {
 };
 __device__ __forceinline__ void store_spike(count32 *p, bool fire, float) { p->v = fire ? 1.0f : 0.0f; }
 
-template <typename In, typename Out, bool GE, bool SUB>
+// With PAIRS (channels last only, inner = 1) each count is also written
+// twice side by side into `pairs`, [.., 2, C] (steps 2·out_step apart): the
+// operand of the exact conv's second pass (nc_gpu_cudnn.h).
+template <typename In, typename Out, bool GE, bool SUB, bool PAIRS>
 __global__ void if_kernel(int T, int64_t total, int C, int64_t inner, const float *th, int n_th, float v0f,
-                          const float *bias, const In *in, int64_t in_step, Out *out, int64_t out_step)
+                          const float *bias, const In *in, int64_t in_step, Out *out, int64_t out_step, Out *pairs)
 {
     for (int64_t e = gtid(); e < total; e += gstride()) {
         int c = (int)(inner == 1 ? e % C : (e / inner) % C);
+        int64_t pe = PAIRS ? e + (e / C) * C : 0;
         float theta = th[n_th == C ? c : 0];
         float b = bias ? bias[c] : 0.0f;
         float v = __fmul_rn(v0f, theta);
@@ -56,8 +60,54 @@ __global__ void if_kernel(int T, int64_t total, int C, int64_t inner, const floa
                 float m = __fadd_rn(v, xj);
                 bool fire = GE ? m >= theta : m > theta;
                 store_spike(out + (int64_t)(t0 + j) * out_step + e, fire, theta);
+                if (PAIRS) {
+                    Out *pair = pairs + (int64_t)(t0 + j) * 2 * out_step + pe;
+                    store_spike(pair, fire, theta);
+                    store_spike(pair + C, fire, theta);
+                }
                 v = fire ? (SUB ? __fsub_rn(m, theta) : 0.0f) : m;
             }
+        }
+    }
+}
+
+// IF neurons followed by a 2×2, stride-2 average pool, channels last: one
+// thread per pooled output [n, oy, ox, c] keeps the four membranes of its
+// window in registers over the T steps and writes only the pooled spikes,
+// (0 + s00 + s01 + s10 + s11) / 4 with s = θ or 0 — the IF kernel's
+// arithmetic and avgpool_2x2_nhwc_kernel's sums, so the values are those of
+// the two kernels run one after the other, bit for bit.
+template <typename In, bool GE, bool SUB>
+__global__ void if_avgpool2_kernel(int T, int64_t total, int C, int h, int w, int oh, int ow, const float *th,
+                                   int n_th, float v0f, const float *bias, const In *in, int64_t in_step, float *out,
+                                   int64_t out_step)
+{
+    for (int64_t e = gtid(); e < total; e += gstride()) {
+        int c = (int)(e % C);
+        int64_t pos = e / C;
+        int ox = (int)(pos % ow);
+        int64_t rest = pos / ow;
+        int oy = (int)(rest % oh);
+        int64_t n = rest / oh;
+        int64_t base = ((n * h + 2 * oy) * w + 2 * ox) * C + c, off[4] = {0, C, (int64_t)w * C, (int64_t)w * C + C};
+        float theta = th[n_th == C ? c : 0];
+        float b = bias ? bias[c] : 0.0f;
+        float v[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            v[k] = __fmul_rn(v0f, theta);
+        for (int t = 0; t < T; t++) {
+            float sum = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                float x = load_current(in + (int64_t)t * in_step + base + off[k]);
+                float xk = bias ? __fadd_rn(x, b) : x;
+                float m = __fadd_rn(v[k], xk);
+                bool fire = GE ? m >= theta : m > theta;
+                sum = __fadd_rn(sum, fire ? theta : 0.0f);
+                v[k] = fire ? (SUB ? __fsub_rn(m, theta) : 0.0f) : m;
+            }
+            out[(int64_t)t * out_step + e] = __fdiv_rn(sum, 4.0f);
         }
     }
 }
@@ -364,6 +414,40 @@ __global__ void to_operand_kernel(int64_t n, int64_t f, const float *in, const f
     }
 }
 
+// The exact conv's operand from channels-last values ([n, c]): the counts
+// q = rint(x·scale[ch]) in bf16, and each again twice side by side in pairs
+// ([n, 2, c]).
+__global__ void to_counts_exact_kernel(int64_t n, int c, const float *in, const float *scale, nc_bf16 *counts,
+                                       nc_bf16 *pairs)
+{
+    for (int64_t i = gtid(); i < n * c; i += gstride()) {
+        nc_bf16 q = __float2bfloat16_rn(rintf(__fmul_rn(in[i], scale[i % c])));
+        counts[i] = q;
+        nc_bf16 *pair = pairs + i + (i / c) * c;
+        pair[0] = q;
+        pair[c] = q;
+    }
+}
+
+// The exact conv's filter: w·mul (KRSC rows, channel ch = i % C) in three
+// bf16 parts, hi (same layout as w) and mid, lo side by side per tap
+// ([.., 2, C]); hi + mid + lo is the fp32 product exactly.
+__global__ void weight_parts_exact_kernel(int64_t n, const float *w, const float *mul, int C, nc_bf16 *hi,
+                                          nc_bf16 *rest)
+{
+    for (int64_t i = gtid(); i < n; i += gstride()) {
+        int ch = (int)(i % C);
+        float v = mul ? __fmul_rn(w[i], mul[ch]) : w[i];
+        nc_bf16 h = __float2bfloat16_rn(v);
+        float r = __fsub_rn(v, __bfloat162float(h));
+        nc_bf16 m = __float2bfloat16_rn(r);
+        nc_bf16 *dst = rest + i + (i / C) * C;
+        hi[i] = h;
+        dst[0] = m;
+        dst[C] = __float2bfloat16_rn(__fsub_rn(r, __bfloat162float(m)));
+    }
+}
+
 // x rounded to TF32 (10 stored mantissa bits), to nearest even: a value a
 // TF32 tensor core reads unchanged.
 __device__ __forceinline__ float round_tf32(float x)
@@ -504,6 +588,31 @@ __global__ void avgpool_nhwc_kernel(nc_gwin g, int cip, int64_t total, const flo
     }
 }
 
+// nc_launch_maxpool over channels-last values (an empty window gives 0, as
+// maxpool_kernel).
+__global__ void maxpool_nhwc_kernel(nc_gwin g, int64_t total, const float *in, float *out)
+{
+    int64_t hwc = (int64_t)g.h * g.w * g.c;
+    for (int64_t e = gtid(); e < total; e += gstride()) {
+        int ch = (int)(e % g.c);
+        int ox = (int)((e / g.c) % g.ow);
+        int oy = (int)((e / ((int64_t)g.c * g.ow)) % g.oh);
+        int64_t r = e / ((int64_t)g.c * g.ow * g.oh);
+        const float *x = in + r * hwc + ch;
+        nc_axis_taps ty = nc_taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
+        nc_axis_taps tx = nc_taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+        float best = -INFINITY;
+        for (int ki = ty.lo; ki < ty.hi; ki++) {
+            int64_t iy = ty.start + ki * g.dh;
+            for (int kj = tx.lo; kj < tx.hi; kj++) {
+                float v = x[(iy * g.w + tx.start + kj * g.dw) * g.c];
+                best = v > best ? v : best;
+            }
+        }
+        out[e] = ty.lo == ty.hi || tx.lo == tx.hi ? 0.0f : best;
+    }
+}
+
 // The common 2×2, stride-2, unpadded window over channels-last values: four
 // channels per thread (16-byte loads and stores), the sums in the order of
 // avgpool_nhwc_kernel (0 + x00 + x01 + x10 + x11, then / 4).
@@ -539,32 +648,82 @@ __global__ void bf16_to_f32_kernel(int64_t n, const nc_bf16 *in, float *out)
 
 // ---- launchers ---------------------------------------------------------------
 
-template <typename In, typename Out>
-cudaError_t launch_if_typed(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
-                            float v0f, int reset_zero, int fire_gt, const float *bias, const In *in, int64_t in_step,
-                            Out *out, int64_t out_step)
+template <typename In, typename Out, bool PAIRS>
+cudaError_t launch_if_variant(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
+                              float v0f, int reset_zero, int fire_gt, const float *bias, const In *in,
+                              int64_t in_step, Out *out, int64_t out_step, Out *pairs)
 {
     unsigned grid = grid_for(total);
     if (!fire_gt && !reset_zero)
-        if_kernel<In, Out, true, true><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in, in_step,
-                                                                 out, out_step);
+        if_kernel<In, Out, true, true, PAIRS><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
+                                                                        in_step, out, out_step, pairs);
     else if (!fire_gt)
-        if_kernel<In, Out, true, false><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
-                                                                  in_step, out, out_step);
+        if_kernel<In, Out, true, false, PAIRS><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
+                                                                         in_step, out, out_step, pairs);
     else if (!reset_zero)
-        if_kernel<In, Out, false, true><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
-                                                                  in_step, out, out_step);
+        if_kernel<In, Out, false, true, PAIRS><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
+                                                                         in_step, out, out_step, pairs);
     else
-        if_kernel<In, Out, false, false><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias, in,
-                                                                   in_step, out, out_step);
+        if_kernel<In, Out, false, false, PAIRS><<<grid, kThreads, 0, s>>>(T, total, c, inner, th, n_th, v0f, bias,
+                                                                          in, in_step, out, out_step, pairs);
     return cudaGetLastError();
+}
+
+template <typename In, typename Out>
+cudaError_t launch_if_typed(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
+                            float v0f, int reset_zero, int fire_gt, const float *bias, const In *in, int64_t in_step,
+                            Out *out, int64_t out_step, Out *pairs = nullptr)
+{
+    if (pairs)
+        return launch_if_variant<In, Out, true>(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, in,
+                                                in_step, out, out_step, pairs);
+    return launch_if_variant<In, Out, false>(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, in,
+                                             in_step, out, out_step, nullptr);
+}
+
+template <typename In>
+cudaError_t launch_if_avgpool2_typed(cudaStream_t s, int T, int64_t total, int c, int h, int w, int oh, int ow,
+                                     const float *th, int n_th, float v0f, int reset_zero, int fire_gt,
+                                     const float *bias, const In *in, int64_t in_step, float *out, int64_t out_step)
+{
+    unsigned grid = grid_for(total);
+    if (!fire_gt && !reset_zero)
+        if_avgpool2_kernel<In, true, true><<<grid, kThreads, 0, s>>>(T, total, c, h, w, oh, ow, th, n_th, v0f, bias,
+                                                                     in, in_step, out, out_step);
+    else if (!fire_gt)
+        if_avgpool2_kernel<In, true, false><<<grid, kThreads, 0, s>>>(T, total, c, h, w, oh, ow, th, n_th, v0f, bias,
+                                                                      in, in_step, out, out_step);
+    else if (!reset_zero)
+        if_avgpool2_kernel<In, false, true><<<grid, kThreads, 0, s>>>(T, total, c, h, w, oh, ow, th, n_th, v0f, bias,
+                                                                      in, in_step, out, out_step);
+    else
+        if_avgpool2_kernel<In, false, false><<<grid, kThreads, 0, s>>>(T, total, c, h, w, oh, ow, th, n_th, v0f,
+                                                                       bias, in, in_step, out, out_step);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_if_avgpool2(cudaStream_t s, int T, int64_t n, int c, int h, int w, const float *th, int n_th,
+                                  float v0f, int reset_zero, int fire_gt, const float *bias, const float *in,
+                                  const nc_bf16 *in16, int64_t in_step, float *out)
+{
+    int oh = h / 2, ow = w / 2;
+    int64_t total = n * oh * ow * c;
+    if (T < 1 || total <= 0)
+        return total == 0 ? cudaSuccess : cudaErrorInvalidValue;
+    if ((in == nullptr) == (in16 == nullptr) || c < 1)
+        return cudaErrorInvalidValue;
+    if (in)
+        return launch_if_avgpool2_typed(s, T, total, c, h, w, oh, ow, th, n_th, v0f, reset_zero, fire_gt, bias, in,
+                                        in_step, out, total);
+    return launch_if_avgpool2_typed(s, T, total, c, h, w, oh, ow, th, n_th, v0f, reset_zero, fire_gt, bias, in16,
+                                    in_step, out, total);
 }
 
 cudaError_t nc_launch_if(cudaStream_t s, int T, int64_t total, int c, int64_t inner, const float *th, int n_th,
                          float v0f, int reset_zero, int fire_gt, const float *bias, const float *in,
                          int64_t in_step, float *out, int64_t out_step)
 {
-    nc_if_io io = {in, nullptr, out, nullptr, nullptr};
+    nc_if_io io = {in, nullptr, out, nullptr, nullptr, nullptr};
     return nc_launch_if_io(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, &io, in_step, out_step);
 }
 
@@ -577,6 +736,8 @@ cudaError_t nc_launch_if_io(cudaStream_t s, int T, int64_t total, int c, int64_t
     int outs = (io->out != nullptr) + (io->out_counts != nullptr) + (io->out_counts32 != nullptr);
     if ((io->in == nullptr) == (io->in16 == nullptr) || outs != 1)
         return cudaErrorInvalidValue;
+    if (io->out_pairs && (!io->out_counts || inner != 1))
+        return cudaErrorInvalidValue;
     if (io->out_counts32 && io->in)
         return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in, in_step,
                                (count32 *)io->out_counts32, out_step);
@@ -588,12 +749,12 @@ cudaError_t nc_launch_if_io(cudaStream_t s, int T, int64_t total, int c, int64_t
                                io->out, out_step);
     if (io->in && io->out_counts)
         return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in, in_step,
-                               io->out_counts, out_step);
+                               io->out_counts, out_step, io->out_pairs);
     if (io->out)
         return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in16, in_step,
                                io->out, out_step);
     return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in16, in_step,
-                           io->out_counts, out_step);
+                           io->out_counts, out_step, io->out_pairs);
 }
 
 static cudaError_t launch_elt(cudaStream_t s, const elt_params &p, const float *in, float *out)
@@ -834,6 +995,29 @@ cudaError_t nc_launch_to_bf16(cudaStream_t s, int64_t rows, int64_t f, const flo
     return cudaGetLastError();
 }
 
+cudaError_t nc_launch_to_counts_exact(cudaStream_t s, int64_t n, int c, const float *in, const float *scale,
+                                      nc_bf16 *counts, nc_bf16 *pairs)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    if (!scale || c < 1)
+        return cudaErrorInvalidValue;
+    to_counts_exact_kernel<<<grid_for(n * c), kThreads, 0, s>>>(n, c, in, scale, counts, pairs);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_weight_parts_exact(cudaStream_t s, int64_t rows, int64_t k, const float *w, const float *mul,
+                                         int c, nc_bf16 *hi, nc_bf16 *rest)
+{
+    int64_t n = rows * k;
+    if (n <= 0)
+        return cudaSuccess;
+    if (c < 1 || k % c)
+        return cudaErrorInvalidValue;
+    weight_parts_exact_kernel<<<grid_for(n), kThreads, 0, s>>>(n, w, mul, c, hi, rest);
+    return cudaGetLastError();
+}
+
 cudaError_t nc_launch_to_counts_f32(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
                                     int c, int64_t inner, float *out)
 {
@@ -947,6 +1131,15 @@ cudaError_t nc_launch_avgpool_nhwc(cudaStream_t s, const nc_gwin *g, int count_i
         return cudaGetLastError();
     }
     avgpool_nhwc_kernel<<<grid_for(total), kThreads, 0, s>>>(*g, count_include_pad, total, in, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_maxpool_nhwc(cudaStream_t s, const nc_gwin *g, int64_t rows, const float *in, float *out)
+{
+    int64_t total = rows * g->c * g->oh * g->ow;
+    if (total <= 0)
+        return cudaSuccess;
+    maxpool_nhwc_kernel<<<grid_for(total), kThreads, 0, s>>>(*g, total, in, out);
     return cudaGetLastError();
 }
 

@@ -59,6 +59,8 @@ static nc_status run_gated(grun *r, int i, gval *out)
 // mean over T is exactly the max of the mean currents.
 static nc_status run_prespike_max(grun *r, int i, const gval *in, gval *out)
 {
+    // in and out share a layout (channels last or not): the sums and the
+    // differences are per neuron, only the pool reads the layout
     const gnode &g = r->st->nodes[i];
     cudaStream_t st = r->st->stream;
     int64_t in_step = r->N * numel_of(r, r->net->nodes[i].inputs[0]), out_step = r->N * numel_of(r, i);
@@ -72,7 +74,8 @@ static nc_status run_prespike_max(grun *r, int i, const gval *in, gval *out)
     if (s == NC_OK)
         s = launch_check(r, "running-sum kernel", nc_launch_cumsum_steps(st, r->T, in_step, sums));
     if (s == NC_OK)
-        s = launch_check(r, "maxpool kernel", nc_launch_maxpool(st, &g.win, in->rows, nullptr, sums, out->data));
+        s = launch_check(r, "maxpool kernel", in->nhwc ? nc_launch_maxpool_nhwc(st, &g.win, in->rows, sums, out->data)
+                                                       : nc_launch_maxpool(st, &g.win, in->rows, nullptr, sums, out->data));
     if (s == NC_OK)
         s = launch_check(r, "step-difference kernel", nc_launch_diff_steps(st, r->T, out_step, out->data));
     cudaFreeAsync(sums, st);
@@ -89,6 +92,8 @@ static nc_status run_pool(grun *r, int i, gval *out)
     const gval *in = input_value(r, i, 0);
     cudaStream_t st = r->st->stream;
     nc_status s;
+    if (out->data) /* made with the IF before it, in one kernel (run_if_avgpool) */
+        return NC_OK;
     if (as_avg && in->nhwc) { /* stays channels last, for the next cuDNN conv */
         if ((s = widen(r, n->inputs[0])) != NC_OK || (s = add_pending_bias(r, n->inputs[0])) != NC_OK ||
             (s = value_alloc(r, i, in->rows, in->constant, out)) != NC_OK)
@@ -96,6 +101,15 @@ static nc_status run_pool(grun *r, int i, gval *out)
         out->nhwc = 1;
         return launch_check(r, "avgpool kernel",
                             nc_launch_avgpool_nhwc(st, &g.win, n->count_include_pad, in->rows, in->data, out->data));
+    }
+    if (as_max && in->nhwc) { /* stays channels last, so that the IF after it writes counts for the next conv */
+        if ((s = widen(r, n->inputs[0])) != NC_OK || (s = add_pending_bias(r, n->inputs[0])) != NC_OK ||
+            (s = value_alloc(r, i, in->rows, in->constant, out)) != NC_OK)
+            return s;
+        out->nhwc = 1;
+        if (r->snn && !in->constant)
+            return run_prespike_max(r, i, in, out);
+        return launch_check(r, "maxpool kernel", nc_launch_maxpool_nhwc(st, &g.win, in->rows, in->data, out->data));
     }
     s = as_max && !r->snn ? to_layout(r, n->inputs[0], 0) : materialize(r, n->inputs[0]);
     if (s != NC_OK)
@@ -236,11 +250,53 @@ int counts_for_conv(const grun *r, int i, int out_nhwc)
     if (r->net->nodes[j].kind != NC_NODE_CONV2D || r->st->nodes[j].win.c != g.spike_c || !(out_nhwc || g.channels == 1))
         return 0;
     int m = conv_math(r, j, 1, 0);
-    return m == NC_CONV_BF16 || m == NC_CONV_TF32_EXACT ? m : 0;
+    return m == NC_CONV_BF16 || m == NC_CONV_TF32_EXACT || m == NC_CONV_BF16_EXACT ? m : 0;
+}
+
+// The pool node that IF node i's spikes go to, when the two run as one
+// kernel (nc_launch_if_avgpool2): its only reader, an average pool (or a max
+// pool pooled as an average) over 2×2 windows with stride 2 and no padding,
+// on a channels-last current, with no observer; else -1.
+static int fused_pool_of(const grun *r, int i, const gval *in)
+{
+    const gnode &g = r->st->nodes[i];
+    if (!r->snn || r->observe || g.consumers != 1 || !in->nhwc)
+        return -1;
+    int p = g.last_use;
+    const nc_node *pn = &r->net->nodes[p];
+    int avg = pn->kind == NC_NODE_AVGPOOL || (pn->kind == NC_NODE_MAXPOOL && pn->maxpool_strategy == NC_MAXPOOL_AVG);
+    const nc_gwin &w = r->st->nodes[p].win;
+    int two_by_two = w.kh == 2 && w.kw == 2 && w.sh == 2 && w.sw == 2 && w.dh == 1 && w.dw == 1 && !w.pt && !w.pl &&
+                     !w.pb && !w.pr && w.oh == w.h / 2 && w.ow == w.w / 2 && w.c == g.channels;
+    return avg && two_by_two ? p : -1;
+}
+
+// IF node i and the average pool p after it in one kernel: p's value is
+// made here (channels last), i's is never held.
+static nc_status run_if_avgpool(grun *r, int i, int p)
+{
+    const nc_node *n = &r->net->nodes[i];
+    const gnode &g = r->st->nodes[i];
+    const nc_gwin &w = r->st->nodes[p].win;
+    const gval *in = &r->val[n->inputs[0]];
+    gval *out = &r->val[p];
+    int64_t rows = (int64_t)r->T * r->N;
+    nc_status s = value_alloc(r, p, rows, 0, out);
+    if (s != NC_OK)
+        return s;
+    out->nhwc = 1;
+    const nc_neuron *nr = &n->neuron;
+    return launch_check(r, "IF + avgpool kernel",
+                        nc_launch_if_avgpool2(r->st->stream, r->T, r->N, w.c, w.h, w.w, g.th, g.n_th,
+                                              nr->v0_fraction, nr->reset == NC_RESET_ZERO, nr->compare == NC_FIRE_GT,
+                                              in->pbias, in->data16 ? nullptr : in->data, in->data16,
+                                              in->constant ? 0 : r->N * g.numel, out->data));
 }
 
 // IF node i over T steps: the current in fp32 or bf16, the spikes out as θ
-// (fp32) or as counts for a bf16 conv.
+// (fp32) or as counts for the conv that reads them: bf16 (bf16 conv), fp32
+// (exact conv by TF32 parts), or bf16 counts and pairs (exact conv on bf16
+// tensor cores).
 static nc_status run_if(grun *r, int i, gval *out)
 {
     const nc_node *n = &r->net->nodes[i];
@@ -249,12 +305,15 @@ static nc_status run_if(grun *r, int i, gval *out)
     gval *in = &r->val[from];
     int64_t step = r->N * g.numel, rows = (int64_t)r->T * r->N;
     int64_t in_step = in->constant ? 0 : step;
+    int pool = fused_pool_of(r, i, in);
+    if (pool >= 0)
+        return run_if_avgpool(r, i, pool);
     int counts = counts_for_conv(r, i, in->nhwc);
     nc_status s;
     nc_if_io io = {};
     const float *pb = in->pbias;
-    if (counts == NC_CONV_BF16) {
-        s = value_alloc16(r, i, rows, 0, 1, out);
+    if (counts == NC_CONV_BF16 || counts == NC_CONV_BF16_EXACT) {
+        s = value_alloc16(r, i, rows, 0, 1, counts == NC_CONV_BF16_EXACT, out);
     } else if (counts) {
         s = value_alloc(r, i, rows, 0, out);
         out->counts = 1;
@@ -272,8 +331,9 @@ static nc_status run_if(grun *r, int i, gval *out)
         io.in16 = in->data16;
     }
     io.out = counts ? nullptr : out->data;
-    io.out_counts = counts == NC_CONV_BF16 ? out->data16 : nullptr;
+    io.out_counts = counts == NC_CONV_BF16 || counts == NC_CONV_BF16_EXACT ? out->data16 : nullptr;
     io.out_counts32 = counts == NC_CONV_TF32_EXACT ? out->data : nullptr;
+    io.out_pairs = out->pairs ? out->data16 + rows * g.numel : nullptr;
     out->nhwc = in->nhwc;
     channel_view cv = view_of(r, i, out);
     const nc_neuron *nr = &n->neuron;

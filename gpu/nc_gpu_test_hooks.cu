@@ -96,12 +96,52 @@ extern "C" nc_status nc_gpu_test_if_bf16(int T, long long n, int c, long long in
     return NC_OK;
 }
 
-extern "C" nc_status nc_gpu_test_avgpool_nhwc(long long rows, int c, int h, int w, const int kernel[2],
-                                              const int stride[2], const int pad[4], const int dilation[2],
-                                              int ceil_mode, int count_include_pad, const float *in, float *out,
-                                              nc_error *err)
+extern "C" nc_status nc_gpu_test_exact_operands(long long pixels, int c, const float *threshold,
+                                                 const float *current, float *counts, const float *x,
+                                                 const float *scale, float *x_counts, int cout, int taps,
+                                                 const float *w, const float *mul, float *w_parts, nc_error *err)
 {
-    const char *where = "gpu channels-last avgpool test";
+    const char *where = "gpu exact-operand test";
+    size_t n = (size_t)(pixels * c), wn = (size_t)cout * taps * c;
+    dev_buffers d;
+    float *dth, *dcur, *dx, *dscale, *dw, *dmul, *dout;
+    nc_bf16 *dcounts, *dxc, *dparts;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.put(threshold, (size_t)c * 4, (void **)&dth));
+    NC_CUDA_TRY(err, where, d.put(current, n * 4, (void **)&dcur));
+    NC_CUDA_TRY(err, where, d.put(x, n * 4, (void **)&dx));
+    NC_CUDA_TRY(err, where, d.put(scale, (size_t)c * 4, (void **)&dscale));
+    NC_CUDA_TRY(err, where, d.put(w, wn * 4, (void **)&dw));
+    NC_CUDA_TRY(err, where, d.put(mul, (size_t)c * 4, (void **)&dmul));
+    NC_CUDA_TRY(err, where, d.get(n * 3 * 2, (void **)&dcounts));
+    NC_CUDA_TRY(err, where, d.get(n * 3 * 2, (void **)&dxc));
+    NC_CUDA_TRY(err, where, d.get(wn * 3 * 2, (void **)&dparts));
+    NC_CUDA_TRY(err, where, d.get(std::max(n, wn) * 3 * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, cudaMemset(dcounts, 0xff, n * 3 * 2)); /* poison: every output must be written */
+    NC_CUDA_TRY(err, where, cudaMemset(dxc, 0xff, n * 3 * 2));
+    NC_CUDA_TRY(err, where, cudaMemset(dparts, 0xff, wn * 3 * 2));
+    // one IF step over channels-last pixels: counts, then their pairs
+    nc_if_io io = {dcur, nullptr, nullptr, dcounts, nullptr, dcounts + n};
+    NC_CUDA_TRY(err, where, nc_launch_if_io(0, 1, (int64_t)n, c, 1, dth, c, 0.5f, 0, 0, nullptr, &io, 0, (int64_t)n));
+    NC_CUDA_TRY(err, where, nc_launch_bf16_to_f32(0, (int64_t)n * 3, dcounts, dout));
+    NC_CUDA_TRY(err, where, cudaMemcpy(counts, dout, n * 3 * 4, cudaMemcpyDeviceToHost));
+    // the conv's own conversion to counts and pairs
+    NC_CUDA_TRY(err, where, nc_launch_to_counts_exact(0, pixels, c, dx, dscale, dxc, dxc + n));
+    NC_CUDA_TRY(err, where, nc_launch_bf16_to_f32(0, (int64_t)n * 3, dxc, dout));
+    NC_CUDA_TRY(err, where, cudaMemcpy(x_counts, dout, n * 3 * 4, cudaMemcpyDeviceToHost));
+    // the weight parts: hi, then mid and lo side by side
+    NC_CUDA_TRY(err, where, nc_launch_weight_parts_exact(0, cout, (int64_t)taps * c, dw, dmul, c, dparts, dparts + wn));
+    NC_CUDA_TRY(err, where, nc_launch_bf16_to_f32(0, (int64_t)wn * 3, dparts, dout));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(w_parts, dout, wn * 3 * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
+
+extern "C" nc_status nc_gpu_test_pool_nhwc(int max, long long rows, int c, int h, int w, const int kernel[2],
+                                           const int stride[2], const int pad[4], const int dilation[2], int ceil_mode,
+                                           int count_include_pad, const float *in, float *out, nc_error *err)
+{
+    const char *where = max ? "gpu channels-last maxpool test" : "gpu channels-last avgpool test";
     nc_gwin g = {c, h, w, 0, 0, kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1],
                  pad[0], pad[1], pad[2], pad[3]};
     g.oh = nc_window_out_size(h, g.kh, g.sh, g.pt, g.pb, g.dh, ceil_mode);
@@ -118,7 +158,8 @@ extern "C" nc_status nc_gpu_test_avgpool_nhwc(long long rows, int c, int h, int 
     NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dout));
     NC_CUDA_TRY(err, where, cudaMemset(dpool, 0xff, out_n * 4)); /* poison: every output must be written */
     NC_CUDA_TRY(err, where, nc_launch_transpose_rows(0, rows, c, (int64_t)h * w, din, dnhwc));
-    NC_CUDA_TRY(err, where, nc_launch_avgpool_nhwc(0, &g, count_include_pad, rows, dnhwc, dpool));
+    NC_CUDA_TRY(err, where, max ? nc_launch_maxpool_nhwc(0, &g, rows, dnhwc, dpool)
+                                : nc_launch_avgpool_nhwc(0, &g, count_include_pad, rows, dnhwc, dpool));
     NC_CUDA_TRY(err, where, nc_launch_transpose_rows(0, rows, (int64_t)g.oh * g.ow, c, dpool, dout));
     NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
     NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, out_n * 4, cudaMemcpyDeviceToHost));

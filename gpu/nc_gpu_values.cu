@@ -32,6 +32,10 @@ void free_caches(gnode &g)
         cudaFree(g.wk_parts[p]);
         g.wk_parts[p] = nullptr;
     }
+    cudaFree(g.wk_exact);
+    g.wk_exact = nullptr;
+    g.exact_refused = 0;
+    g.exact_why[0] = 0;
     g.w_krsc = nullptr;
     g.wk16_analog = g.wk16_spike = nullptr;
     g.k_opscale = nullptr;
@@ -195,17 +199,19 @@ void value_free(grun *r, gval *v)
     *v = gval{nullptr, 0, 0, 0, nullptr};
 }
 
-// A value of node i held as bf16 (data16), `rows` rows, channels last.
-nc_status value_alloc16(grun *r, int i, int64_t rows, int constant, int counts, gval *v)
+// A value of node i held as bf16 (data16), `rows` rows, channels last;
+// with pairs, room for the counts' pairs after it (gval.pairs).
+nc_status value_alloc16(grun *r, int i, int64_t rows, int constant, int counts, int pairs, gval *v)
 {
     void *p = nullptr;
-    nc_status s = alloc_floats(r, rows, numel_of(r, i), sizeof(nc_bf16), "bf16 output", &p);
+    nc_status s = alloc_floats(r, rows, numel_of(r, i) * (pairs ? 3 : 1), sizeof(nc_bf16), "bf16 output", &p);
     if (s != NC_OK)
         return s;
     *v = gval{nullptr, rows, constant, 1, nullptr};
     v->nhwc = 1;
     v->data16 = (nc_bf16 *)p;
     v->counts = counts;
+    v->pairs = pairs;
     return NC_OK;
 }
 

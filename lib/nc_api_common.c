@@ -75,3 +75,13 @@ int neurocuda_engine_available(const char *name, char *why, size_t size)
         snprintf(why, size, "%s", ok ? "" : reason);
     return ok;
 }
+
+void nc_api_append(char *buf, size_t size, size_t *used, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(*used < size ? buf + *used : NULL, *used < size ? size - *used : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *used += (size_t)n;
+}

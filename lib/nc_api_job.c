@@ -134,16 +134,6 @@ int neurocuda_results_layer(const neurocuda_results *r, int layer, neurocuda_lay
     return 0;
 }
 
-static void append(char *buf, size_t size, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(*used < size ? buf + *used : NULL, *used < size ? size - *used : 0, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        *used += (size_t)n;
-}
 
 /* The table `neurocuda convert` prints (app/nc_cmd_convert.c). */
 size_t neurocuda_results_table(const neurocuda_results *r, char *buf, size_t size)
@@ -155,28 +145,28 @@ size_t neurocuda_results_table(const neurocuda_results *r, char *buf, size_t siz
     int T = 0;
     for (int k = 0; k < r->n_rows; k++)
         T = r->rows[k].T > T ? r->rows[k].T : T;
-    append(buf, size, &used, "Test accuracy (%lld images)\n%-18s %8s %9s",
+    nc_api_append(buf, size, &used, "Test accuracy (%lld images)\n%-18s %8s %9s",
            (long long)(r->n_rows ? r->rows[0].images : 0), "stage", "ANN", "QCFS-ANN");
     for (size_t j = 0; j < n_steps && steps[j] <= T; j++)
-        append(buf, size, &used, "  SNN T=%-3d", steps[j]);
-    append(buf, size, &used, "\n");
+        nc_api_append(buf, size, &used, "  SNN T=%-3d", steps[j]);
+    nc_api_append(buf, size, &used, "\n");
     for (int k = 0; k < r->n_rows; k++) {
         const nc_stage_row *s = &r->rows[k];
-        append(buf, size, &used, "%-18s ", s->name);
+        nc_api_append(buf, size, &used, "%-18s ", s->name);
         if (isnan(s->ann))
-            append(buf, size, &used, "%8s ", "-");
+            nc_api_append(buf, size, &used, "%8s ", "-");
         else
-            append(buf, size, &used, "%8.4f ", s->ann);
+            nc_api_append(buf, size, &used, "%8.4f ", s->ann);
         if (isnan(s->qcfs))
-            append(buf, size, &used, "%9s", "-");
+            nc_api_append(buf, size, &used, "%9s", "-");
         else
-            append(buf, size, &used, "%9.4f", s->qcfs);
+            nc_api_append(buf, size, &used, "%9.4f", s->qcfs);
         for (size_t j = 0; j < n_steps && steps[j] <= T; j++)
             if (steps[j] <= s->T)
-                append(buf, size, &used, "  %9.4f", s->snn[steps[j] - 1]);
+                nc_api_append(buf, size, &used, "  %9.4f", s->snn[steps[j] - 1]);
             else
-                append(buf, size, &used, "  %9s", "-");
-        append(buf, size, &used, "\n");
+                nc_api_append(buf, size, &used, "  %9s", "-");
+        nc_api_append(buf, size, &used, "\n");
     }
     return used;
 }

@@ -89,17 +89,6 @@ int64_t neurocuda_model_classes(const neurocuda_model *m)
     return nc_node_numel(&m->net->nodes[m->net->output]);
 }
 
-/* snprintf onto the end of buf, counting what it wanted. */
-static void append(char *buf, size_t size, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(*used < size ? buf + *used : NULL, *used < size ? size - *used : 0, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        *used += (size_t)n;
-}
 
 size_t neurocuda_model_report(const neurocuda_model *m, char *buf, size_t size)
 {
@@ -108,23 +97,23 @@ size_t neurocuda_model_report(const neurocuda_model *m, char *buf, size_t size)
         buf[0] = 0;
     const nc_net *net = m->net;
     char shape[64];
-    append(buf, size, &used, "%s (%s): %d nodes, %lld parameters, %lld MACs per sample\n",
+    nc_api_append(buf, size, &used, "%s (%s): %d nodes, %lld parameters, %lld MACs per sample\n",
            m->path[0] ? m->path : "converted network", nc_runner_is_spiking(net) ? "spiking" : "ANN", net->n_nodes,
            (long long)nc_net_params(net), (long long)nc_net_macs(net));
     for (int i = 0; i < net->n_nodes; i++) {
         const nc_node *n = &net->nodes[i];
-        append(buf, size, &used, "  %-24s %-14s %s%s%s\n", n->name, nc_node_kind_name(n->kind),
+        nc_api_append(buf, size, &used, "  %-24s %-14s %s%s%s\n", n->name, nc_node_kind_name(n->kind),
                nc_shape_str(n->ndim, n->shape, shape, sizeof shape), n->kind == NC_NODE_NEURON ? "  " : "",
                n->kind == NC_NODE_NEURON ? nc_neuron_model_name(n->neuron.model) : "");
     }
     if (nc_runner_is_spiking(net)) {
         char *table = malloc(16384);
         if (table)
-            append(buf, size, &used, "%s", nc_convert_summary_text(net, NULL, table, 16384));
+            nc_api_append(buf, size, &used, "%s", nc_convert_summary_text(net, NULL, table, 16384));
         free(table);
     }
     for (int i = 0; m->project && i < m->project->n_metrics; i++)
-        append(buf, size, &used, "  %s = %g\n", m->project->metrics[i].key, m->project->metrics[i].value);
+        nc_api_append(buf, size, &used, "  %s = %g\n", m->project->metrics[i].key, m->project->metrics[i].value);
     return used;
 }
 

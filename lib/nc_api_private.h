@@ -55,6 +55,9 @@ struct neurocuda_results {
 int nc_api_error(neurocuda_error *out, const nc_error *err, nc_status st);
 /* An error made here. */
 int nc_api_fail(neurocuda_error *out, nc_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* snprintf onto the end of buf (*used bytes so far), counting what it wanted
+ * (the report functions return the size a complete text needs). */
+void nc_api_append(char *buf, size_t size, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* The model's engine: the bound one, else a new cpu engine; loaded with its net. */
 nc_status nc_api_model_engine(neurocuda_model *m, nc_error *err);

@@ -282,14 +282,10 @@ static float *pool_get(cpu_state *st, size_t bytes)
             best = k;
     }
     if (best < 0) {
-        if (st->n_pool == st->pool_capacity) {
-            int cap = st->pool_capacity ? 2 * st->pool_capacity : 16;
-            pool_block *grown = realloc(st->pool, (size_t)cap * sizeof *grown);
-            if (!grown)
-                return NULL;
-            st->pool = grown;
-            st->pool_capacity = cap;
-        }
+        pool_block *pool = nc_grow(st->pool, st->n_pool, &st->pool_capacity, 16, sizeof *pool);
+        if (!pool)
+            return NULL;
+        st->pool = pool;
         float *data = malloc(bytes ? bytes : 1);
         if (!data)
             return NULL;

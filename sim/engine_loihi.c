@@ -125,18 +125,8 @@ typedef struct run_ctx {
     nc_error *err;
 } run_ctx;
 
-static nc_status node_fail(run_ctx *c, int i, nc_status code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static nc_status node_fail(run_ctx *c, int i, nc_status code, const char *fmt, ...)
-{
-    char what[700];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    const nc_node *n = &c->net->nodes[i];
-    return nc_fail(c->err, code, "loihi engine, node '%s' (%s): %s", n->name, nc_node_kind_name(n->kind), what);
-}
+#define node_fail(c, i, code, ...) nc_node_fail((c)->err, (code), "loihi engine", &(c)->net->nodes[i], __VA_ARGS__)
+
 
 static int64_t numel_of(const run_ctx *c, int i) { return nc_node_numel(&c->net->nodes[i]); }
 
@@ -236,16 +226,14 @@ static void sum_pool_rows(void *ctx, int64_t r0, int64_t r1, int slot)
         for (int ch = 0; ch < g->c; ch++)
             for (int oy = 0; oy < g->oh; oy++)
                 for (int ox = 0; ox < g->ow; ox++) {
+                    /* the taps inside the input: padding adds zeros */
+                    nc_axis_taps ty = nc_row_taps(g, oy), tx = nc_col_taps(g, ox);
+                    const int32_t *plane = in + (int64_t)ch * g->h * g->w;
                     int64_t s = 0;
-                    for (int ky = 0; ky < g->kernel[0]; ky++) {
-                        int y = oy * g->stride[0] - g->pad[0] + ky * g->dilation[0];
-                        if (y < 0 || y >= g->h)
-                            continue;
-                        for (int kx = 0; kx < g->kernel[1]; kx++) {
-                            int x = ox * g->stride[1] - g->pad[1] + kx * g->dilation[1];
-                            if (x >= 0 && x < g->w)
-                                s += in[((int64_t)ch * g->h + y) * g->w + x];
-                        }
+                    for (int ky = ty.lo; ky < ty.hi; ky++) {
+                        const int32_t *row = plane + (int64_t)(ty.start + ky * g->dilation[0]) * g->w + tx.start;
+                        for (int kx = tx.lo; kx < tx.hi; kx++)
+                            s += row[kx * g->dilation[1]];
                     }
                     out[((int64_t)ch * g->oh + oy) * g->ow + ox] = (int32_t)s;
                 }
@@ -258,16 +246,13 @@ static void window_max(const nc_window *g, const int64_t *v, int64_t *m)
     for (int ch = 0; ch < g->c; ch++)
         for (int oy = 0; oy < g->oh; oy++)
             for (int ox = 0; ox < g->ow; ox++) {
+                nc_axis_taps ty = nc_row_taps(g, oy), tx = nc_col_taps(g, ox);
+                const int64_t *plane = v + (int64_t)ch * g->h * g->w;
                 int64_t best = INT64_MIN;
-                for (int ky = 0; ky < g->kernel[0]; ky++) {
-                    int y = oy * g->stride[0] - g->pad[0] + ky * g->dilation[0];
-                    if (y < 0 || y >= g->h)
-                        continue;
-                    for (int kx = 0; kx < g->kernel[1]; kx++) {
-                        int x = ox * g->stride[1] - g->pad[1] + kx * g->dilation[1];
-                        if (x >= 0 && x < g->w && v[((int64_t)ch * g->h + y) * g->w + x] > best)
-                            best = v[((int64_t)ch * g->h + y) * g->w + x];
-                    }
+                for (int ky = ty.lo; ky < ty.hi; ky++) {
+                    const int64_t *row = plane + (int64_t)(ty.start + ky * g->dilation[0]) * g->w + tx.start;
+                    for (int kx = tx.lo; kx < tx.hi; kx++)
+                        best = row[kx * g->dilation[1]] > best ? row[kx * g->dilation[1]] : best;
                 }
                 m[((int64_t)ch * g->oh + oy) * g->ow + ox] = best == INT64_MIN ? 0 : best;
             }

@@ -44,8 +44,10 @@
  * float units — spikes as k·θ (θ the node's float threshold), the input
  * current of an IF node as (u + bias)/(vth·64)·θ, other nodes dequantised.
  *
- * Options reach the engine through nc_engine_loihi_set_options (the CLI's
- * --loihi-* flags, see app/nc_cli_loihi.c); the workbench uses the defaults. */
+ * Options reach the engine through nc_engine_loihi_set_options; the engine
+ * table (nc_engine_registry.c) registers each field as an option of the
+ * "loihi" entry, so `--engine-opt KEY=VALUE` (and the CLI's --loihi-*
+ * switches, app/nc_cli_loihi.c) set them when the engine is created. */
 #ifndef NC_ENGINE_LOIHI_H
 #define NC_ENGINE_LOIHI_H
 

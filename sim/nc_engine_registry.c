@@ -14,16 +14,16 @@
 
 /* ---- sim/'s engines ------------------------------------------------------- */
 
-static const nc_engine_option thread_options[] = {
-    {.key = "threads", .type = NC_ENGINE_OPTION_INT, .default_value = "0", .min = 0, .max = 4096,
-     .help = "worker threads of a forward pass (0: every core)"},
-};
+#define N_OPTIONS(array) ((int)(sizeof array / sizeof array[0]))
+
+#define THREADS_OPTION                                                                                       \
+    {.key = "threads", .type = NC_ENGINE_OPTION_INT, .default_value = "0", .min = 0, .max = 4096,                 \
+     .help = "worker threads of a forward pass (0: every core)"}
 
 /* The cpu engine: its threads, and which build of the CPU kernels runs
  * (sim/nc_cpu_dispatch.c; the same for every engine of the process). */
 static const nc_engine_option cpu_options[] = {
-    {.key = "threads", .type = NC_ENGINE_OPTION_INT, .default_value = "0", .min = 0, .max = 4096,
-     .help = "worker threads of a forward pass (0: every core)"},
+    THREADS_OPTION,
     {.key = "kernels", .type = NC_ENGINE_OPTION_CHOICE, .default_value = "auto",
      .choices = "auto|avx512|avx2|baseline",
      .help = "build of the CPU kernels (auto: the best this CPU runs; one build per process)",
@@ -49,13 +49,67 @@ static nc_status create_cpu(const nc_engine_values *v, nc_engine **out, nc_error
     return NC_OK;
 }
 
+/* The loihi engine's settings (sim/nc_engine_loihi.h); the defaults are
+ * nc_loihi_options_default()'s, which tests/test_loihi.c checks.  The CLI's
+ * --loihi-* switches set the same keys. */
+enum { LOIHI_THREADS, LOIHI_RESET, LOIHI_FIRE, LOIHI_DELAY, LOIHI_SPIKES, LOIHI_MESSAGE_BITS, LOIHI_VTH,
+       LOIHI_INPUT_BITS, LOIHI_N_OPTIONS };
+
+static const nc_engine_option loihi_options[LOIHI_N_OPTIONS] = {
+    [LOIHI_THREADS] = THREADS_OPTION,
+    [LOIHI_RESET] = {.key = "reset", .type = NC_ENGINE_OPTION_CHOICE, .default_value = "subtract",
+                     .choices = "subtract|zero",
+                     .help = "reset after a spike: subtract the threshold (our QCFS neurons) or zero (Lava's LIF)"},
+    [LOIHI_FIRE] = {.key = "fire", .type = NC_ENGINE_OPTION_CHOICE, .default_value = "gt", .choices = "gt|ge",
+                    .help = "fire when v > threshold (gt, the chip) or v >= threshold (ge)"},
+    [LOIHI_DELAY] = {.key = "delay", .type = NC_ENGINE_OPTION_CHOICE, .default_value = "compensated",
+                     .choices = "compensated|off|raw",
+                     .help = "1-step synaptic delay: each layer starts when its input arrives (compensated), "
+                             "no delay (off), or every layer starting at step 0 (raw)"},
+    [LOIHI_SPIKES] = {.key = "spikes", .type = NC_ENGINE_OPTION_CHOICE, .default_value = "binary",
+                      .choices = "binary|graded", .help = "spike payload: 1 (binary) or the thresholds crossed"},
+    [LOIHI_MESSAGE_BITS] = {.key = "message-bits", .type = NC_ENGINE_OPTION_INT, .default_value = "8", .min = 1,
+                            .max = 24, .help = "bits of a graded spike's payload"},
+    [LOIHI_VTH] = {.key = "vth", .type = NC_ENGINE_OPTION_INT, .default_value = "4096", .min = 1,
+                   .max = NC_LOIHI_VTH_MAX, .help = "threshold mantissa the quantisation aims at"},
+    [LOIHI_INPUT_BITS] = {.key = "input-bits", .type = NC_ENGINE_OPTION_INT, .default_value = "8", .min = 0,
+                          .max = 16, .help = "fractional bits of the input payload round(x * 2^F)"},
+};
+
+/* The position of option k's value among its choices (checked already). */
+static int loihi_choice(const nc_engine_values *v, int k)
+{
+    int at = nc_engine_option_choice(&loihi_options[k], v->text[k]);
+    return at > 0 ? at : 0;
+}
+
+static nc_loihi_options loihi_options_of(const nc_engine_values *v)
+{
+    static const nc_loihi_delay delays[] = {NC_LOIHI_DELAY_COMPENSATED, NC_LOIHI_DELAY_OFF, NC_LOIHI_DELAY_RAW};
+    nc_loihi_options lo = nc_loihi_options_default();
+    lo.reset = loihi_choice(v, LOIHI_RESET) == 1 ? NC_RESET_ZERO : NC_RESET_SUBTRACT;
+    lo.compare = loihi_choice(v, LOIHI_FIRE) == 1 ? NC_FIRE_GE : NC_FIRE_GT;
+    lo.delay = delays[loihi_choice(v, LOIHI_DELAY)];
+    lo.graded = loihi_choice(v, LOIHI_SPIKES) == 1;
+    lo.message_bits = atoi(v->text[LOIHI_MESSAGE_BITS]);
+    lo.quant.vth_target = atoi(v->text[LOIHI_VTH]);
+    lo.quant.input_frac_bits = atoi(v->text[LOIHI_INPUT_BITS]);
+    return lo;
+}
+
 static nc_status create_loihi(const nc_engine_values *v, nc_engine **out, nc_error *err)
 {
     *out = nc_engine_loihi_new();
     if (!*out)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory creating the loihi engine");
-    (*out)->threads = atoi(v->text[0]);
-    return NC_OK;
+    (*out)->threads = atoi(v->text[LOIHI_THREADS]);
+    nc_loihi_options lo = loihi_options_of(v);
+    nc_status st = nc_engine_loihi_set_options(*out, &lo, err);
+    if (st != NC_OK) {
+        nc_engine_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 static void cpu_details(char *buf, size_t size)
@@ -68,7 +122,7 @@ static const nc_engine_info cpu_info = {
     .name = "cpu",
     .description = "float32 reference (OpenBLAS)",
     .caps = NC_CAP_SNN | NC_CAP_TRAINING, /* fine-tuning runs on sim/nc_train_backend_cpu.c */
-    .n_options = 2,
+    .n_options = N_OPTIONS(cpu_options),
     .options = cpu_options,
     .available = always,
     .details = cpu_details,
@@ -79,8 +133,8 @@ static const nc_engine_info loihi_info = {
     .name = "loihi",
     .description = "Loihi-2-style fixed point: bit-accurate integer IF neurons (CPU)",
     .caps = NC_CAP_SNN | NC_CAP_FIXED_POINT,
-    .n_options = 1,
-    .options = thread_options,
+    .n_options = N_OPTIONS(loihi_options),
+    .options = loihi_options,
     .available = always,
     .create = create_loihi,
 };
@@ -210,17 +264,18 @@ nc_status nc_engine_settings_add(nc_engine_settings *s, const char *key_value, n
     return NC_OK;
 }
 
-static int in_choices(const char *choices, const char *value)
+int nc_engine_option_choice(const nc_engine_option *o, const char *value)
 {
     size_t n = strlen(value);
-    for (const char *p = choices; p && *p;) {
+    int k = 0;
+    for (const char *p = o->choices; p && *p; k++) {
         const char *bar = strchr(p, '|');
         size_t len = bar ? (size_t)(bar - p) : strlen(p);
         if (len == n && strncmp(p, value, n) == 0)
-            return 1;
+            return k;
         p = bar ? bar + 1 : NULL;
     }
-    return 0;
+    return -1;
 }
 
 static nc_status check_value(const nc_engine_info *info, const nc_engine_option *o, const char *value,
@@ -236,7 +291,7 @@ static nc_status check_value(const nc_engine_info *info, const nc_engine_option 
     if (o->type == NC_ENGINE_OPTION_BOOL && (!number || (v != 0 && v != 1)))
         return nc_fail(err, NC_ERR_ARGUMENT, "%s: the %s engine's option %s wants 0 or 1, not '%s'", from,
                        info->name, o->key, value);
-    if (o->type == NC_ENGINE_OPTION_CHOICE && !in_choices(o->choices, value))
+    if (o->type == NC_ENGINE_OPTION_CHOICE && nc_engine_option_choice(o, value) < 0)
         return nc_fail(err, NC_ERR_ARGUMENT, "%s: the %s engine's option %s is one of %s, not '%s'", from,
                        info->name, o->key, o->choices, value);
     return NC_OK;

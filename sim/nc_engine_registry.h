@@ -35,7 +35,7 @@ typedef struct nc_engine_option {
     const char *env;          /* environment override, or NULL          */
 } nc_engine_option;
 
-#define NC_ENGINE_MAX_OPTIONS 8
+#define NC_ENGINE_MAX_OPTIONS 12
 #define NC_ENGINE_OPTION_VALUE_MAX 128
 
 /* One engine's option values, in the order of its options. */
@@ -79,6 +79,8 @@ const nc_engine_info *nc_engine_find(const char *name); /* NULL if unknown */
 const nc_engine_info *nc_engine_info_of(const nc_engine *e); /* e's entry, or NULL */
 /* The option `key` of info, or NULL. */
 const nc_engine_option *nc_engine_option_find(const nc_engine_info *info, const char *key);
+/* The position of `value` in a CHOICE option's "a|b|c" (0 for "a"), or −1. */
+int nc_engine_option_choice(const nc_engine_option *o, const char *value);
 
 /* KEY=VALUE settings given by the user, for any engine. */
 #define NC_ENGINE_MAX_SETTINGS 16

@@ -521,7 +521,7 @@ static nc_status run_measure(nc_runner *r, int stage, const nc_runner_observer *
     nc_status st = nc_engine_load(r->engine, net, err);
     if (st != NC_OK || r->eval_T == 0)
         return st == NC_OK ? evaluate_row(r, s, obs, err) : st;
-    nc_simulate_options so = {.T = r->eval_T, .encoding = r->desc.encoding, .seed = r->desc.seed ? r->desc.seed : 1,
+    nc_simulate_options so = {.T = r->eval_T, .encoding = r->desc.encoding, .seed = r->desc.seed,
                               .limit = r->test_set->count, .batch_size = r->desc.batch_size,
                               .skip_ann = !s->ann, .skip_qcfs = !s->qcfs};
     if (s->keep)

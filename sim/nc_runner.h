@@ -83,7 +83,7 @@ typedef struct nc_runner_desc {
     int keep_records;             /* 1: the first and last row keep their record         */
     int T;                        /* with keep_records: the steps simulated (default 32) */
     nc_encoding encoding;
-    uint64_t seed;                /* Poisson encoding; 0 means 1                         */
+    uint64_t seed;                /* Poisson encoding (the default desc: 1)              */
     int batch_size;               /* measurements; ≤ 0: pipeline.batch_size               */
     nc_record_spec record;        /* what a kept record holds (raster, traces)           */
     int skip_ann, skip_qcfs;      /* no ANN / QCFS-ANN accuracy (e.g. NIR neuron models)  */

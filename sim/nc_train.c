@@ -611,29 +611,44 @@ static void forward_prespike_max(nc_trainer *tr, int i)
         ops->sub(tr->be, out_step, out + t * out_step, out + (t - 1) * out_step, out + t * out_step);
 }
 
+/* What the neuron kernels of node i read: its model, its input, and the
+ * channel layout of its values. */
+typedef struct neuron_site {
+    const nc_neuron *nr;
+    nc_if_params ifp; /* BPTT: the IF neuron's parameters */
+    const float *in;  /* the input's values (one step; BPTT expands them) */
+    int c;
+    int64_t inner;
+    int64_t total;   /* values of a batch */
+} neuron_site;
+
+static neuron_site neuron_site_of(const nc_trainer *tr, int i)
+{
+    const nc_node *n = &tr->net->nodes[i];
+    neuron_site s = {.nr = &n->neuron, .in = tr->val[n->inputs[0]].data, .total = (int64_t)tr->N * numel_of(tr, i)};
+    channel_split(n, &s.c, &s.inner);
+    if (tr->o.mode == NC_TRAIN_BPTT)
+        s.ifp = if_params_of(tr, i);
+    return s;
+}
+
 static void forward_neuron(nc_trainer *tr, int i)
 {
     const nc_train_backend_ops *ops = tr->be->ops;
-    const nc_node *n = &tr->net->nodes[i];
-    const nc_neuron *nr = &n->neuron;
-    int src = n->inputs[0], c;
-    int64_t inner;
-    channel_split(n, &c, &inner);
+    neuron_site s = neuron_site_of(tr, i);
     float *out = tr->val[i].data;
     if (tr->o.mode == NC_TRAIN_BPTT) {
-        nc_if_params p = if_params_of(tr, i);
         const float *in = expanded_input(tr, i, 0, tr->temp);
-        ops->if_forward_train(tr->be, &p, tr->T, tr->N, c, inner, in, out, tr->saved[i]);
+        ops->if_forward_train(tr->be, &s.ifp, tr->T, tr->N, s.c, s.inner, in, out, tr->saved[i]);
         return;
     }
-    const float *in = tr->val[src].data;
-    int64_t total = (int64_t)tr->N * numel_of(tr, i);
-    if (nr->model == NC_NEURON_RELU)
-        ops->relu(tr->be, total, in, out);
-    else if (nr->model == NC_NEURON_CLIP)
-        ops->clip(tr->be, total, nr->clip_min, nr->clip_max, in, out);
+    if (s.nr->model == NC_NEURON_RELU)
+        ops->relu(tr->be, s.total, s.in, out);
+    else if (s.nr->model == NC_NEURON_CLIP)
+        ops->clip(tr->be, s.total, s.nr->clip_min, s.nr->clip_max, s.in, out);
     else
-        ops->qcfs(tr->be, tr->N, c, inner, tr->np[i].threshold, nr->n_threshold, nr->levels, nr->shift, in, out);
+        ops->qcfs(tr->be, tr->N, s.c, s.inner, tr->np[i].threshold, s.nr->n_threshold, s.nr->levels, s.nr->shift,
+                  s.in, out);
 }
 
 static void forward_merge(nc_trainer *tr, int i)
@@ -810,27 +825,21 @@ static void backward_prespike_max(nc_trainer *tr, int i, const float *dout, floa
 static void backward_neuron(nc_trainer *tr, int i, const float *dout, float *din)
 {
     const nc_train_backend_ops *ops = tr->be->ops;
-    const nc_node *n = &tr->net->nodes[i];
-    const nc_neuron *nr = &n->neuron;
-    int src = n->inputs[0], c;
-    int64_t inner;
-    channel_split(n, &c, &inner);
+    neuron_site s = neuron_site_of(tr, i);
     float *dth = tr->np[i].threshold_grad;
     if (tr->o.mode == NC_TRAIN_BPTT) {
-        nc_if_params p = if_params_of(tr, i);
         float alpha = tr->o.surrogate_alpha > 0 ? tr->o.surrogate_alpha : nc_surrogate_default_alpha(tr->o.surrogate);
-        ops->if_backward(tr->be, &p, tr->o.surrogate, alpha, tr->T, tr->N, c, inner, tr->saved[i], dout, din, dth);
+        ops->if_backward(tr->be, &s.ifp, tr->o.surrogate, alpha, tr->T, tr->N, s.c, s.inner, tr->saved[i], dout, din,
+                         dth);
         return;
     }
-    const float *in = tr->val[src].data;
-    int64_t total = (int64_t)tr->N * numel_of(tr, i);
-    if (nr->model == NC_NEURON_RELU)
-        ops->relu_backward(tr->be, total, in, dout, din);
-    else if (nr->model == NC_NEURON_CLIP)
-        ops->clip_backward(tr->be, total, nr->clip_min, nr->clip_max, in, dout, din);
+    if (s.nr->model == NC_NEURON_RELU)
+        ops->relu_backward(tr->be, s.total, s.in, dout, din);
+    else if (s.nr->model == NC_NEURON_CLIP)
+        ops->clip_backward(tr->be, s.total, s.nr->clip_min, s.nr->clip_max, s.in, dout, din);
     else
-        ops->qcfs_backward(tr->be, tr->N, c, inner, tr->np[i].threshold, nr->n_threshold, nr->levels, nr->shift, in,
-                           dout, din, dth);
+        ops->qcfs_backward(tr->be, tr->N, s.c, s.inner, tr->np[i].threshold, s.nr->n_threshold, s.nr->levels, s.nr->shift,
+                           s.in, dout, din, dth);
 }
 
 static void backward_merge(nc_trainer *tr, int i, const float *dout)

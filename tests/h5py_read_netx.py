@@ -9,18 +9,9 @@ stderr), 77 = h5py is missing (the caller skips)."""
 import json
 import sys
 
-try:
-    import h5py
-    import numpy as np
-except ImportError as e:
-    print(f"h5py/numpy not importable: {e}", file=sys.stderr)
-    sys.exit(77)
+from h5py_common import checker, h5py, np
 
-
-def need(cond, what):
-    if not cond:
-        print(f"netx check failed: {what}", file=sys.stderr)
-        sys.exit(1)
+need = checker("netx check")
 
 
 def text(ds):

@@ -9,18 +9,9 @@ import json
 import math
 import sys
 
-try:
-    import h5py
-    import numpy as np
-except ImportError as e:  # the test skips with this reason
-    print(f"h5py/numpy not importable: {e}", file=sys.stderr)
-    sys.exit(77)
+from h5py_common import checker, h5py, np
 
-
-def need(cond, what):
-    if not cond:
-        print(f"check failed: {what}", file=sys.stderr)
-        sys.exit(1)
+need = checker("check")
 
 
 def close(a, b, tol=1e-9):

@@ -10,6 +10,7 @@
 #ifndef NC_TEST_H
 #define NC_TEST_H
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,8 +68,68 @@ static inline void nc_test_report(const char *name, int failed, const char *skip
     fflush(stdout);
 }
 
+/* The bytes of a file (malloc'ed, *size of them; at least 1 byte is
+ * allocated), or NULL when it cannot be opened. */
+static inline unsigned char *nc_test_read_file(const char *path, size_t *size)
+{
+    *size = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
+    *size = buf && n > 0 ? fread(buf, 1, (size_t)n, fp) : 0;
+    fclose(fp);
+    return buf;
+}
+
+/* A new empty folder for a test's files, $TMPDIR (else /tmp)/<name>-XXXXXX,
+ * in buf: 0, or −1 after printing "Bail out!" (the test then exits 1). */
+static inline int nc_test_temp_dir(char *buf, size_t size, const char *name)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(buf, size, "%s/%s-XXXXXX", base && *base ? base : "/tmp", name);
+    if (mkdtemp(buf))
+        return 0;
+    printf("Bail out! cannot make a temporary folder %s\n", buf);
+    return -1;
+}
+
+/* Removes a test's folder and everything in it. */
+static inline void nc_test_remove_dir(const char *dir)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", dir);
+}
+
+__attribute__((unused)) static char nc_test_dir_path[512];
+
+/* The test's own temporary folder, made on first use (under $TMPDIR, else
+ * /tmp, named after the test program) and removed with everything in it by
+ * nc_test_done().  When it cannot be made the test stops ("Bail out!"). */
+static inline const char *nc_test_dir(void)
+{
+    if (!nc_test_dir_path[0] &&
+        nc_test_temp_dir(nc_test_dir_path, sizeof nc_test_dir_path, program_invocation_short_name) != 0)
+        exit(1);
+    return nc_test_dir_path;
+}
+
+/* The path of `name` in the test's folder. */
+static inline const char *nc_test_file(const char *name, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/%s", nc_test_dir(), name);
+    return buf;
+}
+
 static inline int nc_test_done(void)
 {
+    if (nc_test_dir_path[0])
+        nc_test_remove_dir(nc_test_dir_path);
     printf("1..%d\n", nc_test_number);
     return nc_test_failures ? 1 : 0;
 }

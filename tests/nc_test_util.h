@@ -17,6 +17,7 @@
 #include "../core/nc_net.h"
 #include "../core/nc_tensor.h"
 #include "../sim/nc_evaluate.h"
+#include "../sim/nc_window.h"
 
 #ifndef NC_TEST_RNG_SEED
 #define NC_TEST_RNG_SEED 0x9e3779b97f4a7c15ull
@@ -50,6 +51,16 @@ static inline nc_tensor *rnd_tensor(int ndim, const int64_t *shape, float lo, fl
     for (int64_t i = 0; t && i < nc_tensor_numel(t); i++)
         t->data[i] = rnd_range(lo, hi);
     return t;
+}
+
+/* The window of a k×k kernel over c×h×w with one stride and the same padding
+ * on every side, no dilation: the convolutions and pools of the test nets. */
+static inline nc_window square_window(int c, int h, int w, int k, int stride, int pad)
+{
+    nc_window g;
+    int kk[2] = {k, k}, ss[2] = {stride, stride}, pp[4] = {pad, pad, pad, pad}, one[2] = {1, 1};
+    nc_window_init(&g, c, h, w, kk, ss, pp, one, 0);
+    return g;
 }
 
 /* ---- synthetic data ------------------------------------------------------------ */

@@ -28,6 +28,15 @@ if grep '^{' "$WORK/out" | python3 -c "import json,sys; d=json.load(sys.stdin); 
 else
   not_ok "engines --json says loihi is available"
 fi
+if grep '^{' "$WORK/out" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+keys = [o['key'] for e in d['engines'] if e['name'] == 'loihi' for o in e['options']]
+sys.exit(keys != ['threads', 'reset', 'fire', 'delay', 'spikes', 'message-bits', 'vth', 'input-bits'])"; then
+  ok "engines --json lists the loihi engine's options"
+else
+  not_ok "engines --json lists the loihi engine's options"
+fi
 expect "export-lava without -o" 2 "$BIN" export-lava "$FIX/mlp.onnx"
 expect "export-lava of an ANN fails" nonzero "$BIN" export-lava "$FIX/mlp.onnx" -o "$WORK/x.net" &&
   has "it says to convert first" "convert it first"
@@ -57,6 +66,14 @@ expect "run --engine loihi with every option" 0 "$BIN" run "$WORK/mlp.ncsnn" --e
   --loihi-reset zero --loihi-fire ge --loihi-delay raw --loihi-spikes graded --loihi-message-bits 4 --loihi-vth 2000 \
   --loihi-input-bits 6
 has "the options are reported" "reset to zero, fire on >=, graded spikes, synaptic delay raw"
+expect "run --engine loihi with --engine-opt" 0 "$BIN" run "$WORK/mlp.ncsnn" --engine loihi --limit 20 -T 8 \
+  --engine-opt reset=zero --engine-opt fire=ge --engine-opt delay=raw --engine-opt spikes=graded
+has "the settings are reported" "reset to zero, fire on >=, graded spikes, synaptic delay raw"
+expect "a --loihi-* switch wins over --engine-opt" 0 "$BIN" run "$WORK/mlp.ncsnn" --engine loihi --limit 20 -T 8 \
+  --engine-opt delay=raw --loihi-delay off
+has "the switch's delay is used" "synaptic delay off"
+expect "run --engine-opt vth=0 is refused" 1 "$BIN" run "$WORK/mlp.ncsnn" --engine loihi --engine-opt vth=0 &&
+  has "it names the option and its range" "option vth wants an integer in 1…131071"
 expect "run --engine loihi: cnn_maxpool warns about MaxPool" 0 "$BIN" run "$WORK/cnn_maxpool.ncsnn" --engine loihi \
   --limit 10 -T 4
 has "the hardware check names the MaxPool" "has no Loihi 2 equivalent"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static char tmp_dir[64];
+static char tmp_dir[512];
 
 static const char *tmp_path(const char *name, char *buf, size_t size)
 {
@@ -544,11 +544,8 @@ static void test_parse_float_list(void)
 int main(void)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* the test's own HDF5 calls stay quiet too */
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/nc_test_dataset_XXXXXX");
-    if (!mkdtemp(tmp_dir)) {
-        printf("Bail out! cannot create a temporary folder\n");
+    if (nc_test_temp_dir(tmp_dir, sizeof tmp_dir, "nc_test_dataset") != 0)
         return 1;
-    }
     if (access(NC_FASHION_MNIST_DIR, R_OK) == 0) {
         NC_RUN(test_fashion_mnist_test_split);
         NC_RUN(test_fashion_mnist_train_split);

@@ -99,10 +99,7 @@ static void test_ann_cnn(void)
     NC_CHECK(out && out->ndim == 2 && out->shape[0] == 3 && out->shape[1] == 4, "output [N, 4]");
 
     /* the same with the naive kernels */
-    nc_window gc, gp;
-    int k3[2] = {3, 3}, k2[2] = {2, 2}, one[2] = {1, 1}, p1[4] = {1, 1, 1, 1}, p0[4] = {0};
-    nc_window_init(&gc, 2, 6, 6, k3, one, p1, one, 0);
-    nc_window_init(&gp, 3, 6, 6, k2, k2, p0, one, 0);
+    nc_window gc = square_window(2, 6, 6, 3, 1, 1), gp = square_window(3, 6, 6, 2, 2, 0);
     float a[3 * 3 * 36], b[3 * 27], ref[3 * 4];
     nc_ref_conv2d(&gc, 3, 1, 3, in->data, net->nodes[cv].weight->data, net->nodes[cv].bias->data, a);
     nc_relu(3 * 3 * 36, a, a);
@@ -142,10 +139,7 @@ static void test_threads(void)
     enum { N = 37 };
     int64_t bs[4] = {N, 3, 16, 16};
     nc_tensor *in = rnd_tensor(4, bs, -1, 1);
-    nc_window gc, gp;
-    int k3[2] = {3, 3}, k2[2] = {2, 2}, one[2] = {1, 1}, p1[4] = {1, 1, 1, 1}, p0[4] = {0};
-    nc_window_init(&gc, 3, 16, 16, k3, one, p1, one, 0);
-    nc_window_init(&gp, 8, 16, 16, k2, k2, p0, one, 0);
+    nc_window gc = square_window(3, 16, 16, 3, 1, 1), gp = square_window(8, 16, 16, 2, 2, 0);
     float *a = malloc(N * 8 * 256 * sizeof(float)), *ref = malloc(N * 8 * 64 * sizeof(float));
     nc_ref_conv2d(&gc, 8, 1, N, in->data, net->nodes[cv].weight->data, net->nodes[cv].bias->data, a);
     nc_relu(N * 8 * 256, a, a);
@@ -190,9 +184,7 @@ static void test_residual_concat(void)
     nc_error err = {0};
     NC_CHECK(run(net, in, NULL, &out, &err) == NC_OK, "forward");
 
-    nc_window g;
-    int k3[2] = {3, 3}, one[2] = {1, 1}, p1[4] = {1, 1, 1, 1};
-    nc_window_init(&g, 2, 4, 4, k3, one, p1, one, 0);
+    nc_window g = square_window(2, 4, 4, 3, 1, 1);
     float conv[2 * 32], ref[2 * 4];
     nc_ref_conv2d(&g, 2, 1, 2, in->data, net->nodes[cv].weight->data, net->nodes[cv].bias->data, conv);
     for (int n = 0; n < 2; n++)
@@ -364,10 +356,7 @@ static void test_event_driven(void)
 
     /* the same with the naive kernels, on all T·N rows */
     const int R = T * N;
-    nc_window g1, g2;
-    int k3[2] = {3, 3}, one[2] = {1, 1}, two[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
-    nc_window_init(&g1, C0, H, H, k3, one, p1, one, 0);
-    nc_window_init(&g2, C1, H, H, k3, two, p1, one, 0);
+    nc_window g1 = square_window(C0, H, H, 3, 1, 1), g2 = square_window(C1, H, H, 3, 2, 1);
     size_t n_s0 = (size_t)R * C0 * H * H, n_c1 = (size_t)R * C1 * H * H, n_c2 = (size_t)R * C2 * 25;
     float *s0 = malloc(n_s0 * sizeof(float)), *c1 = malloc(n_c1 * sizeof(float));
     float *c2 = malloc(n_c2 * sizeof(float)), *f1 = malloc((size_t)R * F * sizeof(float));

@@ -42,16 +42,8 @@ typedef struct { unsigned char *data; size_t size; } blob;
 
 static blob read_file(const char *path)
 {
-    blob b = {NULL, 0};
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return b;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    b.data = malloc(n > 0 ? (size_t)n : 1);
-    b.size = b.data && n > 0 ? fread(b.data, 1, (size_t)n, fp) : 0;
-    fclose(fp);
+    blob b;
+    b.data = nc_test_read_file(path, &b.size);
     return b;
 }
 
@@ -71,14 +63,6 @@ static int leftovers(const char *dir)
     return n;
 }
 
-static char dir[256];
-
-static const char *in_dir(const char *name, char *buf, size_t size)
-{
-    snprintf(buf, size, "%s/%s", dir, name);
-    return buf;
-}
-
 /* The save of version B under the limit failed cleanly and A is intact. */
 static void check_kept(const char *what, const char *path, blob a, int failed, const char *message)
 {
@@ -87,7 +71,7 @@ static void check_kept(const char *what, const char *path, blob a, int failed, c
     NC_CHECK(strstr(message, path) != NULL, "%s: the message names the file: %s", what, message);
     NC_CHECK(a.size > LIMIT_BYTES, "%s: version A (%zu bytes) is larger than the limit", what, a.size);
     NC_CHECK(same(a, now), "%s: the old file is unchanged (%zu bytes before, %zu after)", what, a.size, now.size);
-    NC_CHECK(leftovers(dir) == 0, "%s: no temporary file is left", what);
+    NC_CHECK(leftovers(nc_test_dir()) == 0, "%s: no temporary file is left", what);
     printf("# %s: %s\n", what, message);
     free(now.data);
 }
@@ -112,84 +96,98 @@ static nc_net *snn(void)
     return net;
 }
 
+/* Writes version 0 (A) or 1 (B) of one file; a failure's message in msg. */
+typedef nc_status (*save_fn)(void *ctx, int version, const char *path, char *msg, size_t size);
+
+/* A saves; B under a full disk fails cleanly and leaves A as it was
+ * (check_kept); then B saves with room and differs from A (check_b_saves). */
+static void check_full_disk(const char *what, const char *name, save_fn save, void *ctx)
+{
+    char path[512], msg[NC_ERROR_MESSAGE_MAX] = "";
+    nc_test_file(name, path, sizeof path);
+    NC_CHECK(save(ctx, 0, path, msg, sizeof msg) == NC_OK, "%s: save A: %s", what, msg);
+    blob a = read_file(path);
+    disk_full();
+    nc_status st = save(ctx, 1, path, msg, sizeof msg);
+    disk_free();
+    check_kept(what, path, a, st == NC_ERR_IO, msg);
+    check_b_saves(what, path, a, save(ctx, 1, path, msg, sizeof msg) == NC_OK);
+    free(a.data);
+}
+
+static nc_status with_message(nc_status st, const nc_error *err, char *msg, size_t size)
+{
+    snprintf(msg, size, "%s", err->message);
+    return st;
+}
+
+static nc_status save_project(void *ctx, int version, const char *path, char *msg, size_t size)
+{
+    nc_error err = {0};
+    nc_project_set_metric(ctx, "version", version + 1, NULL);
+    return with_message(nc_project_save(ctx, path, &err), &err, msg, size);
+}
+
 static void test_project_save(void)
 {
-    char path[512];
-    nc_error err = {0};
     nc_project *p = nc_project_new();
     nc_project_set_net(p, snn());
-    in_dir("model.ncsnn", path, sizeof path);
-    nc_project_set_metric(p, "version", 1, NULL);
-    NC_CHECK(nc_project_save(p, path, &err) == NC_OK, "save A: %s", err.message);
-    blob a = read_file(path);
-    nc_project_set_metric(p, "version", 2, NULL);
-    disk_full();
-    nc_status st = nc_project_save(p, path, &err);
-    disk_free();
-    check_kept("project", path, a, st == NC_ERR_IO, err.message);
-    check_b_saves("project", path, a, nc_project_save(p, path, &err) == NC_OK);
-    free(a.data);
+    check_full_disk("project", "model.ncsnn", save_project, p);
     nc_project_free(p);
+}
+
+static nc_status export_nir(void *ctx, int version, const char *path, char *msg, size_t size)
+{
+    nc_error err = {0};
+    nc_nir_export_options opts = {.source = version ? "version B" : "version A"};
+    return with_message(nc_nir_export(ctx, path, &opts, NULL, &err), &err, msg, size);
 }
 
 static void test_nir_export(void)
 {
-    char path[512];
-    nc_error err = {0};
     nc_net *net = snn();
-    in_dir("model.nir", path, sizeof path);
-    nc_nir_export_options a_opts = {.source = "version A"}, b_opts = {.source = "version B"};
-    NC_CHECK(nc_nir_export(net, path, &a_opts, NULL, &err) == NC_OK, "export A: %s", err.message);
-    blob a = read_file(path);
-    disk_full();
-    nc_status st = nc_nir_export(net, path, &b_opts, NULL, &err);
-    disk_free();
-    check_kept("NIR export", path, a, st == NC_ERR_IO, err.message);
-    check_b_saves("NIR export", path, a, nc_nir_export(net, path, &b_opts, NULL, &err) == NC_OK);
-    free(a.data);
+    check_full_disk("NIR export", "model.nir", export_nir, net);
     nc_net_free(net);
+}
+
+/* ctx: the records of versions A and B (4 and 5 steps). */
+static nc_status save_record(void *ctx, int version, const char *path, char *msg, size_t size)
+{
+    nc_record *const *records = ctx;
+    nc_error err = {0};
+    if (!records[version])
+        return with_message(NC_ERR_INTERNAL, &err, msg, size);
+    return with_message(nc_record_save(records[version], path, &err), &err, msg, size);
 }
 
 static void test_record_save(void)
 {
-    char path[512];
     nc_error err = {0};
     nc_net *net = snn();
-    nc_record *ra = NULL, *rb = NULL;
-    NC_CHECK(net && nc_record_new(net, 4, NULL, &ra, &err) == NC_OK && nc_record_new(net, 5, NULL, &rb, &err) == NC_OK,
+    nc_record *records[2] = {NULL, NULL};
+    NC_CHECK(net && nc_record_new(net, 4, NULL, &records[0], &err) == NC_OK &&
+                 nc_record_new(net, 5, NULL, &records[1], &err) == NC_OK,
              "records: %s", err.message);
-    in_dir("recording.h5", path, sizeof path);
-    NC_CHECK(ra && nc_record_save(ra, path, &err) == NC_OK, "save A: %s", err.message);
-    blob a = read_file(path);
-    disk_full();
-    nc_status st = rb ? nc_record_save(rb, path, &err) : NC_ERR_INTERNAL;
-    disk_free();
-    check_kept("recording", path, a, st == NC_ERR_IO, err.message);
-    check_b_saves("recording", path, a, rb && nc_record_save(rb, path, &err) == NC_OK);
-    free(a.data);
-    nc_record_free(ra);
-    nc_record_free(rb);
+    check_full_disk("recording", "recording.h5", save_record, records);
+    nc_record_free(records[0]);
+    nc_record_free(records[1]);
     nc_net_free(net);
+}
+
+/* Version A holds ones, B twos. */
+static nc_status write_npy(void *ctx, int version, const char *path, char *msg, size_t size)
+{
+    nc_tensor *t = ctx;
+    nc_error err = {0};
+    for (int64_t i = 0; i < nc_tensor_numel(t); i++)
+        t->data[i] = 1.0f + (float)version;
+    return with_message(nc_npy_write(path, t, &err), &err, msg, size);
 }
 
 static void test_npy_write(void)
 {
-    char path[512];
-    nc_error err = {0};
     nc_tensor *t = nc_tensor_new2(10, 100);
-    in_dir("values.npy", path, sizeof path);
-    for (int64_t i = 0; i < nc_tensor_numel(t); i++)
-        t->data[i] = 1.0f;
-    NC_CHECK(nc_npy_write(path, t, &err) == NC_OK, "write A: %s", err.message);
-    blob a = read_file(path);
-    for (int64_t i = 0; i < nc_tensor_numel(t); i++)
-        t->data[i] = 2.0f;
-    disk_full();
-    nc_status st = nc_npy_write(path, t, &err);
-    disk_free();
-    check_kept(".npy", path, a, st == NC_ERR_IO, err.message);
-    check_b_saves(".npy", path, a, nc_npy_write(path, t, &err) == NC_OK);
-    free(a.data);
+    check_full_disk(".npy", "values.npy", write_npy, t);
     nc_tensor_free(t);
 }
 
@@ -206,20 +204,15 @@ static void draw_noise(cairo_t *cr, double width, double height, void *user)
         }
 }
 
-static void test_plot_save(void)
+/* Versions A and B are noise of two seeds. */
+static nc_status save_plot(void *ctx, int version, const char *path, char *msg, size_t size)
 {
-    char path[512], msg[1024] = "";
-    uint32_t seed_a = 1, seed_b = 2;
-    in_dir("chart.png", path, sizeof path);
-    NC_CHECK(nc_plot_save(path, 160, 120, draw_noise, &seed_a, msg, sizeof msg) == 0, "save A: %s", msg);
-    blob a = read_file(path);
-    disk_full();
-    int rc = nc_plot_save(path, 160, 120, draw_noise, &seed_b, msg, sizeof msg);
-    disk_free();
-    check_kept("PNG plot", path, a, rc != 0, msg);
-    check_b_saves("PNG plot", path, a, nc_plot_save(path, 160, 120, draw_noise, &seed_b, msg, sizeof msg) == 0);
-    free(a.data);
+    (void)ctx;
+    uint32_t seed = 1 + (uint32_t)version;
+    return nc_plot_save(path, 160, 120, draw_noise, &seed, msg, size) == 0 ? NC_OK : NC_ERR_IO;
 }
+
+static void test_plot_save(void) { check_full_disk("PNG plot", "chart.png", save_plot, NULL); }
 
 /* A first save that fails leaves nothing at all behind. */
 static void test_new_file_not_created(void)
@@ -228,34 +221,24 @@ static void test_new_file_not_created(void)
     nc_error err = {0};
     nc_project *p = nc_project_new();
     nc_project_set_net(p, snn());
-    in_dir("new.ncsnn", path, sizeof path);
+    nc_test_file("new.ncsnn", path, sizeof path);
     disk_full();
     nc_status st = nc_project_save(p, path, &err);
     disk_free();
     NC_CHECK(st == NC_ERR_IO, "the save fails: %s", err.message);
     NC_CHECK(access(path, F_OK) != 0, "no half-written project appears");
-    NC_CHECK(leftovers(dir) == 0, "no temporary file is left");
+    NC_CHECK(leftovers(nc_test_dir()) == 0, "no temporary file is left");
     nc_project_free(p);
 }
 
 int main(void)
 {
     signal(SIGXFSZ, SIG_IGN); /* a write past the limit then fails with EFBIG */
-    snprintf(dir, sizeof dir, "/tmp/nc-test-faults-XXXXXX");
-    if (!mkdtemp(dir)) {
-        printf("Bail out! cannot create a temporary folder\n");
-        return 1;
-    }
     NC_RUN(test_project_save);
     NC_RUN(test_nir_export);
     NC_RUN(test_record_save);
     NC_RUN(test_npy_write);
     NC_RUN(test_plot_save);
     NC_RUN(test_new_file_not_created);
-    const char *names[] = {"model.ncsnn", "model.nir", "recording.h5", "values.npy", "chart.png", "new.ncsnn"};
-    char path[512];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        unlink(in_dir(names[i], path, sizeof path));
-    rmdir(dir);
     return nc_test_done();
 }

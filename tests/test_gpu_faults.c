@@ -139,11 +139,88 @@ done:
     nc_net_free(net);
 }
 
+/* input [1, 8, 8] → conv 8 → IF → conv 8 → IF → avgpool 2 → flatten → dense 10:
+ * the second conv reads spike counts, which the exact fp32 mode convolves on
+ * bf16 tensor cores through cuDNN's graph API. */
+static nc_net *counts_net(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t shape[3] = {1, 8, 8};
+    int x = add_input(net, 3, shape);
+    int c1 = add_conv(net, "conv1", x, 8, 1, 3, 1);
+    int s1 = add_if(net, "if1", c1, 8, 0.5f, 1.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int c2 = add_conv(net, "conv2", s1, 8, 8, 3, 1);
+    int s2 = add_if(net, "if2", c2, 8, 0.5f, 1.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int p = add_pool(net, NC_NODE_AVGPOOL, "pool", s2, 2, 2);
+    int f = add1(net, NC_NODE_FLATTEN, "flat", p);
+    int d = add_dense(net, "fc", f, 10, 128);
+    add1(net, NC_NODE_OUTPUT, "out", d);
+    if (!infer(net)) {
+        nc_net_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+/* When cuDNN's graph API refuses the exact convolution on bf16 parts, the
+ * conv runs one TF32 pass per weight part instead, from the counts the IF
+ * already wrote for it, says so in its plan, and still matches the CPU. */
+static void test_graph_refused(void)
+{
+    nc_net *net = counts_net();
+    nc_tensor *x = small_input(), *out = NULL;
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 4};
+    nc_error err = {0};
+    char plans[2048];
+    NC_CHECK(net && x, "set-up");
+    if (!net || !x)
+        goto done;
+    /* without the fault: conv2 runs on bf16 parts through the graph API */
+    nc_engine *e = engine_with("gpu", net);
+    NC_CHECK(e != NULL, "a GPU engine loads the net");
+    if (e) {
+        NC_CHECK(nc_engine_forward(e, x, &o, &out, &err) == NC_OK, "a pass: %s", err.message);
+        nc_engine_gpu_describe_convs(e, plans, sizeof plans);
+        printf("# %s", plans);
+        if (!strstr(plans, "no cuDNN"))
+            NC_CHECK(strstr(plans, "conv2: cuDNN graph engines") != NULL, "conv2 runs on bf16 parts: %s", plans);
+        check_against_cpu(net, x, &o, out, "exact fp32 on bf16 parts");
+        nc_tensor_free(out);
+        out = NULL;
+        nc_engine_free(e);
+    }
+    setenv("NC_GPU_FAULT", "graph", 1);
+    e = engine_with("gpu", net);
+    NC_CHECK(e != NULL, "a GPU engine loads the net");
+    if (e) {
+        NC_CHECK(nc_engine_forward(e, x, &o, &out, &err) == NC_OK, "a pass with the graph API refused: %s", err.message);
+        nc_engine_gpu_describe_convs(e, plans, sizeof plans);
+        printf("# %s", plans);
+        if (!strstr(plans, "no cuDNN"))
+            NC_CHECK(strstr(plans, "conv2: cuDNN") && strstr(plans, "TF32 weight parts") &&
+                         strstr(plans, "instead of bf16 parts"),
+                     "conv2 says it ran by TF32 parts instead of bf16 parts: %s", plans);
+        check_against_cpu(net, x, &o, out, "exact fp32 by TF32 parts");
+        nc_tensor_free(out);
+        out = NULL;
+        /* later passes plan by parts from the start (the IF writes fp32 counts) */
+        NC_CHECK(nc_engine_forward(e, x, &o, &out, &err) == NC_OK, "a second pass: %s", err.message);
+        check_against_cpu(net, x, &o, out, "exact fp32 by TF32 parts, second pass");
+        nc_engine_free(e);
+    }
+    unsetenv("NC_GPU_FAULT");
+done:
+    nc_tensor_free(out);
+    nc_tensor_free(x);
+    nc_net_free(net);
+}
+
 int main(void)
 {
     const char *skip = gpu_skip_reason();
     GPU_RUN(test_oom_at_load, skip);
     GPU_RUN(test_oom_in_pass, skip);
     GPU_RUN(test_launch_failure, skip);
+    GPU_RUN(test_graph_refused, skip);
     return nc_test_done();
 }

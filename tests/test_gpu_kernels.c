@@ -100,6 +100,63 @@ static void test_if_kernel(void)
     printf("# IF kernel: %lld mismatches over all cases\n", (long long)bad);
 }
 
+/* One value of counts-and-pairs data ([pixels, c] then [pixels, 2, c]):
+ * copy 0 is the count, copies 1 and 2 its pair. */
+static float copy_of(const float *v, int64_t pixels, int c, int64_t pix, int ch, int copy)
+{
+    return copy == 0 ? v[pix * c + ch] : v[pixels * c + (pix * 2 + copy - 1) * c + ch];
+}
+
+/* The operands of the exact conv on bf16 tensor cores: counts followed by
+ * their pairs, and the bf16 weight parts (hi, then mid and lo side by side),
+ * whose sum is the fp32 weight·θ exactly (checked in double). */
+static void test_exact_operands(void)
+{
+    enum { PIX = 1000, C = 24, COUT = 16, TAPS = 9 };
+    static float th[C], cur[PIX * C], x[PIX * C], scale[C], w[COUT * TAPS * C], mul[C];
+    static float counts[PIX * C * 3], xc[PIX * C * 3], parts[COUT * TAPS * C * 3];
+    for (int k = 0; k < C; k++) {
+        th[k] = rnd_range(0.3f, 2.0f);
+        scale[k] = 4.0f / th[k];
+        mul[k] = th[k] / 4.0f;
+    }
+    for (int i = 0; i < PIX * C; i++) {
+        cur[i] = rnd_range(-0.5f, 2.0f);
+        x[i] = (float)(rand() % 5) * th[i % C] / 4.0f; /* an avgpool of spikes: q·θ/4 */
+    }
+    for (int i = 0; i < COUT * TAPS * C; i++)
+        w[i] = rnd_range(-1.0f, 1.0f) * (i % 5 == 0 ? 1e-3f : 1.0f);
+    nc_error err = {0};
+    nc_status s = nc_gpu_test_exact_operands(PIX, C, th, cur, counts, x, scale, xc, COUT, TAPS, w, mul, parts, &err);
+    NC_CHECK(s == NC_OK, "nc_gpu_test_exact_operands: %s", err.message);
+    if (s != NC_OK)
+        return;
+    int64_t bad_if = 0, bad_x = 0, bad_w = 0;
+    for (int i = 0; i < PIX * C; i++) {
+        int pix = i / C, ch = i % C;
+        float spike = 0.5f * th[ch] + cur[i] >= th[ch] ? 1.0f : 0.0f, q = rintf(x[i] * scale[ch]);
+        for (int copy = 0; copy < 3; copy++) {
+            bad_if += copy_of(counts, PIX, C, pix, ch, copy) != spike;
+            bad_x += copy_of(xc, PIX, C, pix, ch, copy) != q;
+        }
+    }
+    for (int i = 0; i < COUT * TAPS * C; i++) {
+        float v = w[i] * mul[i % C];
+        double sum = 0.0;
+        for (int copy = 0; copy < 3; copy++) {
+            float part = copy_of(parts, COUT * TAPS, C, i / C, i % C, copy);
+            sum += part;
+            bad_w += round_bf16(part) != part; /* each part is a bf16 value */
+        }
+        bad_w += sum != (double)v;
+    }
+    printf("# exact operands: IF counts and pairs %lld, conversions %lld, weight parts %lld mismatches\n",
+           (long long)bad_if, (long long)bad_x, (long long)bad_w);
+    NC_CHECK(bad_if == 0, "IF counts and pairs: %lld differ from the reference", (long long)bad_if);
+    NC_CHECK(bad_x == 0, "the conv's counts and pairs: %lld differ", (long long)bad_x);
+    NC_CHECK(bad_w == 0, "bf16 weight parts: %lld do not add up to the fp32 weight exactly", (long long)bad_w);
+}
+
 /* ---- Poisson ----------------------------------------------------------------- */
 
 static void test_poisson_kernel(void)
@@ -344,11 +401,11 @@ static void test_pool_kernels(void)
             if (cpu)
                 NC_CHECK(compare_report(what, out->data, cpu->data, N * out_numel, 0, 0) == 0, "%s", what);
         }
-        if (pc->kind == NC_NODE_AVGPOOL && cpu) { /* the channels-last kernel: the same sums, bit for bit */
+        if (cpu) { /* the channels-last kernels: the same sums and maxima, bit for bit */
             float *got = malloc((size_t)(N * out_numel) * sizeof(float));
             nc_error err = {0};
-            nc_status s = nc_gpu_test_avgpool_nhwc(N, C, H, W, pc->k, pc->stride, pc->pad, pc->dil, pc->ceil, pc->cip,
-                                                   in->data, got, &err);
+            nc_status s = nc_gpu_test_pool_nhwc(pc->kind == NC_NODE_MAXPOOL, N, C, H, W, pc->k, pc->stride, pc->pad,
+                                                pc->dil, pc->ceil, pc->cip, in->data, got, &err);
             NC_CHECK(s == NC_OK, "%s channels last: %s", pc->name, err.message);
             char what[96];
             snprintf(what, sizeof what, "%s channels last vs cpu engine (bit-identical)", pc->name);
@@ -481,6 +538,7 @@ int main(void)
     const char *skip = gpu_skip_reason();
 #if NC_HAVE_CUDA
     GPU_RUN(test_if_kernel, skip);
+    GPU_RUN(test_exact_operands, skip);
     GPU_RUN(test_poisson_kernel, skip);
     GPU_RUN(test_gemm_precisions, skip);
     GPU_RUN(test_conv_kernels, skip);
@@ -488,7 +546,7 @@ int main(void)
     GPU_RUN(test_elementwise_kernels, skip);
     GPU_RUN(test_gated_kernel, skip);
 #else
-    static const char *names[] = {"test_if_kernel", "test_poisson_kernel", "test_gemm_precisions",
+    static const char *names[] = {"test_if_kernel", "test_exact_operands", "test_poisson_kernel", "test_gemm_precisions",
                                   "test_conv_kernels", "test_pool_kernels", "test_elementwise_kernels",
                                   "test_gated_kernel"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)

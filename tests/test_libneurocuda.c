@@ -164,10 +164,11 @@ static void test_convert_files_and_streams(void)
     NC_CHECK(neurocuda_convert(ann, os, dtrain, dtest, NULL, NULL, &b, &rb, &err) == NEUROCUDA_OK, "%s",
              err.message);
     if (ra && rb) {
-        char ta[4096], tb[4096];
+        char ta[4096], tb[4096], lines[4096];
         table_of(ra, ta, sizeof ta);
         table_of(rb, tb, sizeof tb);
-        printf("# %s", ta);
+        for (const char *line = strtok(strcpy(lines, ta), "\n"); line; line = strtok(NULL, "\n"))
+            printf("# %s\n", line); /* TAP: every line of the table a comment */
         NC_CHECK(strcmp(ta, tb) == 0, "files and streams give one table:\n%s\n%s", ta, tb);
         NC_CHECK(neurocuda_results_rows(ra) == 1 && neurocuda_results_T(ra, 0) == 8, "one row of 8 steps");
         NC_CHECK(neurocuda_results_snn(ra, 0, 8) > 0.8, "the SNN classifies (%.3f)", neurocuda_results_snn(ra, 0, 8));
@@ -270,8 +271,7 @@ int main(void)
 {
     const char *src = getenv("NC_SOURCE_DIR");
     snprintf(model_path, sizeof model_path, "%s/assets/models/fmnist_cnn.onnx", src ? src : ".");
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/test_libneurocuda.XXXXXX");
-    if (!mkdtemp(tmp_dir))
+    if (nc_test_temp_dir(tmp_dir, sizeof tmp_dir, "test_libneurocuda") != 0)
         return 1;
     NC_RUN(test_engines);
     NC_RUN(test_bad_options);
@@ -283,9 +283,6 @@ int main(void)
         NC_RUN(test_cancel_writes_nothing);
         NC_RUN(test_bad_stream);
     }
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
-    if (system(cmd) != 0)
-        printf("# could not remove %s\n", tmp_dir);
+    nc_test_remove_dir(tmp_dir);
     return nc_test_done();
 }

@@ -20,6 +20,7 @@
 #include "../core/nc_loihi.h"
 #include "../core/nc_onnx.h"
 #include "../sim/nc_engine_loihi.h"
+#include "../sim/nc_engine_registry.h"
 #include "../sim/nc_evaluate.h"
 #include "../sim/nc_pipeline.h"
 #include "../sim/nc_simulate.h"
@@ -318,6 +319,73 @@ static void test_step_overflow(void)
     nc_tensor_free(x);
     nc_engine_free(e);
     nc_net_free(net);
+}
+
+/* ---- options through the engine table ---------------------------------------------------- */
+
+static int same_options(const nc_loihi_options *a, const nc_loihi_options *b)
+{
+    return a->reset == b->reset && a->compare == b->compare && a->delay == b->delay && a->graded == b->graded &&
+           a->message_bits == b->message_bits && a->quant.vth_target == b->quant.vth_target &&
+           a->quant.input_frac_bits == b->quant.input_frac_bits;
+}
+
+/* The engine made from KEY=VALUE settings (NULL: none), or NULL with err. */
+static nc_engine *loihi_with(const char *const *settings, nc_error *err)
+{
+    nc_engine_settings s = {0};
+    for (int k = 0; settings && settings[k]; k++)
+        if (nc_engine_settings_add(&s, settings[k], err) != NC_OK)
+            return NULL;
+    nc_engine *e = NULL;
+    return nc_engine_new_with("loihi", &s, &e, err) == NC_OK ? e : NULL;
+}
+
+/* Every setting of the engine is a registered option: listed with its
+ * default (nc_loihi_options_default's), set by KEY=VALUE, checked. */
+static void test_registered_options(void)
+{
+    static const char *const keys[] = {"threads", "reset", "fire", "delay", "spikes", "message-bits", "vth",
+                                       "input-bits"};
+    const nc_engine_info *info = nc_engine_find("loihi");
+    NC_CHECK(info && info->n_options == 8, "the loihi engine lists 8 options");
+    for (size_t k = 0; info && k < sizeof keys / sizeof keys[0]; k++)
+        NC_CHECK(nc_engine_option_find(info, keys[k]) && nc_engine_option_find(info, keys[k])->help, "option %s",
+                 keys[k]);
+    nc_error err = {0};
+    nc_loihi_options want = nc_loihi_options_default();
+    nc_engine *e = loihi_with(NULL, &err);
+    nc_loihi_options got = nc_engine_loihi_get_options(e);
+    NC_CHECK(e && same_options(&got, &want), "the registered defaults are nc_loihi_options_default (%s)",
+             err.message);
+    nc_engine_free(e);
+
+    static const char *const all[] = {"reset=zero", "fire=ge", "delay=raw", "spikes=graded", "message-bits=4",
+                                      "vth=2000", "input-bits=6", NULL};
+    want = (nc_loihi_options){.quant = {.vth_target = 2000, .input_frac_bits = 6}, .reset = NC_RESET_ZERO,
+                              .compare = NC_FIRE_GE, .delay = NC_LOIHI_DELAY_RAW, .graded = 1, .message_bits = 4};
+    e = loihi_with(all, &err);
+    got = nc_engine_loihi_get_options(e);
+    NC_CHECK(e && same_options(&got, &want), "every setting reaches the engine (%s)", err.message);
+    nc_net *net = chain_net(2, 2.0f, 0, 0.5f);
+    NC_CHECK(e && net && nc_engine_load(e, net, &err) == NC_OK && nc_engine_loihi_quantised(e)->opts.vth_target == 2000,
+             "the quantisation aims at the vth setting (%s)", err.message);
+    nc_engine_free(e);
+    nc_net_free(net);
+
+    static const char *const off[] = {"delay=off", NULL}, *const bad_vth[] = {"vth=0", NULL};
+    static const char *const bad_delay[] = {"delay=late", NULL};
+    e = loihi_with(off, &err);
+    NC_CHECK(e && nc_engine_loihi_get_options(e).delay == NC_LOIHI_DELAY_OFF, "delay=off");
+    nc_engine_free(e);
+    NC_CHECK(!loihi_with(bad_vth, &err) && strstr(err.message, "vth") && strstr(err.message, "131071"), "%s",
+             err.message);
+    NC_CHECK(!loihi_with(bad_delay, &err) && strstr(err.message, "compensated|off|raw"), "%s", err.message);
+    nc_engine_settings s = {0};
+    nc_engine *cpu = NULL;
+    nc_engine_settings_add(&s, "vth=100", &err);
+    NC_CHECK(nc_engine_new_with("cpu", &s, &cpu, &err) == NC_ERR_ARGUMENT && !cpu && strstr(err.message, "vth"),
+             "the cpu engine has no vth: %s", err.message);
 }
 
 /* ---- one neuron, by hand ---------------------------------------------------------------- */
@@ -789,6 +857,7 @@ int main(void)
     NC_RUN(test_quantise_rules);
     NC_RUN(test_bad_networks);
     NC_RUN(test_step_overflow);
+    NC_RUN(test_registered_options);
     NC_RUN(test_one_neuron);
     NC_RUN(test_wrap_and_saturation);
     NC_RUN(test_graded);

@@ -1769,11 +1769,8 @@ static void test_our_old_file(void)
 
 int main(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/nc_test_nir_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        printf("Bail out! cannot make a temporary folder\n");
+    if (nc_test_temp_dir(tmpdir, sizeof tmpdir, "nc_test_nir") != 0)
         return 1;
-    }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     NC_RUN(test_lif_steps);
     NC_RUN(test_models_step_by_step);
@@ -1794,11 +1791,9 @@ int main(void)
     NC_RUN(test_recurrent_semantics);
     NC_RUN(test_our_old_file);
     NC_RUN(test_engine_matches_reference);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (getenv("NC_NIR_KEEP"))
         printf("# files kept in %s\n", tmpdir);
-    else if (system(cmd) != 0)
-        printf("# could not remove %s\n", tmpdir);
+    else
+        nc_test_remove_dir(tmpdir);
     return nc_test_done();
 }

@@ -17,19 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char tmpdir[PATH_MAX];
-
 static const char *fixture(const char *name, char *buf, size_t size)
 {
     char rel[512];
     snprintf(rel, sizeof rel, "tests/fixtures/onnx_bad/%s", name);
     return nc_test_path(rel, buf, size);
-}
-
-static const char *temp_file(const char *name, char *buf, size_t size)
-{
-    snprintf(buf, size, "%s/%s", tmpdir, name);
-    return buf;
 }
 
 static int write_file(const char *path, const void *data, size_t size)
@@ -39,20 +31,6 @@ static int write_file(const char *path, const void *data, size_t size)
         return -1;
     size_t put = fwrite(data, 1, size, fp);
     return fclose(fp) == 0 && put == size ? 0 : -1;
-}
-
-static unsigned char *read_file(const char *path, size_t *size)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
-    *size = buf ? fread(buf, 1, (size_t)n, fp) : 0;
-    fclose(fp);
-    return buf;
 }
 
 /* Imports `path` and checks the status, that the message starts with the
@@ -82,7 +60,7 @@ static void expect_load(const char *path, const nc_onnx_options *opts, nc_status
 static void test_empty_file(void)
 {
     char p[PATH_MAX];
-    NC_CHECK(write_file(temp_file("empty.onnx", p, sizeof p), "", 0) == 0, "write");
+    NC_CHECK(write_file(nc_test_file("empty.onnx", p, sizeof p), "", 0) == 0, "write");
     expect_load(p, NULL, NC_ERR_FORMAT, "is not a valid ONNX model", "torch.onnx.export", NULL);
 }
 
@@ -95,14 +73,14 @@ static void test_random_bytes(void)
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
         buf[i] = (unsigned char)(s >> 24);
     }
-    NC_CHECK(write_file(temp_file("random.onnx", p, sizeof p), buf, sizeof buf) == 0, "write");
+    NC_CHECK(write_file(nc_test_file("random.onnx", p, sizeof p), buf, sizeof buf) == 0, "write");
     expect_load(p, NULL, NC_ERR_FORMAT, "protobuf parse failed", NULL);
 }
 
 static void test_missing_file(void)
 {
     char p[PATH_MAX];
-    expect_load(temp_file("does-not-exist.onnx", p, sizeof p), NULL, NC_ERR_IO, "cannot open", NULL);
+    expect_load(nc_test_file("does-not-exist.onnx", p, sizeof p), NULL, NC_ERR_IO, "cannot open", NULL);
 }
 
 static void test_not_a_tensor_file(void)
@@ -110,7 +88,7 @@ static void test_not_a_tensor_file(void)
     char p[PATH_MAX];
     nc_tensor *t = (nc_tensor *)1;
     nc_error err = {0};
-    NC_CHECK(write_file(temp_file("junk.pb", p, sizeof p), "\xff\xff\xff\xff", 4) == 0, "write");
+    NC_CHECK(write_file(nc_test_file("junk.pb", p, sizeof p), "\xff\xff\xff\xff", 4) == 0, "write");
     NC_CHECK(nc_onnx_read_tensor_file(p, &t, &err) == NC_ERR_FORMAT, "got: %s", err.message);
     NC_CHECK(t == NULL && !strncmp(err.message, p, strlen(p)), "%s", err.message);
 }
@@ -120,11 +98,11 @@ static void test_truncated(void)
 {
     char src[PATH_MAX], p[PATH_MAX];
     size_t size = 0;
-    unsigned char *data = read_file(fixture("ok_qcfs.onnx", src, sizeof src), &size);
+    unsigned char *data = nc_test_read_file(fixture("ok_qcfs.onnx", src, sizeof src), &size);
     NC_CHECK(data && size > 100, "cannot read %s", src);
     if (!data)
         return;
-    temp_file("truncated.onnx", p, sizeof p);
+    nc_test_file("truncated.onnx", p, sizeof p);
     NC_CHECK(write_file(p, data, size / 2) == 0, "write");
     expect_load(p, NULL, NC_ERR_FORMAT, "truncated or corrupt", NULL);
     for (size_t n = 0; n < size; n += 7) {
@@ -167,13 +145,13 @@ static void test_external_symlink(void)
 {
     char src[PATH_MAX], model[PATH_MAX], link[PATH_MAX], inside[PATH_MAX], outside[PATH_MAX];
     size_t size = 0, dsize = 0;
-    unsigned char *m = read_file(fixture("ok_external.onnx", src, sizeof src), &size);
-    unsigned char *d = read_file(fixture("ok_external.onnx.data", src, sizeof src), &dsize);
+    unsigned char *m = nc_test_read_file(fixture("ok_external.onnx", src, sizeof src), &size);
+    unsigned char *d = nc_test_read_file(fixture("ok_external.onnx.data", src, sizeof src), &dsize);
     NC_CHECK(m && d, "fixtures missing");
     NC_CHECK(realpath(src, outside) != NULL, "realpath %s", src);
-    temp_file("ok_external.onnx", model, sizeof model);
-    temp_file("ok_external.onnx.data", link, sizeof link);
-    temp_file("weights.bin", inside, sizeof inside);
+    nc_test_file("ok_external.onnx", model, sizeof model);
+    nc_test_file("ok_external.onnx.data", link, sizeof link);
+    nc_test_file("weights.bin", inside, sizeof inside);
     NC_CHECK(m && write_file(model, m, size) == 0 && d && write_file(inside, d, dsize) == 0, "write");
     unlink(link);
     NC_CHECK(symlink(outside, link) == 0, "symlink");
@@ -414,23 +392,8 @@ static void test_qcfs_chain(void)
     nc_net_free(net);
 }
 
-static void cleanup(void)
-{
-    static const char *names[] = {"empty.onnx", "random.onnx", "junk.pb", "truncated.onnx", "ok_external.onnx",
-                                  "ok_external.onnx.data", "weights.bin"};
-    char p[PATH_MAX];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        unlink(temp_file(names[i], p, sizeof p));
-    rmdir(tmpdir);
-}
-
 int main(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/nc_onnx_bad_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        printf("Bail out! cannot create a temp dir\n");
-        return 1;
-    }
     NC_RUN(test_empty_file);
     NC_RUN(test_random_bytes);
     NC_RUN(test_missing_file);
@@ -456,6 +419,5 @@ int main(void)
     NC_RUN(test_constant_folding);
     NC_RUN(test_reduce_mean_ok);
     NC_RUN(test_qcfs_chain);
-    cleanup();
     return nc_test_done();
 }

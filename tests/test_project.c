@@ -14,14 +14,6 @@
 #include "../core/nc_sha256.h"
 #include "../sim/nc_simulate.h"
 
-static char tmpdir[512];
-
-static const char *tmp_path(const char *name, char *buf, size_t size)
-{
-    snprintf(buf, size, "%s/%s", tmpdir, name);
-    return buf;
-}
-
 static void fill(nc_tensor *t, float scale)
 {
     for (int64_t i = 0; i < nc_tensor_numel(t); i++)
@@ -151,7 +143,7 @@ static nc_project *full_project(void)
     char model[600];
     nc_project *p = nc_project_new();
     nc_project_set_net(p, full_net());
-    FILE *f = fopen(tmp_path("model.onnx", model, sizeof model), "wb");
+    FILE *f = fopen(nc_test_file("model.onnx", model, sizeof model), "wb");
     fputs("abc", f);
     fclose(f);
     nc_error err;
@@ -201,7 +193,7 @@ static void test_round_trip(void)
     char path[600];
     nc_error err;
     nc_project *p = full_project(), *q = NULL;
-    tmp_path("full.ncsnn", path, sizeof path);
+    nc_test_file("full.ncsnn", path, sizeof path);
     NC_CHECK(nc_project_save(p, path, &err) == NC_OK, "%s", err.message);
     NC_CHECK(nc_project_load(path, &q, &err) == NC_OK, "%s", err.message);
     if (!q)
@@ -243,7 +235,7 @@ static void test_minimal_round_trip(void)
     nc_net_add_node(net, NC_NODE_OUTPUT, "y", 1, &in);
     nc_net_infer_shapes(net, &err);
     nc_project_set_net(p, net);
-    tmp_path("minimal.ncsnn", path, sizeof path);
+    nc_test_file("minimal.ncsnn", path, sizeof path);
     NC_CHECK(nc_project_save(p, path, &err) == NC_OK, "%s", err.message);
     NC_CHECK(nc_project_load(path, &q, &err) == NC_OK, "%s", err.message);
     if (q) {
@@ -295,8 +287,8 @@ static void test_truncated_and_random(void)
     char good[600], bad[600];
     nc_error err;
     nc_project *p = full_project();
-    tmp_path("good.ncsnn", good, sizeof good);
-    tmp_path("bad.ncsnn", bad, sizeof bad);
+    nc_test_file("good.ncsnn", good, sizeof good);
+    nc_test_file("bad.ncsnn", bad, sizeof bad);
     NC_CHECK(nc_project_save(p, good, &err) == NC_OK, "%s", err.message);
     long size;
     unsigned char *bytes = read_all(good, &size);
@@ -352,7 +344,7 @@ static void test_wrong_files(void)
     NC_CHECK(nc_project_load("/nonexistent/dir/x.ncsnn", &q, &err) == NC_ERR_IO, "missing file is IO");
     /* valid HDF5, not a project */
     nc_h5_writer w;
-    tmp_path("other.h5", path, sizeof path);
+    nc_test_file("other.h5", path, sizeof path);
     nc_h5_create(&w, path, &err);
     nc_h5_attr_string(w.file, "format", "something-else", &err);
     nc_h5_commit(&w, &err);
@@ -366,7 +358,7 @@ static void test_wrong_files(void)
     /* /net as an external link to another file: refused */
     char target[600];
     nc_project *p = full_project();
-    nc_project_save(p, tmp_path("target.ncsnn", target, sizeof target), &err);
+    nc_project_save(p, nc_test_file("target.ncsnn", target, sizeof target), &err);
     nc_h5_create(&w, path, &err);
     nc_h5_attr_string(w.file, "format", NC_PROJECT_FORMAT, &err);
     nc_h5_attr_i64(w.file, "version", 1, &err);
@@ -378,7 +370,7 @@ static void test_wrong_files(void)
     /* a node whose input comes later: a damaged graph */
     nc_project *bad = full_project();
     bad->net->nodes[3].inputs[0] = 5;
-    tmp_path("badgraph.ncsnn", path, sizeof path);
+    nc_test_file("badgraph.ncsnn", path, sizeof path);
     NC_CHECK(nc_project_save(bad, path, &err) == NC_OK, "%s", err.message);
     expect_format_error(path, "input from a later node");
     nc_project_free(bad);
@@ -388,7 +380,7 @@ static void test_wrong_files(void)
 static int count_temp_files(void)
 {
     int n = 0;
-    DIR *d = opendir(tmpdir);
+    DIR *d = opendir(nc_test_dir());
     for (struct dirent *e; d && (e = readdir(d));)
         n += strstr(e->d_name, ".tmp-") != NULL;
     if (d)
@@ -401,7 +393,7 @@ static void test_safe_save(void)
     char path[600], dir[600];
     nc_error err;
     nc_project *p = full_project();
-    tmp_path("keep.ncsnn", path, sizeof path);
+    nc_test_file("keep.ncsnn", path, sizeof path);
     NC_CHECK(nc_project_save(p, path, &err) == NC_OK, "%s", err.message);
     long size;
     unsigned char *before = read_all(path, &size);
@@ -415,7 +407,7 @@ static void test_safe_save(void)
     NC_CHECK(count_temp_files() == 0, "temporary file removed");
     free(after);
     /* an unwritable folder (root can write anyway: then only check no damage) */
-    snprintf(dir, sizeof dir, "%s/ro", tmpdir);
+    nc_test_file("ro", dir, sizeof dir);
     mkdir(dir, 0755);
     char ro[700];
     snprintf(ro, sizeof ro, "%s/keep.ncsnn", dir);
@@ -507,7 +499,7 @@ static void test_recording_h5py(void)
     nc_simulate_options o = {.T = 6, .batch_size = 4, .record = {.raster_samples = 3, .trace_neurons = 3}};
     int failed = nc_simulate(e, net, &ds, &o, NULL, NULL, &rec, &err) != NC_OK;
     char path[600], cmd[2000], json[8192] = "";
-    tmp_path("run.h5", path, sizeof path);
+    nc_test_file("run.h5", path, sizeof path);
     if (!failed && nc_record_save(rec, path, &err) != NC_OK)
         failed = 1, printf("# save: %s\n", err.message);
     char script[600];
@@ -547,12 +539,6 @@ static void test_recording_h5py(void)
 
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/nc-test-project-XXXXXX", base ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        printf("Bail out! cannot make a temporary folder: %s\n", strerror(errno));
-        return 1;
-    }
     NC_RUN(test_sha256);
     NC_RUN(test_round_trip);
     NC_RUN(test_minimal_round_trip);
@@ -560,9 +546,5 @@ int main(void)
     NC_RUN(test_wrong_files);
     NC_RUN(test_safe_save);
     test_recording_h5py();
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        printf("# could not remove %s\n", tmpdir);
     return nc_test_done();
 }

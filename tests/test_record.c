@@ -224,6 +224,71 @@ static void test_batches_and_bad_calls(void)
     nc_net_free(net);
 }
 
+/* What a raster sink was handed: every sample's bits, by run index. */
+typedef struct sink_log {
+    int calls, neurons, T;
+    int64_t samples;
+    uint8_t bits[16][NEUR * T4]; /* one byte per (neuron, step) */
+} sink_log;
+
+static void log_raster(void *user, const nc_record *rec, int layer, int64_t first, int64_t n, int neurons, int T,
+                       const uint8_t *bits)
+{
+    sink_log *log = user;
+    log->calls++;
+    log->neurons = neurons, log->T = T;
+    NC_CHECK(layer == 0 && first == log->samples && nc_record_samples(rec) == first, "sink: batch at %lld",
+             (long long)first);
+    for (int64_t s = 0; s < n && first + s < 16; s++)
+        for (int64_t b = 0; b < (int64_t)neurons * T; b++) {
+            int64_t bit = s * neurons * T + b;
+            log->bits[first + s][b] = (bits[bit >> 3] >> (bit & 7)) & 1;
+        }
+    log->samples = first + n;
+}
+
+/* A raster sink gets every sample, also those past raster_samples, with the
+ * bits the in-memory raster holds; a failed batch is not handed over. */
+static void test_raster_sink(void)
+{
+    nc_net *net = small_net(NC_RESET_SUBTRACT, NC_FIRE_GE);
+    sink_log log = {0};
+    nc_record_spec spec = {.raster_samples = 1, .raster_neurons = 3, .raster_sink = log_raster,
+                           .raster_sink_user = &log};
+    nc_record_spec whole = {.raster_samples = 6, .raster_neurons = 3};
+    nc_record *rec, *ref;
+    nc_error err;
+    NC_CHECK(nc_record_new(net, T4, &spec, &rec, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(nc_record_new(net, T4, &whole, &ref, &err) == NC_OK, "%s", err.message);
+    for (int b = 0; b < 3; b++) {
+        NC_CHECK(feed_batch(rec, NC_RESET_SUBTRACT, NC_FIRE_GE, b + 1 == 3 ? 4 : 1, &err) == NC_OK, "%s", err.message);
+        NC_CHECK(feed_batch(ref, NC_RESET_SUBTRACT, NC_FIRE_GE, 1, &err) == NC_OK, "%s", err.message);
+    }
+    NC_CHECK(log.calls == 3 && log.samples == 6 && log.neurons == 3 && log.T == T4, "one call per batch: %d",
+             log.calls);
+    nc_raster kept, all;
+    nc_record_raster(rec, 0, &kept);
+    nc_record_raster(ref, 0, &all);
+    NC_CHECK(kept.samples == 1 && all.samples == 6, "the record itself keeps raster_samples");
+    int same = 1, spikes = 0;
+    for (int s = 0; s < 6; s++)
+        for (int j = 0; j < 3; j++)
+            for (int t = 0; t < T4; t++) {
+                same &= log.bits[s][j * T4 + t] == nc_raster_spike(&all, s, j, t);
+                spikes += log.bits[s][j * T4 + t];
+            }
+    NC_CHECK(same && spikes > 0, "the sink's bits are the raster's (%d spikes)", spikes);
+    /* a bad batch: the sink is not called */
+    float junk[T4 * N2 * 3] = {0};
+    NC_CHECK(nc_record_begin_batch(rec, N2, &err) == NC_OK, "begin");
+    nc_record_observe_snn(rec, 1, junk, T4 * N2, 3);
+    NC_CHECK(nc_record_end_batch(rec, LABELS, &OUT[0][0][0], 3, &err) != NC_OK && log.calls == 3,
+             "a failed batch is not handed over");
+    nc_record_free(rec);
+    nc_record_free(ref);
+    nc_net_free(net);
+}
+
 /* ---- with the CPU engine ---------------------------------------------------- */
 
 /* input [1,2,2] → flatten → dense 4→5 → IF (θ per channel) → dense 5→3 → output */
@@ -403,6 +468,7 @@ int main(void)
     NC_RUN(test_traces_subtract_ge);
     NC_RUN(test_traces_zero_gt);
     NC_RUN(test_batches_and_bad_calls);
+    NC_RUN(test_raster_sink);
     NC_RUN(test_simulate_cpu);
     NC_RUN(test_simulate_cancel);
     return nc_test_done();

@@ -1,7 +1,9 @@
 /* test_runner_frontends.c — `neurocuda convert` and the workbench's job run
  * the same job: the description each front end builds plans the same stages,
  * and running both (and the real NcJob object) gives identical stage tables.
- * Needs the bundled model and Fashion-MNIST (skips without them). */
+ * The same for `neurocuda run` of a converted net and the workbench's
+ * simulation of it.  Needs the bundled model and Fashion-MNIST (skips
+ * without them). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -204,6 +206,88 @@ static void test_same_recipe_plan(void)
     nc_job_settings_clear(&s);
 }
 
+/* `run` of a converted net: T = 6, 100 images, batch 25. */
+static char *run_argv[] = {"run", project_path, "--mean", "0.2860", "--std", "0.3530", "--limit", "100", "-T", "6",
+                           "--batch", "25", NULL};
+
+static nc_net *converted_net(void)
+{
+    nc_runner_desc d = nc_runner_desc_default();
+    d.source = model;
+    d.pp.n_mean = d.pp.n_std = 1;
+    d.pp.mean[0] = 0.2860f;
+    d.pp.std[0] = 0.3530f;
+    d.pipeline.calib_images = 200;
+    d.dataset = NULL; /* no test split: convert only */
+    nc_runner *r = NULL;
+    nc_error err = {0};
+    nc_dataset *train = NULL;
+    nc_status st = nc_dataset_open("fashion-mnist", NC_SPLIT_TRAIN, &d.pp, 200, &train, &err);
+    d.train_data = train;
+    if (st == NC_OK)
+        st = nc_runner_new(&d, &r, &err);
+    if (st == NC_OK)
+        st = nc_runner_run(r, NULL, &err);
+    NC_CHECK(st == NC_OK, "conversion: %s", err.message);
+    nc_net *net = st == NC_OK ? nc_net_clone(nc_runner_net(r)) : NULL;
+    nc_runner_free(r);
+    nc_dataset_free(train);
+    return net;
+}
+
+/* `neurocuda run` and the workbench simulating one spiking net: one plan
+ * (open, a kept measurement) and one row, step by step. */
+static void test_run_agrees(void)
+{
+    nc_net *snn = converted_net();
+    if (!snn)
+        return;
+    nc_runner_desc c, w;
+    memset(&c, 0, sizeof c);
+    optind = 1;
+    int rc = nc_cli_run_describe((int)(sizeof run_argv / sizeof run_argv[0]) - 1, run_argv, snn, &c);
+    NC_CHECK(rc == 0, "the run command line parses (exit %d)", rc);
+    NcJobSettings s;
+    workbench_settings(&s);
+    s.pipeline.finetune_qcfs_epochs = s.pipeline.finetune_bptt_epochs = 0; /* a spiking net is simulated */
+    s.images = 100;
+    s.T = 6;
+    s.batch_size = 25;
+    nc_job_settings_describe_run(&s, snn, project_path, &w);
+    nc_runner *a = rc == 0 ? run_desc(&c) : NULL, *b = run_desc(&w);
+    NC_CHECK(a && nc_runner_stage_count(a) == 2 && nc_runner_stage(a, 0)->kind == NC_RUN_OPEN &&
+                 nc_runner_stage(a, 1)->kind == NC_RUN_MEASURE && nc_runner_stage(a, 1)->keep,
+             "run plans: open, one measurement that keeps its record");
+    NC_CHECK(a && b && nc_runner_stage_count(a) == nc_runner_stage_count(b), "the workbench plans the same");
+    NC_CHECK(a && nc_runner_row_count(a) == 1 && nc_runner_row(a, 0)->T == 6 && nc_runner_row(a, 0)->images == 100 &&
+                 nc_runner_record(a, 0),
+             "one row of 100 images at T = 6, its record kept");
+    NC_CHECK(a && b && same_rows(a, b), "the CLI's run and the workbench's simulation give identical rows");
+    /* the record the CLI prints and saves is the one a plain simulation makes */
+    nc_engine *e = NULL;
+    nc_dataset *test = NULL;
+    nc_record *rec = NULL;
+    nc_error err = {0};
+    nc_simulate_options so = {.T = 6, .seed = 1, .batch_size = 25};
+    nc_status st = nc_engine_new("cpu", &e, &err);
+    if (st == NC_OK)
+        st = nc_dataset_open("fashion-mnist", NC_SPLIT_TEST, &c.pp, 100, &test, &err);
+    if (st == NC_OK)
+        st = nc_simulate(e, snn, test, &so, NULL, NULL, &rec, &err);
+    NC_CHECK(st == NC_OK && a && nc_runner_record(a, 0), "plain simulation: %s", err.message);
+    for (int t = 1; st == NC_OK && a && nc_runner_record(a, 0) && t <= 6; t++)
+        NC_CHECK(nc_record_accuracy(rec, t) == nc_record_accuracy(nc_runner_record(a, 0), t) &&
+                     nc_record_ann_accuracy(rec) == nc_record_ann_accuracy(nc_runner_record(a, 0)),
+                 "step %d: the runner's record equals nc_simulate's", t);
+    nc_record_free(rec);
+    nc_dataset_free(test);
+    nc_engine_free(e);
+    nc_runner_free(a);
+    nc_runner_free(b);
+    nc_job_settings_clear(&s);
+    nc_net_free(snn);
+}
+
 int main(void)
 {
     nc_test_path("assets/models/fmnist_cnn.onnx", model_path, sizeof model_path);
@@ -220,6 +304,8 @@ int main(void)
         NC_RUN(test_same_recipe_plan);
     if (model)
         NC_RUN(test_same_tables);
+    if (model)
+        NC_RUN(test_run_agrees);
     nc_net_free(model);
     unlink(project_path);
     return nc_test_done();

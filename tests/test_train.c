@@ -601,9 +601,7 @@ static void test_cpu_backend_slices(void)
         return;
     enum { ROWS = 37, CIN = 16, COUT = 24, H = 14, FIN = 300, FOUT = 70 };
     uint64_t state = 99;
-    nc_window g;
-    int k3[2] = {3, 3}, one[2] = {1, 1}, p1[4] = {1, 1, 1, 1};
-    nc_window_init(&g, CIN, H, H, k3, one, p1, one, 0);
+    nc_window g = square_window(CIN, H, H, 3, 1, 1);
     size_t n_in = (size_t)ROWS * CIN * H * H, n_out = (size_t)ROWS * COUT * H * H, n_w = (size_t)COUT * CIN * 9;
     float *in = random_floats(n_in, &state, 1), *w = random_floats(n_w, &state, 0.2f);
     float *bias = random_floats(COUT, &state, 0.1f), *dout = random_floats(n_out, &state, 1);

@@ -65,71 +65,79 @@ static nc_plot_lines_spec lines_spec(nc_plot_series *series, nc_plot_hline *ann,
                                 .hlines = ann};
 }
 
-static void test_lines_axes(void)
-{
-    canvas cv = canvas_new(800, 500, 0);
+/* The two-series chart of lines_spec (fixed y axis) laid out on a new w×h
+ * canvas: what the lines tests start from.  Initialised in place (the spec
+ * points into it). */
+typedef struct lines_fixture {
+    canvas cv;
     nc_plot_series series[2];
     nc_plot_hline ann;
-    nc_plot_lines_spec spec = lines_spec(series, &ann, 1);
+    nc_plot_lines_spec spec;
     nc_plot_lines_geometry g;
-    nc_plot_lines_layout(cv.cr, 800, 500, &cv.st, &spec, &g);
-    NC_CHECK(g.x0 == 1 && g.x1 == 5, "x axis spans the steps: %g..%g", g.x0, g.x1);
-    NC_CHECK(g.y0 == 0 && g.y1 == 1, "fixed y axis: %g..%g", g.y0, g.y1);
-    NC_CHECK(g.frame.left > 0 && g.frame.right < 800 && g.frame.top > 0 && g.frame.bottom < 500, "frame inside");
-    NC_CHECK(g.frame.right < 800 - 60, "room for the legend on the right (right = %g)", g.frame.right);
-    spec.fixed_y = 0;
-    nc_plot_lines_layout(cv.cr, 800, 500, &cv.st, &spec, &g);
-    NC_CHECK(g.y0 < 0.1 && g.y0 > 0.0 && g.y1 > 0.92 && g.y1 < 1.0, "fitted y axis %g..%g covers data and ANN line",
-             g.y0, g.y1);
-    canvas_free(&cv);
+} lines_fixture;
+
+static void lines_fixture_init(lines_fixture *f, int w, int h, int dark)
+{
+    f->cv = canvas_new(w, h, dark);
+    f->spec = lines_spec(f->series, &f->ann, 1);
+    nc_plot_lines_layout(f->cv.cr, w, h, &f->cv.st, &f->spec, &f->g);
+}
+
+static void test_lines_axes(void)
+{
+    lines_fixture f;
+    lines_fixture_init(&f, 800, 500, 0);
+    NC_CHECK(f.g.x0 == 1 && f.g.x1 == 5, "x axis spans the steps: %g..%g", f.g.x0, f.g.x1);
+    NC_CHECK(f.g.y0 == 0 && f.g.y1 == 1, "fixed y axis: %g..%g", f.g.y0, f.g.y1);
+    NC_CHECK(f.g.frame.left > 0 && f.g.frame.right < 800 && f.g.frame.top > 0 && f.g.frame.bottom < 500,
+             "frame inside");
+    NC_CHECK(f.g.frame.right < 800 - 60, "room for the legend on the right (right = %g)", f.g.frame.right);
+    f.spec.fixed_y = 0;
+    nc_plot_lines_layout(f.cv.cr, 800, 500, &f.cv.st, &f.spec, &f.g);
+    NC_CHECK(f.g.y0 < 0.1 && f.g.y0 > 0.0 && f.g.y1 > 0.92 && f.g.y1 < 1.0,
+             "fitted y axis %g..%g covers data and ANN line", f.g.y0, f.g.y1);
+    canvas_free(&f.cv);
 }
 
 static void test_lines_mapping(void)
 {
-    canvas cv = canvas_new(640, 400, 1);
-    nc_plot_series series[2];
-    nc_plot_hline ann;
-    nc_plot_lines_spec spec = lines_spec(series, &ann, 1);
-    nc_plot_lines_geometry g;
-    nc_plot_lines_layout(cv.cr, 640, 400, &cv.st, &spec, &g);
+    lines_fixture f;
+    lines_fixture_init(&f, 640, 400, 1);
     double px, py, x, y;
-    nc_plot_lines_to_px(&g, 1, 0, &px, &py);
-    NC_CHECK_CLOSE(px, g.frame.left, 1e-9, 0, "x0 at the left edge");
-    NC_CHECK_CLOSE(py, g.frame.bottom, 1e-9, 0, "y0 at the bottom");
-    nc_plot_lines_to_px(&g, 5, 1, &px, &py);
-    NC_CHECK_CLOSE(px, g.frame.right, 1e-9, 0, "x1 at the right edge");
-    NC_CHECK_CLOSE(py, g.frame.top, 1e-9, 0, "y1 at the top");
-    nc_plot_lines_to_px(&g, 3.3, 0.42, &px, &py);
-    nc_plot_lines_from_px(&g, px, py, &x, &y);
+    nc_plot_lines_to_px(&f.g, 1, 0, &px, &py);
+    NC_CHECK_CLOSE(px, f.g.frame.left, 1e-9, 0, "x0 at the left edge");
+    NC_CHECK_CLOSE(py, f.g.frame.bottom, 1e-9, 0, "y0 at the bottom");
+    nc_plot_lines_to_px(&f.g, 5, 1, &px, &py);
+    NC_CHECK_CLOSE(px, f.g.frame.right, 1e-9, 0, "x1 at the right edge");
+    NC_CHECK_CLOSE(py, f.g.frame.top, 1e-9, 0, "y1 at the top");
+    nc_plot_lines_to_px(&f.g, 3.3, 0.42, &px, &py);
+    nc_plot_lines_from_px(&f.g, px, py, &x, &y);
     NC_CHECK_CLOSE(x, 3.3, 1e-9, 0, "x round trip");
     NC_CHECK_CLOSE(y, 0.42, 1e-9, 0, "y round trip");
-    g.log2_x = 1, g.x0 = 1, g.x1 = 64;
-    nc_plot_lines_to_px(&g, 8, 0, &px, &py);
-    NC_CHECK_CLOSE(px, g.frame.left + 0.5 * (g.frame.right - g.frame.left), 1e-9, 0, "log2 axis: 8 halfway to 64");
-    nc_plot_lines_from_px(&g, px, py, &x, &y);
+    f.g.log2_x = 1, f.g.x0 = 1, f.g.x1 = 64;
+    nc_plot_lines_to_px(&f.g, 8, 0, &px, &py);
+    NC_CHECK_CLOSE(px, f.g.frame.left + 0.5 * (f.g.frame.right - f.g.frame.left), 1e-9, 0,
+                   "log2 axis: 8 halfway to 64");
+    nc_plot_lines_from_px(&f.g, px, py, &x, &y);
     NC_CHECK_CLOSE(x, 8, 1e-9, 0, "log2 round trip");
-    canvas_free(&cv);
+    canvas_free(&f.cv);
 }
 
 static void test_lines_hit(void)
 {
-    canvas cv = canvas_new(640, 400, 0);
-    nc_plot_series series[2];
-    nc_plot_hline ann;
-    nc_plot_lines_spec spec = lines_spec(series, &ann, 1);
-    nc_plot_lines_geometry g;
-    nc_plot_lines_layout(cv.cr, 640, 400, &cv.st, &spec, &g);
+    lines_fixture f;
+    lines_fixture_init(&f, 640, 400, 0);
     double px, py;
     int k = -1, i = -1;
-    nc_plot_lines_to_px(&g, 4, 0.75, &px, &py);
-    NC_CHECK(nc_plot_lines_nearest(&g, &spec, px + 2, py - 1, 10, &k, &i) && k == 1 && i == 3,
+    nc_plot_lines_to_px(&f.g, 4, 0.75, &px, &py);
+    NC_CHECK(nc_plot_lines_nearest(&f.g, &f.spec, px + 2, py - 1, 10, &k, &i) && k == 1 && i == 3,
              "point (4, 0.75) of series 1 found: %d/%d", k, i);
-    nc_plot_lines_to_px(&g, 3, 0.7, &px, &py);
-    NC_CHECK(nc_plot_lines_nearest(&g, &spec, px, py, 10, &k, &i) && k == 0 && i == 2,
+    nc_plot_lines_to_px(&f.g, 3, 0.7, &px, &py);
+    NC_CHECK(nc_plot_lines_nearest(&f.g, &f.spec, px, py, 10, &k, &i) && k == 0 && i == 2,
              "the NaN of series 1 at t = 3 is never hit: %d/%d", k, i);
-    NC_CHECK(!nc_plot_lines_nearest(&g, &spec, g.frame.left + 3, g.frame.top + 3, 10, &k, &i),
+    NC_CHECK(!nc_plot_lines_nearest(&f.g, &f.spec, f.g.frame.left + 3, f.g.frame.top + 3, 10, &k, &i),
              "nothing near the empty corner");
-    canvas_free(&cv);
+    canvas_free(&f.cv);
 }
 
 /* ---- bars ------------------------------------------------------------------------------- */

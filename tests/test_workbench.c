@@ -18,6 +18,8 @@
  *      training images: two curves (before, after), the calibration error
  *      before and after side by side, the stage table; screenshots
  *      window-finetune-{calibration-error,accuracy}.png;
+ *   6c. a run that keeps 40 images' rasters within 1 MB: the images past
+ *      the budget go to the spill file and one of them is shown from it;
  *   7. start a long run and close the window during it: the run is
  *      cancelled, the worker stops and the application exits by itself.
  * The exit status is 0 only if every check passed.  NC_SELF_TEST_IMAGES and
@@ -89,16 +91,8 @@ static void say(const char *fmt, ...)
     g_print("# self-test: %s\n", text);
 }
 
-static StepResult fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static StepResult fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    g_autofree char *text = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    g_print("# self-test: FAILED: %s\n", text);
-    return FAIL;
-}
+/* Says why a step failed and fails it (the format is a string literal). */
+#define fail(...) (say("FAILED: " __VA_ARGS__), FAIL)
 
 static void activate(SelfTest *t, const char *action, GVariant *target)
 {
@@ -273,6 +267,41 @@ static StepResult run_project(SelfTest *t)
         return fail("the saved project did not open: %s", nc_window_get_last_error(t->window));
     say("the saved project opened; simulating it without conversion");
     return start_run(t, 32);
+}
+
+/* 40 images' rasters kept, every neuron, 1 MB of memory: the bundled
+ * network's 37 760 neurons × T = 16 steps take 75 KB per image, so 13 stay
+ * in memory and the other 27 go to the spill file (nc-raster-spill.h); a
+ * smaller network or T keeps more in memory, still fewer than 30. */
+static StepResult run_spilled(SelfTest *t)
+{
+    g_settings_set_int(t->settings, "raster-neurons", 1048576);
+    g_settings_set_int(t->settings, "raster-samples", 40);
+    g_settings_set_int(t->settings, "raster-memory-mb", 1);
+    return start_run(t, 64);
+}
+
+/* A sample past the memory budget is shown from the file, whole. */
+static StepResult check_spilled(SelfTest *t)
+{
+    NcRasterChart *raster = NC_RASTER_CHART(nc_window_get_chart(t->window, "raster"));
+    nc_window_show_chart(t->window, "raster");
+    nc_raster_chart_set_layer(raster, 0);
+    nc_raster_chart_set_sample(raster, 0);
+    int in_memory_rows = nc_raster_chart_get_rows(raster);
+    nc_raster_chart_set_sample(raster, 30);
+    int rows = nc_raster_chart_get_rows(raster);
+    gint64 spikes = nc_raster_chart_get_visible_spikes(raster);
+    g_settings_reset(t->settings, "raster-samples");
+    g_settings_reset(t->settings, "raster-memory-mb");
+    g_settings_set_int(t->settings, "raster-neurons", 512);
+    nc_raster_chart_set_sample(raster, 0);
+    if (rows < 1 || rows != in_memory_rows || spikes < 1)
+        return fail("sample 30 (on disk) shows %d rows and %" G_GINT64_FORMAT " spikes, expected %d rows (as "
+                    "sample 0) with spikes", rows, spikes, in_memory_rows);
+    say("sample 30 of the raster read back from the spill file: %d neurons, %" G_GINT64_FORMAT " spikes", rows,
+        spikes);
+    return NEXT;
 }
 
 static const char *const shot_views[] = {"accuracy", "firing-rates", "calibration-error", "raster", "membrane",
@@ -627,7 +656,8 @@ static const StepFn steps[] = {
     wait_for_model, bad_settings, help_and_about, run_to_cancel, cancel_after_first_update, wait_cancelled, run_p999, wait_finished, check_live,
     run_mmse, wait_finished, check_views, screenshots, settings_shot, dark_mode, run_finetune_to_cancel,
     cancel_mid_epoch, wait_cancelled, check_finetune_cancelled, run_finetune, wait_finished, check_finetune,
-    finetune_screenshots, finetune_off, export_all, open_project, run_project, wait_finished, close_during_run,
+    finetune_screenshots, finetune_off, export_all, open_project, run_project, wait_finished, run_spilled,
+    wait_finished, check_spilled, close_during_run,
 };
 
 /* ---- driver --------------------------------------------------------------------------------- */
@@ -643,7 +673,7 @@ static gboolean tick(gpointer user_data)
 {
     SelfTest *t = user_data;
     if ((g_get_monotonic_time() - t->step_start) / 1e6 > 300) {
-        fail("step %u timed out after 300 s", t->step);
+        say("FAILED: step %u timed out after 300 s", t->step);
         finish(t, FALSE);
         return G_SOURCE_REMOVE;
     }

@@ -11,7 +11,8 @@
 # run), opens the shortcuts and about windows, checks that a bad setting gives
 # a dialog, fine-tunes (a BPTT epoch cancelled in its middle, then a short one
 # whose calibration error and accuracy are compared before and after), and
-# finally closes the window during a run (it must exit cleanly).
+# finally closes the window during a run (it must exit cleanly).  Then the
+# installed program's scripted sessions: --print-loaded and --bench-frames.
 # G_DEBUG=fatal-criticals turns any GTK/GLib critical into a failure.
 #
 # The installed program itself must start, and must not carry the test.
@@ -72,6 +73,29 @@ check "fine-tuning compared before and after, and cancelled mid-epoch" 'grep -q 
 check "no temporary files left by the atomic writes" '[ -z "$(ls "$out" | grep -E "\.tmp")" ]'
 check "the workbench prints its version" '"$workbench" --version | grep -q "^neurocuda-workbench "'
 check "the installed workbench carries no self-test" '! grep -qa "self-test: " "$workbench"'
+
+# The scripted sessions of the workbench itself: --print-loaded names the
+# model the window opened; --bench-frames measures the frame clock while a
+# run of the bundled model streams (2 s; defaults but 200 calibration images).
+bench_cfg="$out/bench-config"
+mkdir -p "$bench_cfg/glib-2.0/settings"
+printf '[io/github/neurocuda/Workbench]\ncalib-images=200\nraster-samples=40\nraster-memory-mb=1\nraster-neurons=1048576\n' \
+  >"$bench_cfg/glib-2.0/settings/keyfile"
+scripted() { # LOG OPTION...: the installed workbench under Xvfb, its own settings
+  local log=$1
+  shift
+  xvfb-run -a -s "-screen 0 1600x1000x24" env XDG_CONFIG_HOME="$bench_cfg" GSETTINGS_BACKEND=keyfile \
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" G_DEBUG=fatal-criticals NO_AT_BRIDGE=1 GTK_A11Y=none \
+    GSK_RENDERER=cairo timeout 300 "$workbench" "$@" >"$log" 2>&1
+}
+scripted "$out/print-loaded.log" --print-loaded
+check "--print-loaded names the bundled model the window opened" \
+  'grep -q "^loaded .*fmnist_cnn.onnx: ANN, input 1x28x28, 10 classes, 12 nodes$" "$out/print-loaded.log"'
+mkdir -p "$out/bench-shots"
+scripted "$out/bench-frames.log" --bench-frames 2 --bench-screenshots "$out/bench-shots"
+sed 's/^/# /' "$out/bench-frames.log"
+check "--bench-frames measures the frames while a run streams, and the rasters past 1 MB go to the spill file" \
+  'grep -q "^| all  *| *[1-9]" "$out/bench-frames.log" && grep -q "peak resident memory: [0-9]* MB" "$out/bench-frames.log" && grep -qE "in memory, [1-9][0-9]* read back from the spill file" "$out/bench-frames.log" && is_png "$out/bench-shots/window-sops.png"'
 
 echo "# screenshots and exports are in $out"
 echo "1..$n"

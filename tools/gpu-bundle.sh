@@ -10,6 +10,7 @@
 #   bin/neurocuda, bin/test_gpu_kernels, bin/test_gpu_engine
 #   data/fmnist/   the first 2048 Fashion-MNIST test images (also as the
 #                  "train" split), for `neurocuda bench MODEL.onnx --data`
+#   data/fmnist10k/ all 10 000 test images (accuracy by step)
 # Only those targets are built, so that work in progress elsewhere in the
 # tree cannot stop the bundle.
 set -euo pipefail
@@ -37,20 +38,21 @@ ninja -C "$builddir" "${targets[@]}"
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p .gpu "$stage/data/fmnist"
-# a small Fashion-MNIST in IDX form (test images double as the train split)
-python3 - "$stage/data/fmnist" <<'EOF'
+mkdir -p .gpu "$stage/data/fmnist" "$stage/data/fmnist10k"
+# Fashion-MNIST in IDX form (the test images double as the train split):
+# data/fmnist the first 2048 test images (benchmarks, quick accuracy checks),
+# data/fmnist10k all 10 000 (accuracy by step of every engine and precision)
+python3 - "$stage/data" <<'EOF'
 import gzip, os, struct, sys
 src = "/usr/share/datasets/fashion-mnist"
-dst = sys.argv[1]
-n = 2048
-def sub(kind, split):
+def sub(kind, dst, n):
     name = f"t10k-{kind}-idx{3 if kind == 'images' else 1}-ubyte.gz"
     path = os.path.join(src, name)
     if not os.path.exists(path):
         return False
     data = gzip.open(path).read()
     magic, count = struct.unpack(">II", data[:8])
+    n = min(n, count)
     if kind == "images":
         rows, cols = struct.unpack(">II", data[8:16])
         body = data[16:16 + n * rows * cols]
@@ -63,8 +65,9 @@ def sub(kind, split):
         with gzip.open(out, "wb") as f:
             f.write(head + body)
     return True
-ok = sub("images", None) and sub("labels", None)
-print("fashion-mnist subset:", "yes" if ok else "no (dataset-fashion-mnist not installed)")
+ok = all(sub(kind, os.path.join(sys.argv[1], d), n)
+         for d, n in (("fmnist", 2048), ("fmnist10k", 10000)) for kind in ("images", "labels"))
+print("fashion-mnist:", "yes" if ok else "no (dataset-fashion-mnist not installed)")
 EOF
 
 bash "$bundler" .gpu/nc.tar.xz "${targets[@]/#/$builddir/}"
@@ -74,4 +77,4 @@ tar xJf .gpu/nc.tar.xz -C "$tmp"
 cp -r "$stage/data" "$tmp/"
 tar cJf .gpu/nc.tar.xz -C "$tmp" bin lib data
 rm -rf "$tmp"
-echo "$(du -h .gpu/nc.tar.xz | cut -f1) .gpu/nc.tar.xz: $(tar tJf .gpu/nc.tar.xz | grep -c '^bin/.') programs, data/fmnist"
+echo "$(du -h .gpu/nc.tar.xz | cut -f1) .gpu/nc.tar.xz: $(tar tJf .gpu/nc.tar.xz | grep -c '^bin/.') programs, data/fmnist, data/fmnist10k"

@@ -67,6 +67,8 @@ declare -A test_rc
 run_test() { # name binary limit [env...]
   local name=$1 bin=$2 lim=$3
   shift 3
+  # NC_TESTS="name ...": run only these (a short call after a fix)
+  [ -n "${NC_TESTS:-}" ] && [[ " $NC_TESTS " != *" $name "* ]] && return
   [ "$(left)" -lt $((lim / 2 + 60)) ] && { log "skip $name: out of time"; return; }
   log "$name (limit ${lim}s)"
   env "$@" timeout "$lim" "$B/$bin" > "$OUT/$name.log" 2>&1
@@ -97,14 +99,14 @@ bench() { # net precision batch [tag [env...]]
 }
 for net in vgg-fmnist cnn-fmnist vgg16-cifar; do
   b=1024; [ $net = vgg16-cifar ] && b=256
-  for p in fp32 tf32 bf16; do
+  for p in ${NC_PRECISIONS:-fp32 tf32 bf16}; do
     bench $net $p $b
   done
 done
-bench vgg-fmnist fp32 1024 _cudnn NC_GPU_CONV=cudnn
-bench vgg-fmnist tf32 1024 _im2col NC_GPU_CONV=im2col
-bench vgg-fmnist bf16 1024 _im2col NC_GPU_CONV=im2col
-bench vgg-fmnist split-bf16 1024
+[ -z "${NC_PRECISIONS:-}" ] && bench vgg-fmnist fp32 1024 _cudnn NC_GPU_CONV=cudnn
+[ -n "${NC_BENCH_PATHS:-}" ] && bench vgg-fmnist tf32 1024 _im2col NC_GPU_CONV=im2col
+[ -n "${NC_BENCH_PATHS:-}" ] && bench vgg-fmnist bf16 1024 _im2col NC_GPU_CONV=im2col
+[ -n "${NC_BENCH_PATHS:-}" ] && bench vgg-fmnist split-bf16 1024
 if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt 60 ]; then
   log "bench cnn_maxpool.onnx (Fashion-MNIST subset)"
   timeout 120 "$B/neurocuda" bench tests/fixtures/models/cnn_maxpool.onnx --engine gpu --data /tmp/nc/data/fmnist \
@@ -112,16 +114,18 @@ if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt 60 ]; then
 fi
 
 # ---- 3b. accuracy by step on real images: each GPU precision against the CPU engine ----------
-if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt 150 ]; then
-  log "accuracy: fixture models, 2048 test images, T = 8, cpu vs gpu fp32/tf32/bf16"
+acc_data=/tmp/nc/data/fmnist10k
+[ -d $acc_data ] || acc_data=/tmp/nc/data/fmnist
+if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt "${NC_ACC_NEED:-150}" ]; then
+  log "accuracy: fixture models, $(basename $acc_data) test images, T = 8, cpu vs gpu fp32/tf32/bf16"
   for m in vgg_bn fmnist_cnn_dynamo cnn_maxpool; do
     src=tests/fixtures/models/$m.onnx
     [ $m = fmnist_cnn_dynamo ] && src=assets/models/fmnist_cnn.onnx
     timeout 60 "$B/neurocuda" convert "$src" --data /tmp/nc/data/fmnist --mean 0.2860 --std 0.3530 \
       --calib-images 500 -o "/tmp/acc_$m.ncsnn" > "$OUT/acc_convert_$m.txt" 2>&1 || continue
-    for e in cpu gpu:fp32 gpu:tf32 gpu:bf16; do
+    for e in cpu $(printf 'gpu:%s ' ${NC_PRECISIONS:-fp32 tf32 bf16}); do
       opt=(); [ "${e#gpu:}" != "$e" ] && opt=(--engine gpu --engine-opt "precision=${e#gpu:}")
-      timeout 60 "$B/neurocuda" run "/tmp/acc_$m.ncsnn" --data /tmp/nc/data/fmnist -T 8 --batch 256 "${opt[@]}" \
+      timeout 90 "$B/neurocuda" run "/tmp/acc_$m.ncsnn" --data $acc_data -T 8 --batch 256 "${opt[@]}" \
         --json 2>&1 | grep '^{' | tail -1 > "$OUT/acc_${m}_${e/:/_}.json"
     done
   done
@@ -131,6 +135,8 @@ out = sys.argv[1]
 for m in ["vgg_bn", "fmnist_cnn_dynamo", "cnn_maxpool"]:
     acc = {}
     for e in ["cpu", "gpu_fp32", "gpu_tf32", "gpu_bf16"]:
+        if not os.path.exists(os.path.join(out, f"acc_{m}_{e}.json")):
+            continue  # a precision this run left out (NC_PRECISIONS)
         try:
             acc[e] = json.load(open(os.path.join(out, f"acc_{m}_{e}.json")))["accuracy_by_step"]
         except Exception as x:
@@ -241,10 +247,10 @@ nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-system
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 log "profilers: nsys=${nsys:-none} ncu=${ncu:-none}"
 if [ -z "$nsys" ] && [ -n "$ncu" ] && [ "$(left)" -gt 120 ]; then
-  log "ncu: the kernels of one bf16 VGG-style pass"
+  log "ncu: the kernels of one ${NC_PROFILE_PREC:-fp32} VGG-style pass"
   timeout 100 "$ncu" --target-processes all --launch-skip 200 --launch-count 40 --section SpeedOfLight \
-    "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision bf16 --batch 1024 -T 8 --repeats 2 --warmup 1 \
-    --no-peak > "$OUT/ncu_vgg_bf16.txt" 2>&1
+    "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision ${NC_PROFILE_PREC:-fp32} --batch 1024 -T 8 --repeats 2 --warmup 1 \
+    --no-peak > "$OUT/ncu_vgg_${NC_PROFILE_PREC:-fp32}.txt" 2>&1
   log "ncu rc=$?"
 fi
 if [ -n "$nsys" ] && [ "$(left)" -gt 120 ]; then

@@ -33,7 +33,8 @@ if [ "${NC_WITH_PACKAGING:-0}" = 1 ]; then
 fi
 if [ "${NC_WITH_TORCH:-0}" = 1 ]; then
   # re-training the bundled models (tools/train_models.py), and the Python
-  # package's tests on a torch network (they skip themselves without torch)
+  # package's tests on a torch network (they skip themselves without torch;
+  # tools/test.sh asks for it unless NC_WITH_TORCH=0)
   packages+=(python3-torch)
 fi
 

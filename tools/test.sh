@@ -1,5 +1,6 @@
 #!/bin/bash
-# Installs what is missing, builds, and runs the whole test suite twice: in
+# Installs what is missing, builds, installs the Python package into
+# build/python-env (tools/install-python.sh), and runs the whole test suite twice: in
 # the normal build (./build) and in an AddressSanitizer + UBSan build
 # (./build-asan).  The normal build also runs the CLI end-to-end commands
 # under valgrind's memcheck (tests/test_valgrind.sh).
@@ -18,8 +19,15 @@ for arg in "$@"; do
   esac
 done
 # A failed set-up still ends with the summary line CI reads.
-bash tools/install-deps.sh || { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
+# python3-torch too: the Python package's tests train a small torch network
+# (NC_WITH_TORCH=0 leaves it out; those tests then skip, saying why).
+NC_WITH_TORCH=${NC_WITH_TORCH:-1} bash tools/install-deps.sh ||
+  { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
 bash tools/build.sh || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+# The Python package, installed as a user would (pip install
+# --no-build-isolation ., offline) into build/python-env; the Python tests
+# (test_python) import it from there, not from python/.
+bash tools/install-python.sh build || { echo "installing the Python package failed"; echo "0 passed, 1 failed"; exit 1; }
 
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 start=$(date +%s)

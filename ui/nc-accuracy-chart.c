@@ -116,11 +116,8 @@ static void nc_accuracy_chart_finalize(GObject *object)
 
 static void nc_accuracy_chart_class_init(NcAccuracyChartClass *klass)
 {
-    NcChartClass *chart_class = NC_CHART_CLASS(klass);
-    G_OBJECT_CLASS(klass)->finalize = nc_accuracy_chart_finalize;
-    chart_class->draw = accuracy_draw;
-    chart_class->has_data = accuracy_has_data;
-    chart_class->query = accuracy_query;
+    nc_chart_class_set_parts(NC_CHART_CLASS(klass), nc_accuracy_chart_finalize,
+                             accuracy_draw, accuracy_has_data, accuracy_query);
 }
 
 static void nc_accuracy_chart_init(NcAccuracyChart *self)

@@ -4,17 +4,23 @@
 #include <stdio.h>
 
 #include "nc-data-dir.h"
+#include "nc-frame-bench.h"
 #include "nc-window.h"
 #include "nc_config.h"
 
 struct _NcApplication {
     AdwApplication parent_instance;
     GSettings *settings;
+    gboolean print_loaded;   /* --print-loaded                          */
+    int bench_seconds;       /* --bench-frames SECONDS, 0 when not asked */
+    char *bench_screenshots; /* --bench-screenshots DIR, or NULL         */
+    int exit_status;
 };
 
 G_DEFINE_FINAL_TYPE(NcApplication, nc_application, ADW_TYPE_APPLICATION)
 
 GSettings *nc_application_get_settings(NcApplication *self) { return self->settings; }
+int nc_application_get_exit_status(NcApplication *self) { return self->exit_status; }
 
 /* ---- settings ------------------------------------------------------------------------- */
 
@@ -113,6 +119,39 @@ static void set_accels(GtkApplication *app)
         gtk_application_set_accels_for_action(app, accels[i].action, accels[i].accels);
 }
 
+/* ---- scripted sessions: --print-loaded ---------------------------------------------------- */
+
+/* Waits for the window to finish opening its model, prints what it shows
+ * (or why it could not open it) and quits: a check, for scripts and tests,
+ * that a model reaches the window. */
+static gboolean print_when_loaded(gpointer user_data)
+{
+    NcWindow *window = user_data;
+    if (nc_window_is_loading(window))
+        return G_SOURCE_CONTINUE;
+    NcApplication *self = NC_APPLICATION(gtk_window_get_application(GTK_WINDOW(window)));
+    g_autofree char *loaded = nc_window_describe_model(window);
+    if (loaded) {
+        printf("loaded %s\n", loaded);
+        fflush(stdout);
+    } else {
+        const char *why = nc_window_get_last_error(window);
+        g_printerr("neurocuda-workbench: no model was loaded: %s\n", why ? why : "the bundled model is not installed");
+        self->exit_status = 1;
+    }
+    g_application_quit(G_APPLICATION(self));
+    return G_SOURCE_REMOVE;
+}
+
+/* The window has begun opening its model: start what the command line asked. */
+static void start_script(NcApplication *self, NcWindow *window)
+{
+    if (self->print_loaded)
+        g_timeout_add_full(G_PRIORITY_DEFAULT, 50, print_when_loaded, g_object_ref(window), g_object_unref);
+    else if (self->bench_seconds > 0)
+        nc_frame_bench_start(window, self->bench_seconds, self->bench_screenshots, &self->exit_status);
+}
+
 /* ---- lifecycle ----------------------------------------------------------------------------------- */
 
 static void nc_application_startup(GApplication *app)
@@ -142,8 +181,10 @@ static void nc_application_activate(GApplication *app)
     gboolean fresh = gtk_application_get_active_window(GTK_APPLICATION(app)) == NULL;
     NcWindow *window = window_for(self);
     gtk_window_present(GTK_WINDOW(window));
-    if (fresh)
+    if (fresh) {
         nc_window_open_default(window);
+        start_script(self, window);
+    }
 }
 
 static void nc_application_open(GApplication *app, GFile **files, int n_files, const char *hint)
@@ -154,6 +195,7 @@ static void nc_application_open(GApplication *app, GFile **files, int n_files, c
     NcWindow *window = window_for(self);
     gtk_window_present(GTK_WINDOW(window));
     nc_window_open(window, files[0]);
+    start_script(self, window);
 }
 
 static int nc_application_handle_local_options(GApplication *app, GVariantDict *options)
@@ -167,6 +209,18 @@ static int nc_application_handle_local_options(GApplication *app, GVariantDict *
                glib_micro_version);
         return 0;
     }
+    self->print_loaded = g_variant_dict_contains(options, "print-loaded");
+    if (g_variant_dict_lookup(options, "bench-frames", "i", &self->bench_seconds) && self->bench_seconds < 1) {
+        g_printerr("neurocuda-workbench: --bench-frames needs a number of seconds ≥ 1\n");
+        return 1;
+    }
+    g_variant_dict_lookup(options, "bench-screenshots", "^ay", &self->bench_screenshots);
+    if (self->bench_screenshots && self->bench_seconds < 1) {
+        g_printerr("neurocuda-workbench: --bench-screenshots goes with --bench-frames\n");
+        return 1;
+    }
+    if (self->print_loaded || self->bench_seconds > 0)  /* its own window, not one of a running workbench */
+        g_application_set_flags(app, g_application_get_flags(app) | G_APPLICATION_NON_UNIQUE);
     g_autoptr(GError) error = NULL;
     self->settings = make_settings(&error);
     if (!self->settings) {
@@ -180,6 +234,7 @@ static void nc_application_finalize(GObject *object)
 {
     NcApplication *self = NC_APPLICATION(object);
     g_clear_object(&self->settings);
+    g_free(self->bench_screenshots);
     G_OBJECT_CLASS(nc_application_parent_class)->finalize(object);
 }
 
@@ -195,6 +250,14 @@ static void nc_application_class_init(NcApplicationClass *klass)
 
 static const GOptionEntry options[] = {
     {"version", 'v', 0, G_OPTION_ARG_NONE, NULL, "Print the version and exit", NULL},
+    {"print-loaded", 0, 0, G_OPTION_ARG_NONE, NULL,
+     "Open MODEL, print what the window loaded (path, kind, input shape, classes, nodes) and quit", NULL},
+    {"bench-frames", 0, 0, G_OPTION_ARG_INT, NULL,
+     "Open MODEL, run it with the saved settings, and for SECONDS while the run streams measure GTK's frame clock "
+     "(frame intervals, time per frame, each view in turn) and the peak memory; print a table and quit",
+     "SECONDS"},
+    {"bench-screenshots", 0, 0, G_OPTION_ARG_FILENAME, NULL,
+     "With --bench-frames: save the window in each view as DIR/window-VIEW.png", "DIR"},
     {NULL},
 };
 

@@ -23,6 +23,16 @@ static void drop_cache(NcChart *self)
     g_clear_pointer(&priv->cache, gsk_render_node_unref);
 }
 
+void nc_chart_class_set_parts(NcChartClass *klass, void (*finalize)(GObject *object),
+                              void (*draw)(NcChart *, cairo_t *, double, double, const nc_plot_style *),
+                              gboolean (*has_data)(NcChart *), char *(*query)(NcChart *, double, double, double, double))
+{
+    G_OBJECT_CLASS(klass)->finalize = finalize;
+    klass->draw = draw;
+    klass->has_data = has_data;
+    klass->query = query;
+}
+
 void nc_chart_changed(NcChart *self)
 {
     g_return_if_fail(NC_IS_CHART(self));

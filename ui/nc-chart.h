@@ -35,6 +35,13 @@ struct _NcChartClass {
                          double pointer_x, double pointer_y);
 };
 
+/* What every chart class sets in its class_init: how an instance is freed,
+ * drawn, whether it has data to draw, and its tooltips (the optional pressed
+ * and draw_overlay stay for the class to set). */
+void nc_chart_class_set_parts(NcChartClass *klass, void (*finalize)(GObject *object),
+                              void (*draw)(NcChart *, cairo_t *, double, double, const nc_plot_style *),
+                              gboolean (*has_data)(NcChart *), char *(*query)(NcChart *, double, double, double, double));
+
 /* The data changed: drop the cached drawing and redraw on the next frame. */
 void nc_chart_changed(NcChart *self);
 /* The style a chart is drawn with on screen now (theme colours). */

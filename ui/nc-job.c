@@ -3,6 +3,8 @@
 
 #include <math.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "../sim/nc_recipe.h"
 #include "nc-teach-record.h"
@@ -31,6 +33,7 @@ struct _NcJob {
     gint64 stage_start, last_publish;
     int64_t last_done, last_samples;
     NcRunViews *last_views;
+    NcRasterSpill *spill;       /* raster samples past the memory budget        */
     const nc_record *live;      /* the record being filled, or NULL             */
     int live_stage;             /* the stage row it measures, or −1             */
     gboolean live_ann;          /* that row shows the ANN accuracy              */
@@ -107,6 +110,7 @@ static void nc_job_finalize(GObject *object)
     g_free(self->source_path);
     g_clear_pointer(&self->pending, nc_run_data_unref);
     g_clear_pointer(&self->last_views, nc_run_views_unref);
+    g_clear_pointer(&self->spill, nc_raster_spill_unref);
     g_clear_object(&self->cancellable);
     g_mutex_clear(&self->lock);
     G_OBJECT_CLASS(nc_job_parent_class)->finalize(object);
@@ -193,6 +197,46 @@ const NcStageAccuracy *nc_job_get_stages(NcJob *self, int *n)
     return self->stages;
 }
 
+/* ---- the raster past the memory budget ---------------------------------------------- */
+
+static int raster_samples_kept(const NcJobSettings *s)
+{
+    return s->raster_samples > 0 ? s->raster_samples : NC_RECORD_DEFAULT_RASTER_SAMPLES;
+}
+
+int nc_job_settings_raster_in_memory(const NcJobSettings *s, const nc_net *net)
+{
+    double bits = 0;
+    for (int i = 0; net && i < net->n_nodes; i++)
+        if (net->nodes[i].kind == NC_NODE_NEURON)
+            bits += (double)MIN(nc_node_numel(&net->nodes[i]), (int64_t)MAX(s->raster_neurons, 1)) * MAX(s->T, 1);
+    int mb = s->raster_memory_mb > 0 ? s->raster_memory_mb : NC_JOB_DEFAULT_RASTER_MEMORY_MB;
+    double budget_bits = (double)mb * 1024 * 1024 * 8;
+    double fit = bits > 0 ? floor(budget_bits / bits) : (double)G_MAXINT;
+    return (int)MAX(1, MIN((double)raster_samples_kept(s), fit));
+}
+
+/* The record's raster sink (worker thread): the samples past those the
+ * record keeps go to a spill file, one per record (a fine-tuning run has
+ * two); the snapshots carry it so that the views can read them back. */
+static void on_raster_batch(void *user, const nc_record *rec, int layer, int64_t first, int64_t n, int neurons,
+                            int T, const uint8_t *bits)
+{
+    NcJob *self = user;
+    if (!self->spill || nc_raster_spill_get_record(self->spill) != rec) {
+        g_clear_pointer(&self->spill, nc_raster_spill_unref);
+        self->spill = nc_raster_spill_new(rec, nc_record_get_spec(rec)->raster_samples,
+                                          raster_samples_kept(&self->settings));
+    }
+    nc_raster_spill_sink(self->spill, rec, layer, first, n, neurons, T, bits);
+}
+
+static void attach_spill(NcJob *self, NcRunData *d, const nc_record *rec)
+{
+    if (self->spill && nc_raster_spill_get_record(self->spill) == rec)
+        d->spill = nc_raster_spill_ref(self->spill);
+}
+
 /* The fields every snapshot of this job carries (worker thread, or the main
  * thread once the worker is done). */
 static void stamp(NcJob *self, NcRunData *d, gboolean finetuned)
@@ -210,6 +254,7 @@ NcRunData *nc_job_get_final(NcJob *self)
     if (!rec)
         return NULL;
     NcRunData *d = nc_run_data_new_from_record("done", 0, 0, 0, rec, NULL);
+    attach_spill(self, d, rec);
     int n;
     nc_job_get_stages(self, &n);
     stamp(self, d, self->finetunes && !keeps_before(self));
@@ -311,6 +356,7 @@ static NcRunData *make_snapshot(NcJob *self, const nc_progress *p)
     update_stage(self);
     NcRunData *d = nc_run_data_new_from_record(self->stage, p->done, p->total, stage_seconds(self), self->live,
                                                self->last_views);
+    attach_spill(self, d, self->live);
     if (d->views && d->views != self->last_views) {
         g_clear_pointer(&self->last_views, nc_run_views_unref);
         self->last_views = nc_run_views_ref(d->views);
@@ -379,8 +425,10 @@ void nc_job_settings_describe_run(const NcJobSettings *s, const nc_net *source, 
     d->encoding = s->encoding;
     d->batch_size = s->batch_size;
     /* every raster row is traced (sample 0), up to a size that keeps the
-     * traces (9 bytes per neuron and step) small */
-    d->record = (nc_record_spec){.raster_samples = 0, .raster_neurons = s->raster_neurons, .trace_samples = 1,
+     * traces (9 bytes per neuron and step) small; the raster samples past
+     * the memory budget are handed to a spill file by the job (raster_sink) */
+    d->record = (nc_record_spec){.raster_samples = nc_job_settings_raster_in_memory(s, source),
+                                 .raster_neurons = s->raster_neurons, .trace_samples = 1,
                                  .trace_neurons = MIN(s->raster_neurons, NC_JOB_MAX_TRACED)};
     if (s->target_T > 0) {
         nc_recipe plan; /* fails only for T < 1 */
@@ -464,19 +512,39 @@ static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, n
         /* the converted net's complete run: the "before" of every later snapshot */
         if (self->finetunes && stage->row == 0 && nc_runner_record(r, 0)) {
             self->baseline = nc_run_data_new_from_record("done", 0, 0, 0, nc_runner_record(r, 0), NULL);
+            attach_spill(self, self->baseline, nc_runner_record(r, 0));
             stamp(self, self->baseline, FALSE);
         }
     }
     return NC_OK;
 }
 
+/* The run yields the CPU to the window: on a machine whose cores the engine
+ * fills (2 cores, the CPU engine on both), the main thread would otherwise
+ * wait for a time slice at every frame.  On Linux the nice value belongs to
+ * the thread, and the engine's worker threads, started from this one on
+ * their first use, inherit it.  The pool thread keeps it for the background
+ * work it does later (an unprivileged process cannot lower it again). */
+static void yield_to_the_window(void)
+{
+#ifdef __linux__
+    pid_t thread = gettid();
+    int nice = getpriority(PRIO_PROCESS, (id_t)thread);
+    if (nice < NC_JOB_NICE)
+        setpriority(PRIO_PROCESS, (id_t)thread, NC_JOB_NICE);
+#endif
+}
+
 static void worker(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
     NcJob *self = source;
+    yield_to_the_window();
     nc_error err = {0};
     gint64 start = g_get_monotonic_time();
     nc_runner_desc desc;
     nc_job_settings_describe_run(&self->settings, self->source, self->source_path, &desc);
+    if (raster_samples_kept(&self->settings) > desc.record.raster_samples)
+        desc.record.raster_sink = on_raster_batch, desc.record.raster_sink_user = self;
     nc_runner_observer obs = {.user = self, .progress = on_progress, .train_progress = on_train_progress,
                               .event = on_event};
     nc_status st = nc_runner_new(&desc, &self->runner, &err);

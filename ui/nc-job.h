@@ -37,11 +37,17 @@ typedef struct {
     int batch_size;
     int raster_neurons;       /* also the traced neurons (up to NC_JOB_MAX_TRACED),
                                  so a raster row has a trace */
+    int raster_samples;       /* images whose raster is kept (the first ones); ≤ 0: 4 */
+    int raster_memory_mb;     /* memory those rasters may take (≤ 0: the default); the
+                                 samples past it go to a temporary file (NcRasterSpill) */
     int target_T;             /* the --target-T recipe (sim/nc_recipe.h); 0 = off */
     double time_budget_minutes; /* its budget (≤ 0: the recipe's default)     */
 } NcJobSettings;
 
 #define NC_JOB_MAX_TRACED 16384
+#define NC_JOB_DEFAULT_RASTER_MEMORY_MB 64
+/* The nice value of a run's threads (see nc_job_run_async). */
+#define NC_JOB_NICE 10
 
 void nc_job_settings_clear(NcJobSettings *s);
 void nc_job_settings_copy(NcJobSettings *dst, const NcJobSettings *src);
@@ -58,6 +64,12 @@ gboolean nc_job_settings_finetunes(const NcJobSettings *s);
  * measured at the simulated T). */
 void nc_job_settings_describe_run(const NcJobSettings *s, const nc_net *source, const char *source_path,
                                   nc_runner_desc *d);
+/* How many of the kept raster samples stay in memory: as many as fit
+ * raster_memory_mb at about Σ over the neuron layers of `net` of
+ * min(neurons, raster_neurons) × T bits each (at least one).  `net` is the
+ * network before conversion; the converted one may record fewer neurons
+ * (an IF after a max pool), so the estimate errs towards less memory. */
+int nc_job_settings_raster_in_memory(const NcJobSettings *s, const nc_net *net);
 
 #define NC_JOB_ERROR (nc_job_error_quark())
 GQuark nc_job_error_quark(void); /* codes are nc_status values */
@@ -69,6 +81,9 @@ G_DECLARE_FINAL_TYPE(NcJob, nc_job, NC, JOB, GObject)
  * (already converted: simulated as it is). */
 NcJob *nc_job_new(const nc_net *source, const char *source_path, const NcJobSettings *settings);
 
+/* Runs the job in a worker thread at a lower priority (nice NC_JOB_NICE on
+ * Linux, inherited by the engine's threads), so that the window's thread
+ * gets the CPU first when both want it. */
 void nc_job_run_async(NcJob *self, GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data);
 /* FALSE with G_IO_ERROR_CANCELLED when cancelled, or NC_JOB_ERROR. */
 gboolean nc_job_run_finish(NcJob *self, GAsyncResult *result, GError **error);

@@ -277,10 +277,7 @@ static void nc_layer_chart_finalize(GObject *object)
 static void nc_layer_chart_class_init(NcLayerChartClass *klass)
 {
     NcChartClass *chart_class = NC_CHART_CLASS(klass);
-    G_OBJECT_CLASS(klass)->finalize = nc_layer_chart_finalize;
-    chart_class->draw = layer_draw;
-    chart_class->has_data = layer_has_data;
-    chart_class->query = layer_query;
+    nc_chart_class_set_parts(chart_class, nc_layer_chart_finalize, layer_draw, layer_has_data, layer_query);
     chart_class->pressed = layer_pressed;
     gtk_widget_class_add_binding(GTK_WIDGET_CLASS(klass), GDK_KEY_Escape, 0, on_escape, NULL);
     /* The per-channel view was opened or closed (the window updates its hint). */

@@ -69,11 +69,7 @@ static void nc_quant_chart_finalize(GObject *object)
 
 static void nc_quant_chart_class_init(NcQuantChartClass *klass)
 {
-    NcChartClass *chart_class = NC_CHART_CLASS(klass);
-    G_OBJECT_CLASS(klass)->finalize = nc_quant_chart_finalize;
-    chart_class->draw = quant_draw;
-    chart_class->has_data = quant_has_data;
-    chart_class->query = quant_query;
+    nc_chart_class_set_parts(NC_CHART_CLASS(klass), nc_quant_chart_finalize, quant_draw, quant_has_data, quant_query);
 }
 
 static void nc_quant_chart_init(NcQuantChart *self) {}

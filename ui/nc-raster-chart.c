@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#define PLACEHOLDER "The spikes of the chosen layer appear after the first simulated batch."
+
 struct _NcRasterChart {
     NcChart parent_instance;
     NcRunData *data;
@@ -35,20 +37,42 @@ static nc_plot_raster_spec make_spec(NcRasterChart *self)
     return (nc_plot_raster_spec){self->title, self->rows, self->T, self->bits, self->t0, self->t1, self->n0, self->n1};
 }
 
+static gboolean sample_on_disk(NcRasterChart *self)
+{
+    const NcLayerViews *v = views(self);
+    return self->sample >= 0 && v && self->sample >= v->raster_samples;
+}
+
 static void update_title(NcRasterChart *self)
 {
     const NcRunLayer *L = &self->data->layers[self->layer];
     const NcLayerViews *v = views(self);
-    g_autofree char *which = self->sample < 0 ? g_strdup_printf("%d samples stacked", v->raster_samples)
-                                              : g_strdup_printf("sample %d", self->sample);
+    g_autofree char *which = self->sample < 0       ? g_strdup_printf("%d samples stacked", v->raster_samples)
+                             : sample_on_disk(self) ? g_strdup_printf("sample %d (read from the disk)", self->sample)
+                                                    : g_strdup_printf("sample %d", self->sample);
     g_snprintf(self->title, sizeof self->title, "Spikes of %s: %d of %" G_GINT64_FORMAT " neurons, %s", L->name,
                v->raster_neurons, L->stats.neurons, which);
+}
+
+/* A sample past those in memory, from the run's spill file (a read of
+ * neurons × T bits; the file is written by the worker, never waited for). */
+static void read_spilled(NcRasterChart *self, const NcLayerViews *v)
+{
+    g_autoptr(GError) error = NULL;
+    self->repacked = g_malloc0(((size_t)v->raster_neurons * (size_t)v->T + 7) / 8);
+    if (!nc_raster_spill_read(self->data->spill, self->layer, self->sample, self->repacked, &error)) {
+        nc_chart_set_placeholder(NC_CHART(self), error->message);
+        g_clear_pointer(&self->repacked, g_free);
+        return;
+    }
+    self->bits = self->repacked, self->rows = v->raster_neurons;
 }
 
 /* The bits of one sample start at bit s·neurons·T of the record's raster; a
  * copy is needed only when that is not a whole byte. */
 static void select_bits(NcRasterChart *self)
 {
+    nc_chart_set_placeholder(NC_CHART(self), PLACEHOLDER);
     g_clear_pointer(&self->repacked, g_free);
     self->bits = NULL, self->rows = 0;
     const NcLayerViews *v = views(self);
@@ -57,6 +81,11 @@ static void select_bits(NcRasterChart *self)
     self->T = v->T;
     if (self->sample < 0) {
         self->bits = v->raster_bits, self->rows = v->raster_samples * v->raster_neurons;
+        return;
+    }
+    if (sample_on_disk(self)) {
+        if (self->sample < nc_run_data_raster_samples(self->data))
+            read_spilled(self, v);
         return;
     }
     int s = MIN(self->sample, v->raster_samples - 1);
@@ -129,7 +158,8 @@ static char *describe_cell(NcRasterChart *self, int row, int step)
     } else {
         where = g_strdup_printf("feature %" G_GINT64_FORMAT, idx);
     }
-    gboolean spiked = nc_layer_views_spike(v, s, j, step);
+    int64_t bit = (int64_t)row * self->T + step; /* rows of self->bits: (sample,) neuron */
+    gboolean spiked = (self->bits[bit >> 3] >> (bit & 7)) & 1;
     return g_strdup_printf("<b>neuron %" G_GINT64_FORMAT "</b> of %s (row %d)\n%s\nsample %d, t = %d: %s%s", idx,
                            L->name, j, where, s, step + 1, spiked ? "spike" : "no spike",
                            s < v->trace_samples ? "\nclick to see its membrane potential" : "");
@@ -238,10 +268,7 @@ static void nc_raster_chart_finalize(GObject *object)
 static void nc_raster_chart_class_init(NcRasterChartClass *klass)
 {
     NcChartClass *chart_class = NC_CHART_CLASS(klass);
-    G_OBJECT_CLASS(klass)->finalize = nc_raster_chart_finalize;
-    chart_class->draw = raster_draw;
-    chart_class->has_data = raster_has_data;
-    chart_class->query = raster_query;
+    nc_chart_class_set_parts(chart_class, nc_raster_chart_finalize, raster_draw, raster_has_data, raster_query);
     chart_class->pressed = raster_pressed;
     chart_class->draw_overlay = raster_overlay;
     /* (layer, chosen neuron j, sample) was clicked. */
@@ -257,7 +284,7 @@ static void nc_raster_chart_init(NcRasterChart *self)
 {
     self->sample = 0;
     nc_chart_set_name(NC_CHART(self), "raster");
-    nc_chart_set_placeholder(NC_CHART(self), "The spikes of the chosen layer appear after the first simulated batch.");
+    nc_chart_set_placeholder(NC_CHART(self), PLACEHOLDER);
     GtkEventController *scroll = gtk_event_controller_scroll_new(GTK_EVENT_CONTROLLER_SCROLL_VERTICAL);
     g_signal_connect(scroll, "scroll", G_CALLBACK(on_scroll), self);
     gtk_widget_add_controller(GTK_WIDGET(self), scroll);

@@ -15,6 +15,7 @@ static void free_run_data(NcRunData *d)
     g_free(d->layers);
     g_free(d->accuracy);
     g_clear_pointer(&d->views, nc_run_views_unref);
+    g_clear_pointer(&d->spill, nc_raster_spill_unref);
     g_clear_pointer(&d->teach, nc_teach_data_unref);
     g_clear_pointer(&d->baseline, nc_run_data_unref);
     nc_net_free(d->converted);
@@ -168,6 +169,16 @@ NcRunData *nc_run_data_new_from_record(const char *stage, int64_t done, int64_t 
     else if (d->samples > 0)
         d->views = copy_views(rec);
     return d;
+}
+
+int64_t nc_run_data_raster_samples(const NcRunData *data)
+{
+    if (!data || !data->views || data->views->n_layers < 1)
+        return 0;
+    int64_t in_memory = data->views->layers[0].raster_samples;
+    if (!data->spill || in_memory < nc_raster_spill_first(data->spill))
+        return in_memory;
+    return nc_raster_spill_first(data->spill) + nc_raster_spill_samples(data->spill);
 }
 
 int nc_run_data_find_node(const NcRunData *data, int node)

@@ -14,6 +14,7 @@
 #include "../core/nc_net.h"
 #include "../core/nc_record.h"
 #include "../sim/nc_train.h"
+#include "nc-raster-spill.h"
 
 G_BEGIN_DECLS
 
@@ -100,6 +101,9 @@ typedef struct NcRunData {
     int n_layers;
     NcRunLayer *layers;
     NcRunViews *views;       /* shared, may be NULL                            */
+    /* the raster of the samples past views' raster_samples (the memory
+     * budget), in a file; NULL when every kept sample is in memory */
+    NcRasterSpill *spill;
     /* the converted network (a clone owned by the snapshot), set once, in the
      * first snapshot after conversion; NULL otherwise */
     nc_net *converted;
@@ -136,6 +140,9 @@ void nc_run_views_unref(NcRunViews *views);
 
 /* The layer whose node is `node`, or −1. */
 int nc_run_data_find_node(const NcRunData *data, int node);
+/* Raster samples viewable: those in memory, then those in the spill file. */
+int64_t nc_run_data_raster_samples(const NcRunData *data);
+
 /* 1 if sample s, neuron j of layer `layer`'s raster spiked at step t. */
 int nc_layer_views_spike(const NcLayerViews *v, int s, int j, int t);
 

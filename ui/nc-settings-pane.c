@@ -11,7 +11,7 @@ struct _NcSettingsPane {
     GtkWidget *page;
     AdwEntryRow *dataset_row, *mean_row, *std_row;
     GtkWidget *dataset_button, *images_spin, *per_channel_switch, *levels_spin, *calib_spin, *timesteps_spin;
-    GtkWidget *batch_spin, *raster_spin;
+    GtkWidget *batch_spin, *raster_spin, *raster_samples_spin, *raster_memory_spin;
     AdwComboRow *method_row, *maxpool_row, *encoding_row;
     AdwPreferencesGroup *conversion_group, *engine_group;
     /* fine-tuning */
@@ -305,6 +305,8 @@ gboolean nc_settings_pane_read(NcSettingsPane *self, NcJobSettings *out, GError 
     out->T = g_settings_get_int(s, "timesteps");
     out->batch_size = g_settings_get_int(s, "batch-size");
     out->raster_neurons = g_settings_get_int(s, "raster-neurons");
+    out->raster_samples = g_settings_get_int(s, "raster-samples");
+    out->raster_memory_mb = g_settings_get_int(s, "raster-memory-mb");
     out->encoding = parse_choice(s, "encoding", encoding_choices) ? NC_ENCODING_POISSON : NC_ENCODING_DIRECT;
     out->pipeline = nc_pipeline_options_default();
     nc_calib_method_parse(method_choices[parse_choice(s, "threshold-method", method_choices)].value,
@@ -396,6 +398,8 @@ void nc_settings_pane_bind(NcSettingsPane *self, GSettings *settings)
     g_settings_bind(settings, "timesteps", self->timesteps_spin, "value", flags);
     g_settings_bind(settings, "batch-size", self->batch_spin, "value", flags);
     g_settings_bind(settings, "raster-neurons", self->raster_spin, "value", flags);
+    g_settings_bind(settings, "raster-samples", self->raster_samples_spin, "value", flags);
+    g_settings_bind(settings, "raster-memory-mb", self->raster_memory_spin, "value", flags);
     bind_combo(self, "threshold-method", self->method_row, method_choices);
     bind_combo(self, "maxpool", self->maxpool_row, maxpool_choices);
     bind_combo(self, "encoding", self->encoding_row, encoding_choices);
@@ -447,7 +451,8 @@ static void nc_settings_pane_class_init(NcSettingsPaneClass *klass)
 #define CHILD(name) gtk_widget_class_bind_template_child(widget_class, NcSettingsPane, name)
     CHILD(page), CHILD(dataset_row), CHILD(mean_row), CHILD(std_row), CHILD(dataset_button), CHILD(images_spin);
     CHILD(per_channel_switch), CHILD(levels_spin), CHILD(calib_spin), CHILD(timesteps_spin), CHILD(batch_spin);
-    CHILD(raster_spin), CHILD(method_row), CHILD(maxpool_row), CHILD(encoding_row), CHILD(conversion_group);
+    CHILD(raster_spin), CHILD(raster_samples_spin), CHILD(raster_memory_spin), CHILD(method_row), CHILD(maxpool_row);
+    CHILD(encoding_row), CHILD(conversion_group);
     CHILD(engine_group);
     CHILD(finetune_group), CHILD(qcfs_epochs_spin), CHILD(bptt_epochs_spin), CHILD(train_steps_spin), CHILD(lr_spin);
     CHILD(train_threshold_switch), CHILD(train_batch_spin), CHILD(augment_switch), CHILD(train_images_spin);

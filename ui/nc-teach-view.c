@@ -139,12 +139,8 @@ static void nc_teach_view_finalize(GObject *object)
 
 static void nc_teach_view_class_init(NcTeachViewClass *klass)
 {
-    NcChartClass *chart_class = NC_CHART_CLASS(klass);
     G_OBJECT_CLASS(klass)->dispose = nc_teach_view_dispose;
-    G_OBJECT_CLASS(klass)->finalize = nc_teach_view_finalize;
-    chart_class->draw = teach_draw;
-    chart_class->has_data = teach_has_data;
-    chart_class->query = teach_query;
+    nc_chart_class_set_parts(NC_CHART_CLASS(klass), nc_teach_view_finalize, teach_draw, teach_has_data, teach_query);
     /* The step changed (by playback or a call); the window moves its slider. */
     signals[SIGNAL_STEP_CHANGED] = g_signal_new("step-changed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL,
                                                 NULL, NULL, G_TYPE_NONE, 1, G_TYPE_INT);

@@ -87,11 +87,7 @@ static void nc_trace_chart_finalize(GObject *object)
 
 static void nc_trace_chart_class_init(NcTraceChartClass *klass)
 {
-    NcChartClass *chart_class = NC_CHART_CLASS(klass);
-    G_OBJECT_CLASS(klass)->finalize = nc_trace_chart_finalize;
-    chart_class->draw = trace_draw;
-    chart_class->has_data = trace_has_data;
-    chart_class->query = trace_query;
+    nc_chart_class_set_parts(NC_CHART_CLASS(klass), nc_trace_chart_finalize, trace_draw, trace_has_data, trace_query);
 }
 
 static void nc_trace_chart_init(NcTraceChart *self)

@@ -375,22 +375,30 @@ static void sync_layer_names(NcWindow *self, const NcRunData *d)
     g_free(names);
 }
 
+/* One entry per viewable sample (those past the memory budget come from the
+ * spill file and say so), then "all" (the samples in memory, stacked).  A
+ * list that grows keeps the chosen entry. */
 static void sync_samples(NcWindow *self, const NcRunData *d)
 {
-    int samples = d->views && d->views->n_layers ? d->views->layers[0].raster_samples : 0;
-    if (samples == self->n_raster_samples)
+    int samples = (int)MIN(nc_run_data_raster_samples(d), G_MAXINT - 1);
+    int in_memory = d->views && d->views->n_layers ? d->views->layers[0].raster_samples : 0;
+    int old = self->n_raster_samples;
+    if (samples == old)
         return;
+    guint chosen = gtk_drop_down_get_selected(self->raster_sample);
+    gboolean was_all = old > 0 && chosen == (guint)old;
     self->n_raster_samples = samples;
     GtkStringList *list = gtk_string_list_new(NULL);
     for (int s = 0; s < samples; s++) {
-        char text[16];
-        g_snprintf(text, sizeof text, "%d", s);
+        char text[32];
+        g_snprintf(text, sizeof text, s < in_memory ? "%d" : "%d (disk)", s);
         gtk_string_list_append(list, text);
     }
     gtk_string_list_append(list, "all");
     gtk_drop_down_set_model(self->raster_sample, G_LIST_MODEL(list));
     g_object_unref(list);
-    gtk_drop_down_set_selected(self->raster_sample, 0);
+    gboolean keep = samples > old && old > 0 && chosen != GTK_INVALID_LIST_POSITION;
+    gtk_drop_down_set_selected(self->raster_sample, !keep ? 0 : was_all ? (guint)samples : chosen);
 }
 
 static void update_trace(NcWindow *self, NcRunData *d)
@@ -469,4 +477,18 @@ void nc_window_views_select_node(NcWindow *self, int node)
     int layer = nc_run_data_find_node(self->last_data, node);
     if (layer >= 0)
         gtk_drop_down_set_selected(self->raster_layer, (guint)layer);
+}
+
+gint64 nc_window_get_raster_samples(NcWindow *self, gint64 *in_memory, gint64 *spill_bytes)
+{
+    const NcRunData *d = self->last_data;
+    *in_memory = d && d->views && d->views->n_layers ? d->views->layers[0].raster_samples : 0;
+    *spill_bytes = d && d->spill ? nc_raster_spill_bytes(d->spill) : 0;
+    return nc_run_data_raster_samples(d);
+}
+
+void nc_window_show_raster_sample(NcWindow *self, int sample)
+{
+    if (sample >= 0 && sample < self->n_raster_samples)
+        gtk_drop_down_set_selected(self->raster_sample, (guint)sample);
 }

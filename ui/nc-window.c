@@ -226,6 +226,22 @@ gboolean nc_window_save_screenshot(NcWindow *self, const char *path, GError **er
 /* ---- state --------------------------------------------------------------------------------------------- */
 
 gboolean nc_window_has_model(NcWindow *self) { return self->model != NULL; }
+
+char *nc_window_describe_model(NcWindow *self)
+{
+    if (!self->model)
+        return NULL;
+    const nc_net *net = self->model->net;
+    const nc_node *in = &net->nodes[net->input];
+    GString *shape = g_string_new(NULL);
+    for (int d = 0; d < in->ndim; d++)
+        g_string_append_printf(shape, "%s%" G_GINT64_FORMAT, d ? "x" : "", in->shape[d]);
+    char *text = g_strdup_printf("%s: %s, input %s, %" G_GINT64_FORMAT " classes, %d nodes", self->model->path,
+                                 nc_net_is_snn(net) ? "spiking network" : "ANN", shape->str,
+                                 nc_node_numel(&net->nodes[net->output]), net->n_nodes);
+    g_string_free(shape, TRUE);
+    return text;
+}
 gboolean nc_window_is_loading(NcWindow *self) { return self->load_cancellable != NULL; }
 gboolean nc_window_is_running(NcWindow *self) { return self->job != NULL; }
 NcRunOutcome nc_window_get_outcome(NcWindow *self) { return self->outcome; }

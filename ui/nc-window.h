@@ -22,6 +22,9 @@ void nc_window_open_default(NcWindow *self);
 /* ---- state, for the self-test and the application ---------------------------------- */
 
 gboolean nc_window_has_model(NcWindow *self);
+/* "PATH: spiking network|ANN, input 1x28x28, 10 classes, 12 nodes" of the
+ * model the window shows (free with g_free), or NULL before one is open. */
+char *nc_window_describe_model(NcWindow *self);
 gboolean nc_window_is_loading(NcWindow *self);
 gboolean nc_window_is_running(NcWindow *self);
 NcRunOutcome nc_window_get_outcome(NcWindow *self);
@@ -37,6 +40,12 @@ gboolean nc_window_get_train_progress(NcWindow *self, int *epoch, gint64 *batch,
 GtkWidget *nc_window_get_model_pane(NcWindow *self); /* the NcModelPane */
 GtkWidget *nc_window_get_settings_pane(NcWindow *self); /* the NcSettingsPane */
 const char *nc_window_get_status(NcWindow *self);   /* the status bar's text */
+/* The raster samples the views can show, of which *in_memory are held in
+ * memory and the others read from the run's spill file (*spill_bytes). */
+gint64 nc_window_get_raster_samples(NcWindow *self, gint64 *in_memory, gint64 *spill_bytes);
+/* Chooses the raster's image as its Sample list does (ignored when the list
+ * has no such entry). */
+void nc_window_show_raster_sample(NcWindow *self, int sample);
 
 /* The charts by name ("accuracy", "firing-rates", "calibration-error",
  * "raster", "membrane", "sops"), NULL-terminated array owned by the window. */

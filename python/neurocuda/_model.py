@@ -214,8 +214,11 @@ def to_lava(snn, path):
     call(lib.neurocuda_model_export_lava, snn._handle, os.fspath(path).encode())
 
 
-def workbench(snn_or_path, wait=False):
-    """Opens the GTK workbench on an SNN or a model file; returns the process."""
+def workbench(snn_or_path, wait=False, options=(), **popen):
+    """Opens the GTK workbench on an SNN or a model file; returns the process
+    (a subprocess.Popen).  `options` are further command-line options of
+    neurocuda-workbench (e.g. ["--print-loaded"]: print what the window
+    loaded and quit); `popen` goes to subprocess.Popen (env, stdout, ...)."""
     program = shutil.which("neurocuda-workbench")
     if program is None:
         here = os.path.dirname(os.path.abspath(lib.path))
@@ -228,7 +231,7 @@ def workbench(snn_or_path, wait=False):
         folder = tempfile.mkdtemp(prefix="neurocuda-")
         path = os.path.join(folder, "model.ncsnn")
         snn_or_path.save(path)
-    process = subprocess.Popen([program, os.fspath(path)])
+    process = subprocess.Popen([program, *options, os.fspath(path)], **popen)
     if wait:
         process.wait()
     return process

@@ -2,7 +2,6 @@
 torch network trained here on a few thousand Fashion-MNIST images."""
 import gzip
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -11,8 +10,10 @@ SOURCE_DIR = os.environ.get("NC_SOURCE_DIR", os.path.abspath(os.path.join(os.pat
 BUILD_DIR = os.environ.get("NC_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 FMNIST = "/usr/share/datasets/fashion-mnist/"
 MEAN, STD = 0.2860, 0.3530
-
-sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+# The package is imported from where Python finds it: the installed one under
+# tests/test_python.sh (which names its environment in NC_EXPECT_INSTALLED),
+# or this tree's python/ for a developer who sets PYTHONPATH=python.
+INSTALLED_ENV = os.environ.get("NC_EXPECT_INSTALLED")
 
 
 def read_idx(name, images):
@@ -36,7 +37,7 @@ try:
     import torch
 except ImportError:
     torch = None
-need_torch = pytest.mark.skipif(torch is None, reason="torch is not installed (Debian python3-torch; NC_WITH_TORCH=1)")
+need_torch = pytest.mark.skipif(torch is None, reason="torch is not installed (Debian python3-torch; tools/test.sh installs it unless NC_WITH_TORCH=0)")
 
 
 def loader(x, y, batch_size=64, shuffle=False):

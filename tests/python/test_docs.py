@@ -15,9 +15,8 @@ def test_python_md_script_runs(tmp_path):
     section = text[text.index("## A complete script"):]
     script = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     (tmp_path / "script.py").write_text(script)
-    env = dict(os.environ)  # the package of this tree, as the other tests import it
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.path.join(SOURCE_DIR, "python"), env.get("PYTHONPATH")] if p)
-    out = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+    # the package as the other tests import it (the installed one, see conftest)
+    out = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True,
                          timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "accuracy after step 8:" in out.stdout and "wrote model.ncsnn and model.nir" in out.stdout, out.stdout

@@ -11,7 +11,6 @@ pytestmark = need_data
 CHILD = r'''
 import resource, sys
 import numpy as np
-sys.path.insert(0, sys.argv[1] + "/python")
 sys.path.insert(0, sys.argv[1] + "/tests/python")
 import neurocuda
 from conftest import fmnist
