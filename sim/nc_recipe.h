@@ -6,8 +6,8 @@
  * look at), the target T and a time budget in, the pipeline settings and
  * the runner's policies out, with one line of reasons per choice.  It knows
  * nothing of the fixture networks: only depth, residual adds, BatchNorm,
- * pooling kinds and T enter.  The runner then runs convert → bias
- * calibration → QCFS → BPTT, keeping after each stage whichever net is best
+ * pooling kinds and T enter.  The runner then runs convert → QCFS → bias
+ * calibration → BPTT, keeping after each stage whichever net is best
  * on held-out training images at T (nc_runner_desc.keep_best_T), and fits
  * the training epochs to the budget (nc_runner_desc.time_budget). */
 #ifndef NC_RECIPE_H

@@ -12,28 +12,30 @@
 # folder, printed at the end).
 #
 # Usage (from the repository root, after building):
-#   tools/recipe-table.sh [-e cpu|gpu] [-l TEST_IMAGES] [-b MINUTES] [-x "EXTRA ARGS"] [-o OUT] MODEL.onnx...
+#   tools/recipe-table.sh [-e cpu|gpu] [-l TEST_IMAGES] [-b MINUTES] [-x "EXTRA ARGS"] [-o OUT] [-r] MODEL.onnx...
+#   -r: run nothing, print the tables from the runs already in OUT (a run cut short shows —)
 #   e.g. on the H200, all 10 000 test images:
 #   tools/recipe-table.sh -e gpu tests/fixtures/models/{mlp,cnn_maxpool,vgg_bn,resnet}.onnx \
 #       assets/models/fmnist_cnn.onnx HELDOUT/*.onnx
 #   a CPU subset: tools/recipe-table.sh -l 1000 -b 2 -x "--train-images 10000" MODEL.onnx
 # Models are Fashion-MNIST nets preprocessed as the fixtures: --mean 0.2860 --std 0.3530.
 set -u
-ENGINE=cpu LIMIT="" BUDGET="" EXTRA="" OUT=""
-while getopts "e:l:b:x:o:h" opt; do
+ENGINE=cpu LIMIT="" BUDGET="" EXTRA="" OUT="" REPORT_ONLY=0
+while getopts "e:l:b:x:o:rh" opt; do
   case $opt in
     e) ENGINE=$OPTARG ;;
     l) LIMIT=$OPTARG ;;
     b) BUDGET=$OPTARG ;;
     x) EXTRA=$OPTARG ;;
     o) OUT=$OPTARG ;;
-    *) sed -n '2,23p' "$0"; exit 2 ;;
+    r) REPORT_ONLY=1 ;;
+    *) sed -n '2,24p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
 [ $# -ge 1 ] || { echo "recipe-table.sh: give at least one MODEL.onnx (-h for help)" >&2; exit 2; }
 BIN=${NEUROCUDA:-build/app/neurocuda}
-[ -x "$BIN" ] || { echo "recipe-table.sh: $BIN is not built; run: ninja -C build app/neurocuda" >&2; exit 1; }
+[ $REPORT_ONLY -eq 1 ] || [ -x "$BIN" ] || { echo "recipe-table.sh: $BIN is not built; run: ninja -C build app/neurocuda" >&2; exit 1; }
 OUT=${OUT:-$(mktemp -d /tmp/recipe-table.XXXXXX)}
 mkdir -p "$OUT"
 COMMON=(--mean 0.2860 --std 0.3530 --engine "$ENGINE")
@@ -72,6 +74,7 @@ EOF
 }
 
 for model in "$@"; do
+  [ $REPORT_ONLY -eq 1 ] && break
   m=$(basename "$model" .onnx)
   for T in 8 4; do
     run "${m}_t$T" "$model" --target-T "$T" "${RECIPE[@]}"
@@ -94,7 +97,7 @@ for model in "$@"; do
   verdict() { python3 -c "import sys; a,v,g=sys.argv[1:]; print('—' if '—' in (a,v) else ('✓' if float(v) >= float(a)-float(g)-1e-9 else '✗'))" "$ann" "$1" "$2"; }
   echo "| $m | $ann | $t4 | $(verdict "$t4" 0.02) | $t8 | $(verdict "$t8" 0.01) |" \
        "$(field "${m}_t4" 'd["kept_stage"]') / $(field "${m}_t8" 'd["kept_stage"]') |" \
-       "$(cat "$OUT/${m}_t4.seconds") / $(cat "$OUT/${m}_t8.seconds") |"
+       "$(cat "$OUT/${m}_t4.seconds" 2>/dev/null || echo —) / $(cat "$OUT/${m}_t8.seconds" 2>/dev/null || echo —) |"
 done
 echo
 echo "## Distillation on and off (the same recipe and seeds)"
