@@ -51,7 +51,8 @@ typedef struct nc_cli_data {
 enum { NC_OPT_DATA = 1000, NC_OPT_MEAN, NC_OPT_STD, NC_OPT_SCALE, NC_OPT_LIMIT, NC_OPT_JSON, NC_OPT_ENGINE,
        NC_OPT_BATCH, NC_OPT_THREADS, NC_OPT_THRESHOLD, NC_OPT_PER_CHANNEL, NC_OPT_L, NC_OPT_MAXPOOL,
        NC_OPT_CALIB_IMAGES, NC_OPT_V0, NC_OPT_RESET, NC_OPT_FIRE, NC_OPT_ENCODING, NC_OPT_SEED, NC_OPT_RECORD,
-       NC_OPT_PNG, NC_OPT_REPEATS, NC_OPT_WARMUP, NC_OPT_PLOTS, NC_OPT_DT, NC_OPT_APPROX, NC_OPT_ENGINE_OPT };
+       NC_OPT_PNG, NC_OPT_REPEATS, NC_OPT_WARMUP, NC_OPT_PLOTS, NC_OPT_DT, NC_OPT_APPROX, NC_OPT_ENGINE_OPT,
+       NC_OPT_TARGET_T, NC_OPT_TIME_BUDGET };
 
 /* getopt_long entries shared by the commands that read a dataset and by
  * those that convert; each command lists them in its own option table. */

@@ -8,6 +8,11 @@
 #include "nc_cli.h"
 
 const char nc_cli_finetune_help[] =
+    "Training-free bias calibration (after conversion):\n"
+    "  --calibrate-bias T  shift each IF layer's bias by the mean gap between the ANN activation\n"
+    "                      and the SNN's rate at T steps, layer by layer; undone if it lowers the\n"
+    "                      SNN's accuracy on 1000 held-out training images\n"
+    "  --bias-images N     training images it averages over (default 512)\n"
     "Fine-tuning (after conversion):\n"
     "  --finetune-qcfs N   N epochs on the QCFS-ANN (straight-through estimator)\n"
     "  --finetune-bptt N   N epochs of BPTT on the SNN over --train-T steps\n"
@@ -15,6 +20,8 @@ const char nc_cli_finetune_help[] =
     "  --train-engine E    cpu | gpu: where the trainer runs (default: the --engine)\n"
     "  --train-horizons L  BPTT loss averaged over the outputs after each of these step\n"
     "                      counts, e.g. 4,8 (default: T only)\n"
+    "  --distill A[,TAU]   distillation from the source ANN: loss = (1−A)·CE(labels) +\n"
+    "                      A·TAU²·KL(ANN/TAU ‖ SNN/TAU), A in [0, 1], TAU > 0 (default 2)\n"
     "  --lr X              learning rate (default 1e-4 Adam, 1e-3 SGD), cosine-annealed\n"
     "  --optimizer O       adam (default) | sgd (momentum 0.9)\n"
     "  --weight-decay X    on conv/dense weights (default 0)\n"
@@ -101,6 +108,21 @@ int nc_cli_finetune_option(nc_pipeline_options *o, nc_cli_finetune *f, int opt, 
             return -1;
         }
         return 1;
+    case NC_OPT_DISTILL:
+        if (nc_train_distill_parse(arg, t) != 0) {
+            fprintf(stderr, "neurocuda: --distill needs a weight in [0, 1] and optionally a temperature > 0, "
+                            "like 0.5 or 0.5,2; got '%s'\n", arg);
+            return -1;
+        }
+        return 1;
+    case NC_OPT_CALIBRATE_BIAS:
+        rc = parse_long_into("--calibrate-bias", arg, 1, 4096, &v);
+        o->calibrate_bias_T = (int)v;
+        return rc;
+    case NC_OPT_BIAS_IMAGES:
+        rc = parse_long_into("--bias-images", arg, 1, 1L << 30, &v);
+        o->bias_calib_images = v;
+        return rc;
     case NC_OPT_TRAIN_IMAGES:
         rc = parse_long_into("--train-images", arg, 1, 1L << 30, &v);
         t->train_count = v;

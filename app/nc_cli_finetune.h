@@ -1,4 +1,5 @@
-/* nc_cli_finetune.h — the fine-tuning options of `neurocuda convert`
+/* nc_cli_finetune.h — the options of `neurocuda convert` for what follows
+ * a conversion: bias calibration (--calibrate-bias) and fine-tuning
  * (--finetune-qcfs, --finetune-bptt, --train-T, --lr, ...), parsed into
  * nc_pipeline_options, and the training progress printer. */
 #ifndef NC_CLI_FINETUNE_H
@@ -10,7 +11,8 @@
 
 enum { NC_OPT_FT_QCFS = 1100, NC_OPT_FT_BPTT, NC_OPT_TRAIN_T, NC_OPT_LR, NC_OPT_OPTIMIZER, NC_OPT_SURROGATE,
        NC_OPT_SURROGATE_ALPHA, NC_OPT_TRAIN_THRESHOLD, NC_OPT_TRAIN_BATCH, NC_OPT_WEIGHT_DECAY, NC_OPT_AUGMENT,
-       NC_OPT_TRAIN_IMAGES, NC_OPT_VAL_IMAGES, NC_OPT_EVAL_T, NC_OPT_TRAIN_ENGINE, NC_OPT_HORIZONS };
+       NC_OPT_TRAIN_IMAGES, NC_OPT_VAL_IMAGES, NC_OPT_EVAL_T, NC_OPT_TRAIN_ENGINE, NC_OPT_HORIZONS,
+       NC_OPT_DISTILL, NC_OPT_CALIBRATE_BIAS, NC_OPT_BIAS_IMAGES };
 
 #define NC_CLI_FINETUNE_LONG_OPTIONS                                                                    \
     {"finetune-qcfs", required_argument, NULL, NC_OPT_FT_QCFS},                                         \
@@ -27,7 +29,10 @@ enum { NC_OPT_FT_QCFS = 1100, NC_OPT_FT_BPTT, NC_OPT_TRAIN_T, NC_OPT_LR, NC_OPT_
     {"val-images", required_argument, NULL, NC_OPT_VAL_IMAGES},                                         \
     {"eval-T", required_argument, NULL, NC_OPT_EVAL_T},                                                 \
     {"train-engine", required_argument, NULL, NC_OPT_TRAIN_ENGINE},                                     \
-    {"train-horizons", required_argument, NULL, NC_OPT_HORIZONS}
+    {"train-horizons", required_argument, NULL, NC_OPT_HORIZONS},                                       \
+    {"distill", required_argument, NULL, NC_OPT_DISTILL},                                               \
+    {"calibrate-bias", required_argument, NULL, NC_OPT_CALIBRATE_BIAS},                                 \
+    {"bias-images", required_argument, NULL, NC_OPT_BIAS_IMAGES}
 
 typedef struct nc_cli_finetune {
     int val_images_set;   /* --val-images given                          */

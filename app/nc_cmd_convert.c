@@ -8,6 +8,7 @@
 
 #include "nc_cli.h"
 #include "nc_cli_finetune.h"
+#include "nc_recipe.h"
 #include "nc_runner.h"
 
 static void usage(FILE *out)
@@ -17,6 +18,7 @@ static void usage(FILE *out)
             "                         [--threshold M] [--per-channel] [--L N] [-T N] [--maxpool S]\n"
             "                         [--finetune-qcfs N] [--finetune-bptt N] [--train-T N] [--lr X]\n"
             "                         [--optimizer sgd|adam] [--surrogate S] [--train-threshold] [--batch N]\n"
+            "                         [--calibrate-bias T] [--distill A[,TAU]] [--target-T N [--time-budget MIN]]\n"
             "                         [--engine cpu] [--limit N] [--json]\n"
             "\n"
             "Converts the ANN in MODEL (.onnx) into a spiking network of integrate-and-fire neurons:\n"
@@ -31,6 +33,13 @@ static void usage(FILE *out)
             "                   (default fashion-mnist); --mean, --std, --scale as for eval\n"
             "%s"
             "%s"
+            "The low-latency recipe:\n"
+            "  --target-T N     choose everything for an N-step SNN by the rules of docs/FINETUNING.md\n"
+            "                   (thresholds, L = N, QCFS, bias calibration, BPTT with distillation,\n"
+            "                   keeping the best stage on held-out images); prints what and why.\n"
+            "                   Conversion and fine-tuning options given with it win over its choices\n"
+            "                   (e.g. --distill 0 turns distillation off)\n"
+            "  --time-budget M  minutes for the whole recipe (default 5): training epochs fit into it\n"
             "  --engine NAME    cpu (default) | gpu: calibration and evaluation\n"
             "  --limit N        test images for the accuracies (default: all)\n"
             "  --json           one JSON object as the last line\n",
@@ -43,6 +52,13 @@ typedef struct convert_args {
     nc_cli_finetune ft;
     const char *engine, *output, *model;
     int json;
+    int target_T;         /* --target-T: the recipe (0: none) */
+    double budget_minutes;
+    nc_recipe recipe;
+    /* the conversion and fine-tuning options as given, replayed over the
+     * recipe's choices: what the user set wins */
+    int n_given;
+    struct { int opt; const char *arg; } given[64];
 } convert_args;
 
 /* The defaults, before the command line. */
@@ -60,24 +76,41 @@ static int parse(int argc, char **argv, convert_args *a)
                                             {"engine", required_argument, NULL, NC_OPT_ENGINE},
                                             {"output", required_argument, NULL, 'o'},
                                             {"json", no_argument, NULL, NC_OPT_JSON},
+                                            {"target-T", required_argument, NULL, NC_OPT_TARGET_T},
+                                            {"time-budget", required_argument, NULL, NC_OPT_TIME_BUDGET},
                                             {"help", no_argument, NULL, 'h'},
                                             {0}};
     args_init(a);
     int opt;
     while ((opt = getopt_long(argc, argv, "ho:T:", options, NULL)) != -1) {
-        int used = nc_cli_data_option(&a->data, opt, optarg);
-        if (used == 0)
-            used = nc_cli_convert_option(&a->opts, opt, optarg);
-        if (used == 0)
-            used = nc_cli_finetune_option(&a->opts, &a->ft, opt, optarg);
+        int used = nc_cli_data_option(&a->data, opt, optarg), pipeline = 0;
+        if (used == 0) {
+            if ((used = nc_cli_convert_option(&a->opts, opt, optarg)) == 0)
+                used = nc_cli_finetune_option(&a->opts, &a->ft, opt, optarg);
+            pipeline = used > 0;
+        }
         if (used < 0)
             return 2;
+        if (pipeline && a->n_given < 64) {
+            a->given[a->n_given].opt = opt;
+            a->given[a->n_given++].arg = optarg;
+        }
         if (used)
             continue;
         switch (opt) {
         case NC_OPT_ENGINE: a->engine = optarg; break;
         case 'o': a->output = optarg; break;
         case NC_OPT_JSON: a->json = 1; break;
+        case NC_OPT_TARGET_T:
+            if ((a->target_T = (int)nc_cli_parse_long("--target-T", optarg, 1, 4096)) < 0)
+                return 2;
+            break;
+        case NC_OPT_TIME_BUDGET:
+            if (nc_cli_parse_double("--time-budget", optarg, &a->budget_minutes) != 0 || !(a->budget_minutes > 0)) {
+                fprintf(stderr, "neurocuda: --time-budget needs minutes > 0, got '%s'\n", optarg);
+                return 2;
+            }
+            break;
         default: return nc_cli_usage_exit(opt, usage);
         }
     }
@@ -115,12 +148,14 @@ static void print_stages(const nc_stage_row *rows, int n, int64_t images)
     }
 }
 
-static void print_stages_json(nc_json *j, const nc_stage_row *rows, int n)
+static void print_stages_json(nc_json *j, const nc_runner *r, const nc_stage_row *rows, int n)
 {
     nc_json_open(j, "stages", '[');
     for (int k = 0; k < n; k++) {
         nc_json_open(j, NULL, '{');
         nc_json_string(j, "stage", rows[k].name);
+        if (nc_runner_held_out_accuracy(r, k) >= 0)
+            nc_json_number(j, "held_out_accuracy", nc_runner_held_out_accuracy(r, k));
         nc_json_number(j, "ann_accuracy", rows[k].ann);
         nc_json_number(j, "qcfs_accuracy", rows[k].qcfs);
         nc_json_open(j, "snn_accuracy_by_step", '[');
@@ -144,6 +179,9 @@ static void print_finetune_header(const convert_args *a, const nc_runner *r, nc_
            stage == NC_TRAIN_BPTT ? nc_surrogate_name(t->surrogate) : "straight-through floor");
     if (stage == NC_TRAIN_BPTT)
         printf("  T = %d steps, thresholds %s\n", t->T, t->train_threshold ? "trained" : "fixed");
+    if (t->distill_alpha > 0)
+        printf("  distillation from the source ANN: weight %g, temperature %g\n", t->distill_alpha,
+               t->distill_tau > 0 ? t->distill_tau : NC_TRAIN_DEFAULT_TAU);
     fflush(stdout);
 }
 
@@ -160,6 +198,28 @@ static void print_converted(const convert_args *a, const nc_runner *r)
     fflush(stdout);
 }
 
+static void print_bias_calibration(const nc_runner *r)
+{
+    const nc_bias_calib_result *b = nc_runner_bias_result(r);
+    if (!b)
+        return;
+    const nc_net *net = nc_runner_net(r);
+    printf("\nBias calibration for T = %d on %lld training images: mean error of the rate (φ − a) per layer\n",
+           b->T, (long long)b->images);
+    printf("%-24s %-24s %10s %10s\n", "layer", "bias of", "before", "after");
+    for (int l = 0; l < b->n_layers; l++) {
+        const nc_bias_layer *bl = &b->layers[l];
+        printf("%-24s %-24s %10.4f %10.4f\n", net->nodes[bl->node].name,
+               bl->carrier >= 0 ? net->nodes[bl->carrier].name : "(none)", bl->error_before, bl->error_after);
+    }
+    if (b->check_before >= 0)
+        printf("held-out SNN accuracy at T = %d: %.4f → %.4f: %s\n", b->T, b->check_before, b->check_after,
+               b->kept ? "kept" : "undone");
+    if (b->notes[0])
+        printf("Notes:\n%s", b->notes);
+    fflush(stdout);
+}
+
 /* The runner's stages as they begin and end: what `convert` prints. */
 static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, nc_runner_event ev, nc_error *err)
 {
@@ -173,11 +233,53 @@ static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, n
     else if (stage->kind == NC_RUN_FINETUNE && ev == NC_RUNNER_STAGE_END && nc_runner_train_result(r, stage->mode, &res))
         printf("  kept epoch %d of %d (held-out accuracy %.4f, before %.4f), %.0f s, %.2f GB\n", res.best_epoch,
                res.epochs_run, res.best_val_accuracy, res.val_accuracy_before, res.seconds, res.memory_bytes / 1e9);
+    else if (stage->kind == NC_RUN_CALIBRATE_BIAS && ev == NC_RUNNER_STAGE_END)
+        print_bias_calibration(r);
     else if (stage->kind == NC_RUN_SAVE && ev == NC_RUNNER_STAGE_BEGIN)
         print_stages(nc_runner_row(r, 0), nc_runner_row_count(r), nc_runner_test_set(r)->count);
     else if (stage->kind == NC_RUN_SAVE && ev == NC_RUNNER_STAGE_END)
         printf("Saved %s\n", a->output);
     return NC_OK;
+}
+
+static void print_bias_json(nc_json *j, const nc_runner *r)
+{
+    const nc_bias_calib_result *b = nc_runner_bias_result(r);
+    if (!b)
+        return;
+    nc_json_open(j, "bias_calibration", '{');
+    nc_json_int(j, "T", b->T);
+    nc_json_bool(j, "kept", b->kept);
+    nc_json_number(j, "check_before", b->check_before >= 0 ? b->check_before : NAN);
+    nc_json_number(j, "check_after", b->check_after >= 0 ? b->check_after : NAN);
+    nc_json_open(j, "layers", '[');
+    for (int l = 0; l < b->n_layers; l++) {
+        nc_json_open(j, NULL, '{');
+        nc_json_string(j, "layer", nc_runner_net(r)->nodes[b->layers[l].node].name);
+        nc_json_number(j, "error_before", b->layers[l].error_before);
+        nc_json_number(j, "error_after", b->layers[l].error_after);
+        nc_json_close(j, '}');
+    }
+    nc_json_close(j, ']');
+    nc_json_close(j, '}');
+}
+
+static void print_times_json(nc_json *j, const nc_runner *r)
+{
+    nc_json_open(j, "stage_seconds", '[');
+    for (int i = 0; i < nc_runner_stage_count(r); i++) {
+        nc_json_open(j, NULL, '{');
+        nc_json_string(j, "stage", nc_runner_stage(r, i)->label);
+        nc_json_number(j, "seconds", nc_runner_stage_seconds(r, i));
+        nc_json_close(j, '}');
+    }
+    nc_json_close(j, ']');
+    int best = nc_runner_best_row(r);
+    if (best >= 0) {
+        nc_json_int(j, "target_T", nc_runner_get_desc(r)->keep_best_T);
+        nc_json_string(j, "kept_stage", nc_runner_row(r, best)->name);
+        nc_json_number(j, "kept_held_out_accuracy", nc_runner_held_out_accuracy(r, best));
+    }
 }
 
 static void print_json(const convert_args *a, const nc_runner *r)
@@ -197,27 +299,75 @@ static void print_json(const convert_args *a, const nc_runner *r)
     nc_json_int(&j, "finetune_bptt_epochs", a->opts.finetune_bptt_epochs);
     if (a->opts.finetune_bptt_epochs > 0)
         nc_json_int(&j, "train_T", a->opts.train.T);
-    print_stages_json(&j, rows, n);
+    print_stages_json(&j, r, rows, n);
+    print_bias_json(&j, r);
+    print_times_json(&j, r);
     nc_json_end(&j);
 }
 
-static nc_runner_desc describe(const convert_args *a, const nc_net *net)
+/* The job; with --target-T the recipe's plan is written into it. */
+static nc_status describe(convert_args *a, const nc_net *net, nc_runner_desc *d, nc_error *err)
 {
-    nc_runner_desc d = nc_cli_runner_desc(net, a->model, &a->data, a->engine, &a->opts);
-    d.held_out = a->ft.val_images_set ? a->opts.train.val_count : -1;
-    d.eval_T = a->ft.eval_T;
-    d.output = a->output;
-    return d;
+    *d = nc_cli_runner_desc(net, a->model, &a->data, a->engine, &a->opts);
+    d->held_out = a->ft.val_images_set ? a->opts.train.val_count : -1;
+    d->eval_T = a->ft.eval_T;
+    d->output = a->output;
+    if (a->target_T > 0) {
+        nc_status st = nc_recipe_describe(net, a->target_T, a->budget_minutes, d, &a->recipe, err);
+        nc_cli_finetune ignored = a->ft;
+        for (int k = 0; k < a->n_given; k++) /* the user's options win over the recipe's */
+            if (nc_cli_convert_option(&d->pipeline, a->given[k].opt, a->given[k].arg) == 0)
+                nc_cli_finetune_option(&d->pipeline, &ignored, a->given[k].opt, a->given[k].arg);
+        a->opts = d->pipeline; /* what the tables and the --json line report */
+        return st;
+    }
+    if (a->budget_minutes > 0)
+        return nc_fail(err, NC_ERR_ARGUMENT, "--time-budget is the budget of the --target-T recipe; give both");
+    return NC_OK;
+}
+
+static void print_recipe(const convert_args *a)
+{
+    printf("Recipe for T = %d (docs/FINETUNING.md, \"The --target-T recipe\"):\n", a->target_T);
+    if (a->n_given > 0)
+        printf("  (the %d option%s given on the command line win over these)\n", a->n_given, a->n_given == 1 ? "" : "s");
+    for (const char *line = a->recipe.reasons; *line;) {
+        const char *end = strchr(line, '\n');
+        int len = end ? (int)(end - line) : (int)strlen(line);
+        printf("  %.*s\n", len, line);
+        line += len + (end ? 1 : 0);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* Each stage's time, and with the recipe which stage the net comes from. */
+static void print_stage_times(const nc_runner *r)
+{
+    printf("\nStage times:");
+    for (int i = 0; i < nc_runner_stage_count(r); i++)
+        printf("%s %s %.1f s", i ? "," : "", nc_runner_stage(r, i)->label, nc_runner_stage_seconds(r, i));
+    printf("\n");
+    int best = nc_runner_best_row(r);
+    if (best >= 0)
+        printf("Kept: %s (held-out accuracy at T = %d: %.4f)\n", nc_runner_row(r, best)->name,
+               nc_runner_get_desc(r)->keep_best_T, nc_runner_held_out_accuracy(r, best));
 }
 
 static int convert(convert_args *a, const nc_net *net)
 {
-    nc_runner_desc d = describe(a, net);
+    nc_runner_desc d;
     nc_runner_observer obs = {.user = a, .progress = nc_cli_progress, .train_progress = nc_cli_train_progress,
                               .event = on_event};
     nc_runner *r = NULL;
     nc_error err = {0};
-    nc_status st = nc_cli_run_job(&d, &obs, &r, &err);
+    nc_status st = describe(a, net, &d, &err);
+    if (st == NC_OK && a->target_T > 0)
+        print_recipe(a);
+    if (st == NC_OK)
+        st = nc_cli_run_job(&d, &obs, &r, &err);
+    if (st == NC_OK)
+        print_stage_times(r);
     if (st == NC_OK && a->json)
         print_json(a, r);
     nc_runner_free(r);
@@ -230,7 +380,9 @@ int nc_cli_convert_describe(int argc, char **argv, const nc_net *net, nc_runner_
     int rc = parse(argc, argv, &a);
     if (rc >= 0)
         return rc == 0 ? 2 : rc;
-    *out = describe(&a, net);
+    nc_error err = {0};
+    if (describe(&a, net, out, &err) != NC_OK)
+        return nc_cli_error(&err);
     return 0;
 }
 

@@ -224,10 +224,15 @@ int neurocuda_convert(const neurocuda_model *ann, const neurocuda_options *o, ne
     neurocuda_options *defaults = o ? NULL : neurocuda_options_new();
     if (!o && !defaults)
         return nc_api_fail(err, NC_ERR_MEMORY, "out of memory for the options");
-    nc_runner_desc d = nc_api_describe(o ? o : defaults, ann);
+    const neurocuda_options *opts = o ? o : defaults;
+    nc_runner_desc d = nc_api_describe(opts, ann);
     d.train_data = train ? train->ds : NULL;
     d.test_data = test ? test->ds : NULL;
-    nc_status st = run_job(&d, progress, user, snn, results, &e);
+    nc_recipe plan; /* target-T: the recipe decides, as `neurocuda convert --target-T` */
+    nc_status st = opts->target_T > 0 ? nc_recipe_describe(ann->net, opts->target_T, opts->time_budget, &d, &plan, &e)
+                                      : NC_OK;
+    if (st == NC_OK)
+        st = run_job(&d, progress, user, snn, results, &e);
     neurocuda_options_free(defaults);
     return nc_api_error(err, &e, st);
 }

@@ -97,6 +97,9 @@ static const int_key int_keys[] = {
     {"val-images", 0, 1L << 30, FIELD(pipeline.train.val_count), 1},
     {"eval-T", 1, 4096, FIELD(eval_T), 0},
     {"sim-T", 1, 4096, FIELD(sim_T), 0},
+    {"target-T", 1, 4096, FIELD(target_T), 0},
+    {"calibrate-bias", 1, 4096, FIELD(pipeline.calibrate_bias_T), 0},
+    {"bias-images", 1, 1L << 30, FIELD(pipeline.bias_calib_images), 1},
 };
 
 static int set_int(neurocuda_options *o, const int_key *k, const char *value, neurocuda_error *err)
@@ -192,6 +195,13 @@ static int set_text(neurocuda_options *o, const char *key, const char *value, ne
             return bad(err, key, "0 or 1", value);
         t->crop_padding = b ? 2 : 0;
         t->flip = b;
+    } else if (!strcmp(key, "time-budget")) {
+        if (parse_double(value, 1e-3, 1e6, &d) != 0)
+            return bad(err, key, "minutes > 0", value);
+        o->time_budget = d;
+    } else if (!strcmp(key, "distill")) {
+        if (nc_train_distill_parse(value, t) != 0)
+            return bad(err, key, "a weight in [0, 1], optionally with a temperature > 0 (0.5 or 0.5,2)", value);
     } else if (!strcmp(key, "encoding")) {
         if (strcmp(value, "direct") && strcmp(value, "poisson"))
             return bad(err, key, "direct or poisson", value);

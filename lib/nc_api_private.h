@@ -8,6 +8,7 @@
 #include "nc_dataset.h"
 #include "nc_engine_registry.h"
 #include "nc_project.h"
+#include "nc_recipe.h"
 #include "nc_runner.h"
 
 struct neurocuda_options {
@@ -23,6 +24,8 @@ struct neurocuda_options {
     nc_encoding encoding;
     uint64_t seed;
     char output[1024];            /* convert: the project file; "" = none          */
+    int target_T;                 /* the --target-T recipe (0: none)               */
+    double time_budget;           /* its minutes (0: the recipe's default)          */
 };
 
 struct neurocuda_data {

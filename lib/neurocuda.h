@@ -86,7 +86,11 @@ typedef int (*neurocuda_progress_fn)(void *user, const neurocuda_progress *progr
  *   calib-images N, v0 F, reset subtract|zero, fire ge|gt
  *   finetune-qcfs N, finetune-bptt N, train-T N, lr X, optimizer adam|sgd,
  *   surrogate S, train-threshold 0|1, batch N (training batch), val-images N,
- *   train-images N, augment 0|1
+ *   train-images N, augment 0|1, distill A[,TAU] (weight and temperature of
+ *   distillation from the source ANN), calibrate-bias T, bias-images N
+ *   target-T N           convert: the low-latency recipe for N steps (it decides
+ *                        the conversion and fine-tuning settings; docs/FINETUNING.md);
+ *                        time-budget MINUTES its budget
  *   eval-T N             measure the SNN after every step up to N
  *   sim-T N              steps of a simulation that keeps its record
  *   encoding direct|poisson, seed N

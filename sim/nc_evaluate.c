@@ -2,6 +2,7 @@
 #include "nc_evaluate.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 double nc_now(void)
@@ -92,5 +93,52 @@ nc_status nc_evaluate(nc_engine *engine, const nc_dataset *ds, int batch, nc_mod
         result->images_per_second = (double)result->images / result->seconds;
     nc_tensor_free(input);
     free(labels);
+    return st;
+}
+
+/* Correct answers of one SNN output [T, n, F]: argmax of the sum over steps. */
+static int64_t snn_correct(const nc_tensor *out, int T, int64_t n, const int32_t *labels, float *total)
+{
+    int64_t F = out->shape[out->ndim - 1], right = 0;
+    for (int64_t k = 0; k < n; k++) {
+        memset(total, 0, (size_t)F * sizeof(float));
+        for (int t = 0; t < T; t++)
+            for (int64_t j = 0; j < F; j++)
+                total[j] += out->data[((int64_t)t * n + k) * F + j];
+        right += nc_argmax(total, F) == labels[k];
+    }
+    return right;
+}
+
+nc_status nc_evaluate_snn_range(nc_engine *engine, const nc_dataset *ds, int64_t first, int64_t count, int T,
+                                int batch, double *accuracy, nc_error *err)
+{
+    const nc_net *net = engine->net;
+    *accuracy = -1;
+    if (!net || T < 1 || batch < 1 || first < 0 || count < 1 || first + count > ds->count)
+        return nc_fail(err, NC_ERR_ARGUMENT, "SNN accuracy of images %lld..%lld of %s at T = %d: no network loaded, "
+                       "or outside its %lld images", (long long)first, (long long)(first + count), ds->path, T,
+                       (long long)ds->count);
+    nc_tensor *input = batch_tensor(net, batch);
+    int32_t *labels = malloc((size_t)batch * sizeof *labels);
+    float *total = malloc((size_t)nc_node_numel(&net->nodes[net->output]) * sizeof(float));
+    nc_status st = input && labels && total ? NC_OK : nc_fail(err, NC_ERR_MEMORY, "out of memory for a batch");
+    nc_run_options opts = {.mode = NC_MODE_SNN, .T = T};
+    int64_t right = 0;
+    for (int64_t b = 0; st == NC_OK && b < count; b += batch) {
+        int64_t n = count - b < batch ? count - b : batch;
+        input->shape[0] = n;
+        nc_dataset_batch(ds, first + b, n, input->data, labels);
+        nc_tensor *out = NULL;
+        st = nc_engine_forward(engine, input, &opts, &out, err);
+        if (st == NC_OK)
+            right += snn_correct(out, T, n, labels, total);
+        nc_tensor_free(out);
+    }
+    if (st == NC_OK)
+        *accuracy = (double)right / (double)count;
+    nc_tensor_free(input);
+    free(labels);
+    free(total);
     return st;
 }

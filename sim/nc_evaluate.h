@@ -23,6 +23,12 @@ typedef struct nc_eval_result {
 nc_status nc_evaluate(nc_engine *engine, const nc_dataset *ds, int batch, nc_mode mode,
                       nc_progress_fn progress, void *progress_user, nc_eval_result *result, nc_error *err);
 
+/* The SNN's accuracy after T steps (argmax of the output summed over the
+ * steps, direct encoding) on images [first, first + count) of ds, for the net
+ * the engine holds — e.g. a held-out slice of the training split. */
+nc_status nc_evaluate_snn_range(nc_engine *engine, const nc_dataset *ds, int64_t first, int64_t count, int T,
+                                int batch, double *accuracy, nc_error *err);
+
 /* Checks that the dataset's images fit the network's input node; the message
  * names both shapes and what to do. */
 nc_status nc_check_dataset_fits(const nc_net *net, const nc_dataset *ds, nc_error *err);

@@ -556,8 +556,15 @@ static int argmax_first(int n, const float *x)
     return best;
 }
 
-double nc_softmax_xent(int64_t rows, int classes, const float *logits, const int32_t *labels,
-                       float *dlogits, int64_t *correct)
+/* One row of a loss over [rows, classes] logits: its loss, and its gradient
+ * (already divided by rows) into dz when dz is set. */
+typedef double (*row_loss_fn)(const void *ctx, int64_t rows, int64_t r, int classes, const float *z, int top,
+                              int32_t label, float *dz);
+
+/* The mean over rows of row_loss; *correct counts the right argmaxes; a row
+ * with a label outside [0, classes) adds no loss and a zero gradient. */
+static double mean_row_loss(int64_t rows, int classes, const float *logits, const int32_t *labels,
+                            float *dlogits, int64_t *correct, row_loss_fn row_loss, const void *ctx)
 {
     if (rows < 1)
         return 0.0;
@@ -575,14 +582,73 @@ double nc_softmax_xent(int64_t rows, int classes, const float *logits, const int
                 memset(dz, 0, (size_t)classes * sizeof(float));
             continue;
         }
-        /* log-sum-exp shifted by the maximum, in double */
-        double zmax = z[top], sum = 0.0;
-        for (int k = 0; k < classes; k++)
-            sum += exp((double)z[k] - zmax);
-        total += log(sum) + zmax - z[label];
-        if (dz)
-            for (int k = 0; k < classes; k++)
-                dz[k] = (float)((exp((double)z[k] - zmax) / sum - (k == label)) / (double)rows);
+        total += row_loss(ctx, rows, r, classes, z, top, label, dz);
     }
     return total / (double)rows;
+}
+
+static double xent_row(const void *ctx, int64_t rows, int64_t r, int classes, const float *z, int top,
+                       int32_t label, float *dz)
+{
+    /* log-sum-exp shifted by the maximum, in double */
+    double zmax = z[top], sum = 0.0;
+    for (int k = 0; k < classes; k++)
+        sum += exp((double)z[k] - zmax);
+    if (dz)
+        for (int k = 0; k < classes; k++)
+            dz[k] = (float)((exp((double)z[k] - zmax) / sum - (k == label)) / (double)rows);
+    return log(sum) + zmax - z[label];
+}
+
+double nc_softmax_xent(int64_t rows, int classes, const float *logits, const int32_t *labels,
+                       float *dlogits, int64_t *correct)
+{
+    return mean_row_loss(rows, classes, logits, labels, dlogits, correct, xent_row, NULL);
+}
+
+/* log Σ_k exp(z_k/τ) of one row, shifted by the maximum, in double. */
+static double log_sum_exp_scaled(int classes, const float *z, double tau)
+{
+    double zmax = (double)z[0] / tau, sum = 0.0;
+    for (int k = 1; k < classes; k++)
+        if ((double)z[k] / tau > zmax)
+            zmax = (double)z[k] / tau;
+    for (int k = 0; k < classes; k++)
+        sum += exp((double)z[k] / tau - zmax);
+    return log(sum) + zmax;
+}
+
+typedef struct distill_ctx {
+    const float *teacher; /* [rows, classes] */
+    double alpha, tau;
+} distill_ctx;
+
+/* One row's loss and gradient (see nc_distill_xent). */
+static double distill_row(const void *ctx, int64_t rows, int64_t r, int classes, const float *s, int top,
+                          int32_t label, float *ds)
+{
+    const distill_ctx *d = ctx;
+    const float *t = d->teacher + r * classes;
+    double alpha = d->alpha, tau = d->tau, scale = 1.0 / (double)rows;
+    double lse = log_sum_exp_scaled(classes, s, 1.0);
+    double soft_lse = log_sum_exp_scaled(classes, s, tau), target_lse = log_sum_exp_scaled(classes, t, tau);
+    double kl = 0.0;
+    for (int k = 0; k < classes; k++) {
+        /* log-probabilities first: no log of an underflowed probability */
+        double log_target = (double)t[k] / tau - target_lse, log_soft = (double)s[k] / tau - soft_lse;
+        double target = exp(log_target), soft = exp(log_soft), hard = exp((double)s[k] - lse);
+        kl += target * (log_target - log_soft);
+        if (ds)
+            ds[k] = (float)(((1.0 - alpha) * (hard - (k == label)) + alpha * tau * (soft - target)) * scale);
+    }
+    return (1.0 - alpha) * (lse - (double)s[label]) + alpha * tau * tau * kl;
+}
+
+double nc_distill_xent(int64_t rows, int classes, const float *logits, const float *teacher,
+                       const int32_t *labels, double alpha, double tau, float *dlogits, int64_t *correct)
+{
+    if (alpha == 0.0 || !teacher)
+        return nc_softmax_xent(rows, classes, logits, labels, dlogits, correct);
+    distill_ctx ctx = {teacher, alpha, tau};
+    return mean_row_loss(rows, classes, logits, labels, dlogits, correct, distill_row, &ctx);
 }

@@ -115,4 +115,16 @@ void nc_if_backward(const nc_if_params *p, nc_surrogate surrogate, float alpha, 
 double nc_softmax_xent(int64_t rows, int classes, const float *logits, const int32_t *labels,
                        float *dlogits, int64_t *correct);
 
+/* Distillation from a teacher (the source ANN) next to the labels:
+ *   loss = (1 − α)·CE(labels, s) + α·τ²·KL(softmax(t/τ) ‖ softmax(s/τ))
+ * per row, averaged over rows, for student logits s and teacher logits t
+ * [rows, classes].  dlogits (may be NULL) receives
+ *   ((1 − α)·(softmax(s) − onehot) + α·τ·(softmax(s/τ) − softmax(t/τ)))/rows
+ * (the τ² keeps the soft term's gradient on the scale of the hard one, as in
+ * Hinton et al. 2015).  *correct as nc_softmax_xent; a row with a label
+ * outside [0, classes) contributes nothing.  α = 0 is nc_softmax_xent itself,
+ * bit for bit; α in [0, 1], τ > 0.  Computed in double. */
+double nc_distill_xent(int64_t rows, int classes, const float *logits, const float *teacher,
+                       const int32_t *labels, double alpha, double tau, float *dlogits, int64_t *correct);
+
 #endif

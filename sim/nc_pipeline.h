@@ -19,6 +19,7 @@
 #include "../core/nc_convert.h"
 #include "../core/nc_dataset.h"
 #include "../core/nc_project.h"
+#include "nc_bias_calib.h"
 #include "nc_calibrate.h"
 #include "nc_engine.h"
 #include "nc_train.h"
@@ -37,6 +38,11 @@ typedef struct nc_pipeline_options {
     int finetune_qcfs_epochs;
     int finetune_bptt_epochs;
     nc_train_options train;       /* T = the BPTT steps (--train-T), default 8     */
+    /* Training-free bias calibration after conversion (sim/nc_bias_calib.h):
+     * the T its corrections are chosen for (0 = none), on the first
+     * bias_calib_images training images (0 = NC_BIAS_CALIB_DEFAULT_IMAGES). */
+    int calibrate_bias_T;
+    int64_t bias_calib_images;
 } nc_pipeline_options;
 
 nc_pipeline_options nc_pipeline_options_default(void);

@@ -32,6 +32,15 @@ struct nc_runner {
     nc_net *row_nets[NC_RUNNER_MAX_ROWS]; /* a kept row's own clone, or NULL     */
     nc_train_result results[2];
     int trained[2];
+    nc_bias_calib_result bias;          /* the calibrate-bias stage's            */
+    int bias_done;
+    int bias_row;                       /* the row measured after it              */
+    double start;                       /* nc_now() when the run began            */
+    double stage_seconds[NC_RUNNER_MAX_STAGES];
+    nc_net *best;                       /* keep_best_T: the best net so far       */
+    int best_row;
+    double best_accuracy;
+    double held_out_accuracy[NC_RUNNER_MAX_ROWS];
     int ran;
 };
 
@@ -69,7 +78,8 @@ static int default_eval_T(const nc_runner_desc *d, int converts)
         return d->eval_T;
     if (d->keep_records) /* the simulated T: what the front end shows */
         return d->T > 0 ? d->T : 32;
-    return converts && finetunes(d) ? NC_RUNNER_DEFAULT_FINETUNE_EVAL_T : 0;
+    int changes = finetunes(d) || d->pipeline.calibrate_bias_T > 0;
+    return converts && changes ? NC_RUNNER_DEFAULT_FINETUNE_EVAL_T : 0;
 }
 
 nc_runner_desc nc_runner_desc_default(void)
@@ -103,30 +113,44 @@ static nc_run_stage *add(nc_runner *r, nc_run_stage_kind kind, const char *label
     return s;
 }
 
+/* A measurement of the test split (when there is one), then with
+ * keep_best_T the held-out judgement of the same net (which may undo it:
+ * the row still shows what the stage made). */
 static void add_measure(nc_runner *r, int row, int keep, int ann)
 {
-    if (!has_test_split(&r->desc))
-        return;
-    nc_run_stage *s = add(r, NC_RUN_MEASURE, keep ? "simulate" : "evaluate");
-    s->row = row;
-    s->keep = keep;
-    s->ann = ann && !r->desc.skip_ann;
-    s->qcfs = !r->desc.skip_qcfs;
+    if (has_test_split(&r->desc)) {
+        nc_run_stage *s = add(r, NC_RUN_MEASURE, keep ? "simulate" : "evaluate");
+        s->row = row;
+        s->keep = keep;
+        s->ann = ann && !r->desc.skip_ann;
+        s->qcfs = !r->desc.skip_qcfs;
+    }
+    if (r->desc.keep_best_T > 0)
+        add(r, NC_RUN_SELECT, "select")->row = row;
 }
 
-/* convert → measure → [QCFS → measure] → [BPTT → measure]; with
- * records, the first and the last measurement keep theirs (the before and
- * after of the workbench's comparison). */
+/* convert → measure → [QCFS → measure] → [calibrate-bias → measure] →
+ * [BPTT → measure]; with records, the first and the last measurement keep
+ * theirs (the before and after of the workbench's comparison).  Bias
+ * calibration follows the QCFS stage: that stage retrains the biases for the
+ * QCFS-ANN, and the correction is for the SNN the net has become. */
 static void plan_conversion(nc_runner *r)
 {
     const nc_pipeline_options *p = &r->desc.pipeline;
     int keep = r->desc.keep_records, qcfs = p->finetune_qcfs_epochs > 0, bptt = p->finetune_bptt_epochs > 0;
+    int bias = p->calibrate_bias_T > 0;
     add(r, NC_RUN_CONVERT, "convert");
     add_measure(r, 0, keep, 1);
     int row = 1;
     if (qcfs) {
         add(r, NC_RUN_FINETUNE, "finetune")->mode = NC_TRAIN_QCFS;
-        add_measure(r, row++, keep && !bptt, 1);
+        add_measure(r, row++, keep && !bias && !bptt, 1);
+    }
+    if (bias) {
+        add(r, NC_RUN_CALIBRATE_BIAS, "calibrate-bias");
+        r->bias_row = row;
+        /* no ANN row: the ANN reading of corrected biases is not the source ANN */
+        add_measure(r, row++, keep && !bptt, 0);
     }
     if (bptt) {
         add(r, NC_RUN_FINETUNE, "finetune")->mode = NC_TRAIN_BPTT;
@@ -165,6 +189,9 @@ nc_status nc_runner_new(const nc_runner_desc *desc, nc_runner **out, nc_error *e
     if (!converts && (finetunes(desc) || desc->n_methods > 0))
         return nc_fail(err, NC_ERR_ARGUMENT, "the network is already spiking: it cannot be calibrated, swept or "
                                              "fine-tuned; simulate it as it is");
+    if ((desc->pipeline.calibrate_bias_T > 0 || desc->keep_best_T > 0) && (!converts || desc->n_methods > 0))
+        return nc_fail(err, NC_ERR_ARGUMENT, "bias calibration and keeping the best stage work on one conversion: "
+                                             "not a spiking network as it is, and not a sweep of threshold methods");
     nc_runner *r = calloc(1, sizeof *r);
     if (!r)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for the pipeline runner");
@@ -174,6 +201,8 @@ nc_status nc_runner_new(const nc_runner_desc *desc, nc_runner **out, nc_error *e
     if (r->desc.batch_size <= 0)
         r->desc.batch_size = r->desc.pipeline.batch_size;
     r->eval_T = default_eval_T(&r->desc, converts);
+    for (int k = 0; k < NC_RUNNER_MAX_ROWS; k++)
+        r->held_out_accuracy[k] = -1;
     r->train = r->desc.pipeline.train;
     plan(r, converts);
     *out = r;
@@ -196,6 +225,8 @@ void nc_runner_free(nc_runner *r)
     nc_net_free(r->net);
     nc_net_free(r->calibrated);
     nc_pipeline_result_clear(&r->pipeline);
+    nc_bias_calib_result_clear(&r->bias);
+    nc_net_free(r->best);
     free(r);
 }
 
@@ -227,6 +258,8 @@ static void decide_training(nc_runner *r)
     if (!t->engine) /* the trainer follows the engine unless told */
         t->engine = strcmp(r->desc.engine, "gpu") == 0 ? "gpu" : "cpu";
     t->crop_fill = nc_runner_crop_fill(&r->desc.pp);
+    if (t->distill_alpha > 0 && !t->teacher) /* the teacher is the ANN the job converts */
+        t->teacher = r->desc.source;
     if (r->train_set && finetunes(&r->desc))
         t->val_count = nc_runner_held_out(r->desc.held_out, r->train_set->count);
 }
@@ -243,6 +276,22 @@ static nc_status make_engine(nc_runner *r, nc_error *err)
     return st;
 }
 
+/* Training images the job reads: all when fine-tuning, else those that
+ * calibration and bias calibration (with its check) read. */
+static int64_t train_images_needed(const nc_runner_desc *d)
+{
+    if (finetunes(d))
+        return 0;
+    const nc_pipeline_options *p = &d->pipeline;
+    int64_t n = p->calib_images;
+    if (p->calibrate_bias_T > 0) {
+        int64_t bias = (p->bias_calib_images > 0 ? p->bias_calib_images : NC_BIAS_CALIB_DEFAULT_IMAGES) +
+                       NC_RUNNER_BIAS_CHECK_IMAGES;
+        n = bias > n ? bias : n;
+    }
+    return n;
+}
+
 /* Calibration reads the first calib_images training images; fine-tuning
  * reads them all. */
 static nc_status run_open(nc_runner *r, nc_error *err)
@@ -252,7 +301,7 @@ static nc_status run_open(nc_runner *r, nc_error *err)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the network");
     nc_status st = NC_OK;
     if (r->stages[1].kind == NC_RUN_CALIBRATE)
-        st = open_split(r, NC_SPLIT_TRAIN, finetunes(&r->desc) ? 0 : r->desc.pipeline.calib_images, err);
+        st = open_split(r, NC_SPLIT_TRAIN, train_images_needed(&r->desc), err);
     if (st == NC_OK && r->train_set)
         st = nc_check_dataset_fits(r->net, r->train_set, err);
     if (st == NC_OK && has_test_split(&r->desc))
@@ -293,12 +342,64 @@ static nc_status run_convert(nc_runner *r, const nc_run_stage *s, nc_error *err)
     return st == NC_OK ? nc_engine_load(r->engine, r->net, err) : st;
 }
 
+/* keep_best_T: judges the net on the held-out images; the best so far is
+ * kept (a clone), a worse net is replaced by it. */
+static nc_status run_select(nc_runner *r, const nc_run_stage *s, nc_error *err)
+{
+    int64_t held = r->train.val_count;
+    if (held <= 0 || !r->train_set) /* nothing held out: every stage is kept */
+        return NC_OK;
+    /* the images the trainer holds out: after those it trains on (nc_train) */
+    int64_t first = r->train_set->count - held;
+    if (r->train.train_count > 0 && r->train.train_count < first)
+        first = r->train.train_count;
+    double acc = -1;
+    nc_status st = nc_evaluate_snn_range(r->engine, r->train_set, first, held, r->desc.keep_best_T,
+                                         r->desc.batch_size, &acc, err);
+    if (st != NC_OK)
+        return st;
+    r->held_out_accuracy[s->row] = acc;
+    if (!r->best || acc > r->best_accuracy) {
+        nc_net_free(r->best);
+        r->best = nc_net_clone(r->net);
+        r->best_row = s->row;
+        r->best_accuracy = acc;
+        return r->best ? NC_OK : nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the best network");
+    }
+    nc_net *back = nc_net_clone(r->best);
+    if (!back)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the best network");
+    nc_net_free(r->net);
+    r->net = back;
+    return nc_engine_load(r->engine, r->net, err);
+}
+
+/* The time a training stage may take under desc.time_budget (0: no limit). */
+static double stage_budget(const nc_runner *r, int stage)
+{
+    if (r->desc.time_budget <= 0)
+        return 0;
+    double longest_measure = 0, reserve = 0, left = r->desc.time_budget - (nc_now() - r->start);
+    int training_after = 0;
+    for (int i = 0; i < stage; i++)
+        if (r->stages[i].kind == NC_RUN_MEASURE || r->stages[i].kind == NC_RUN_SELECT)
+            longest_measure = r->stage_seconds[i] > longest_measure ? r->stage_seconds[i] : longest_measure;
+    for (int i = stage + 1; i < r->n_stages; i++) {
+        training_after |= r->stages[i].kind == NC_RUN_FINETUNE;
+        if (r->stages[i].kind == NC_RUN_MEASURE || r->stages[i].kind == NC_RUN_SELECT)
+            reserve += longest_measure;
+    }
+    left = training_after ? 0.25 * left : left - reserve;
+    return left > 1e-3 ? left : 1e-3; /* the first epoch always runs */
+}
+
 static nc_status run_finetune(nc_runner *r, const nc_run_stage *s, const nc_runner_observer *obs, nc_error *err)
 {
     nc_pipeline_options o = r->desc.pipeline;
     o.train = r->train;
     o.train.progress = obs->train_progress;
     o.train.progress_user = obs->user;
+    o.train.time_budget = stage_budget(r, (int)(s - r->stages));
     nc_train_result res;
     nc_status st = nc_pipeline_finetune(r->net, s->mode, r->train_set, &o, &res, err);
     if (st == NC_OK) {
@@ -309,25 +410,45 @@ static nc_status run_finetune(nc_runner *r, const nc_run_stage *s, const nc_runn
     return st;
 }
 
+static nc_status run_calibrate_bias(nc_runner *r, const nc_runner_observer *obs, nc_error *err)
+{
+    const nc_pipeline_options *p = &r->desc.pipeline;
+    nc_bias_calib_options o = {.T = p->calibrate_bias_T, .images = p->bias_calib_images,
+                               .batch_size = r->desc.batch_size, .progress = obs->progress,
+                               .progress_user = obs->user};
+    int64_t images = o.images > 0 ? o.images : NC_BIAS_CALIB_DEFAULT_IMAGES;
+    if (images > r->train_set->count / 2) /* leave half for the check at least */
+        images = o.images = r->train_set->count / 2;
+    o.check_first = images;
+    o.check_count = r->train_set->count - images < NC_RUNNER_BIAS_CHECK_IMAGES ? r->train_set->count - images
+                                                                                : NC_RUNNER_BIAS_CHECK_IMAGES;
+    nc_bias_calib_result_clear(&r->bias);
+    nc_status st = nc_bias_calibrate(r->engine, r->net, r->train_set, &o, &r->bias, err);
+    r->bias_done = st == NC_OK;
+    return st;
+}
+
 
 static nc_status notify(nc_runner *r, const nc_runner_observer *obs, int i, nc_runner_event ev, nc_error *err)
 {
     return obs->event ? obs->event(obs->user, r, &r->stages[i], ev, err) : NC_OK;
 }
 
-/* Does a later stage change the net in place (fine-tuning)? */
+/* Does a later stage change the net in place (fine-tuning, bias calibration)? */
 static int changed_later(const nc_runner *r, int stage)
 {
     for (int i = stage + 1; i < r->n_stages; i++)
-        if (r->stages[i].kind == NC_RUN_FINETUNE)
+        if (r->stages[i].kind == NC_RUN_FINETUNE || r->stages[i].kind == NC_RUN_CALIBRATE_BIAS)
             return 1;
     return 0;
 }
 
 static const char *row_name(const nc_runner *r, const nc_run_stage *s, char *buf, size_t size)
 {
-    if (s->row > 0 && r->desc.n_methods == 0) { /* after a fine-tuning stage */
+    if (s->row > 0 && r->desc.n_methods == 0) { /* after a fine-tuning or bias calibration stage */
         const nc_run_stage *ft = s - 1;
+        if (ft->kind == NC_RUN_CALIBRATE_BIAS)
+            return "bias calibrated";
         return ft->mode == NC_TRAIN_QCFS ? "QCFS fine-tuned" : "BPTT fine-tuned";
     }
     if (r->desc.n_methods > 0) {
@@ -446,11 +567,67 @@ void nc_runner_store_rows(nc_project *p, const nc_stage_row *rows, int n)
         const char *name = rows[k].name;
         store_row(p, strcmp(name, "QCFS fine-tuned") == 0   ? "qcfs_finetuned_"
                      : strcmp(name, "BPTT fine-tuned") == 0 ? "bptt_finetuned_"
+                     : strcmp(name, "bias calibrated") == 0 ? "bias_calibrated_"
                                                             : "",
                   &rows[k]);
     }
     if (n > 1) /* the final network's accuracies under plain names too, for readers */
         store_row(p, "final_", &rows[n - 1]);
+}
+
+/* The bias corrections as per-layer statistics "bias_correction" (only
+ * when the saved net holds them), the layer errors before and after as
+ * "bias_error" [before, after], and the settings and check as metrics. */
+static nc_status store_bias(nc_project *p, const nc_runner *r, nc_error *err)
+{
+    const nc_bias_calib_result *b = &r->bias;
+    const nc_net *net = r->net;
+    /* a later select may have gone back to the net from before the corrections */
+    int holds = b->kept && !(r->best && r->best_row < r->bias_row);
+    nc_status st = NC_OK;
+    for (int l = 0; l < b->n_layers && st == NC_OK; l++) {
+        const nc_bias_layer *bl = &b->layers[l];
+        const char *name = net->nodes[bl->node].name;
+        int64_t shape[1] = {bl->channels}, two[1] = {2};
+        float errors[2] = {(float)bl->error_before, (float)bl->error_after};
+        if (holds && bl->carrier >= 0)
+            st = nc_project_add_stat(p, name, "bias_correction", 1, shape, bl->delta, err);
+        if (st == NC_OK)
+            st = nc_project_add_stat(p, name, "bias_error", 1, two, errors, err);
+    }
+    store_metric(p, "", "bias_calibration_T", b->T);
+    store_metric(p, "", "bias_calibration_images", (double)b->images);
+    store_metric(p, "", "bias_calibration_kept", holds);
+    if (b->check_before >= 0) {
+        store_metric(p, "", "bias_calibration_check_before", b->check_before);
+        store_metric(p, "", "bias_calibration_check_after", b->check_after);
+    }
+    return st;
+}
+
+/* "seconds_<label>": the time of each kind of stage, summed; and the
+ * whole job's. */
+static void store_stage_times(const nc_runner *r, nc_project *p)
+{
+    double total = 0;
+    for (int i = 0; i < r->n_stages; i++) {
+        double sum = 0;
+        int first = 1;
+        for (int k = 0; k < r->n_stages; k++) {
+            if (strcmp(r->stages[k].label, r->stages[i].label) == 0) {
+                first &= k >= i;
+                sum += r->stage_seconds[k];
+            }
+        }
+        if (first && sum > 0) {
+            char name[64];
+            snprintf(name, sizeof name, "seconds_%s", r->stages[i].label);
+            store_metric(p, "", name, sum);
+        }
+        total += r->stage_seconds[i];
+    }
+    if (total > 0)
+        store_metric(p, "", "seconds_total", total);
 }
 
 nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error *err)
@@ -467,6 +644,10 @@ nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error 
     if (st != NC_OK)
         return st;
     nc_runner_store_rows(p, r->rows, r->n_rows);
+    if (r->best && r->best_row >= 0 && r->best_row < r->n_rows - 1) /* an undone last stage: final_ is the kept one */
+        store_row(p, "final_", &r->rows[r->best_row]);
+    if (finetunes(&r->desc) || o->calibrate_bias_T > 0) /* a plain conversion's file stays as it was */
+        store_stage_times(r, p);
     if (r->test_set)
         store_metric(p, "", "test_images", (double)r->test_set->count);
     store_metric(p, "", "finetune_qcfs_epochs", o->finetune_qcfs_epochs);
@@ -476,6 +657,17 @@ nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error 
     if (o->finetune_bptt_epochs > 0) {
         store_metric(p, "", "finetune_bptt_seconds", r->results[NC_TRAIN_BPTT].seconds);
         store_metric(p, "", "finetune_train_T", o->train.T);
+    }
+    if (finetunes(&r->desc) && r->train.distill_alpha > 0) {
+        store_metric(p, "", "finetune_distill_alpha", r->train.distill_alpha);
+        store_metric(p, "", "finetune_distill_tau",
+                     r->train.distill_tau > 0 ? r->train.distill_tau : NC_TRAIN_DEFAULT_TAU);
+    }
+    if (st == NC_OK && r->bias_done)
+        st = store_bias(p, r, err);
+    if (st != NC_OK) {
+        nc_project_free(p);
+        return st;
     }
     *out = p;
     return NC_OK;
@@ -500,6 +692,8 @@ static nc_status run_stage(nc_runner *r, int i, const nc_runner_observer *obs, n
     case NC_RUN_CONVERT: return run_convert(r, s, err);
     case NC_RUN_MEASURE: return run_measure(r, i, obs, err);
     case NC_RUN_FINETUNE: return run_finetune(r, s, obs, err);
+    case NC_RUN_CALIBRATE_BIAS: return run_calibrate_bias(r, obs, err);
+    case NC_RUN_SELECT: return run_select(r, s, err);
     case NC_RUN_SAVE: return run_save(r, err);
     }
     return nc_fail(err, NC_ERR_ARGUMENT, "unknown stage kind %d", (int)s->kind);
@@ -542,14 +736,17 @@ nc_status nc_runner_run(nc_runner *r, const nc_runner_observer *obs, nc_error *e
     r->ran = 1;
     nc_runner_observer none = {0};
     r->obs = obs ? obs : &none;
+    r->start = nc_now();
     /* the stages see the runner's hooks, which check the streams first */
     nc_runner_observer hooks = {.user = r, .progress = on_progress, .train_progress = on_train_progress,
                                 .event = on_event};
     nc_status st = NC_OK;
     for (int i = 0; i < r->n_stages && st == NC_OK; i++) {
         st = notify(r, &hooks, i, NC_RUNNER_STAGE_BEGIN, err);
+        double began = nc_now();
         if (st == NC_OK)
             st = run_stage(r, i, &hooks, err);
+        r->stage_seconds[i] = nc_now() - began;
         if (st == NC_OK || st == NC_ERR_CANCELLED) {
             nc_status failed = stream_failure(r, err);
             st = failed != NC_OK ? failed : st;
@@ -594,6 +791,16 @@ int nc_runner_train_result(const nc_runner *r, nc_train_mode mode, nc_train_resu
     return 1;
 }
 const nc_train_options *nc_runner_train_options(const nc_runner *r) { return &r->train; }
+const nc_bias_calib_result *nc_runner_bias_result(const nc_runner *r) { return r->bias_done ? &r->bias : NULL; }
+double nc_runner_stage_seconds(const nc_runner *r, int i)
+{
+    return i >= 0 && i < r->n_stages ? r->stage_seconds[i] : 0;
+}
+int nc_runner_best_row(const nc_runner *r) { return r->best ? r->best_row : -1; }
+double nc_runner_held_out_accuracy(const nc_runner *r, int row)
+{
+    return row >= 0 && row < NC_RUNNER_MAX_ROWS ? r->held_out_accuracy[row] : -1;
+}
 int nc_runner_eval_T(const nc_runner *r) { return r->eval_T; }
 nc_engine *nc_runner_engine(nc_runner *r) { return r->engine; }
 const nc_dataset *nc_runner_train_set(const nc_runner *r) { return r->train_set; }

@@ -9,6 +9,10 @@
  *   calibrate  MaxPool preparation and activation statistics;
  *   convert    thresholds, QCFS, IF neurons (one per threshold method of a
  *              sweep, each on a clone of the calibrated net);
+ *   calibrate-bias  training-free bias corrections for a T
+ *              (pipeline.calibrate_bias_T, sim/nc_bias_calib.h), followed by
+ *              a measure; after the QCFS stage when there is one (that
+ *              stage retrains the biases for the QCFS-ANN), before BPTT;
  *   measure    one row of the stage table: ANN, QCFS-ANN and SNN accuracy on
  *              the test split (the SNN's after every step up to eval_T);
  *   finetune   one fine-tuning stage (QCFS, then BPTT), each followed by a
@@ -21,10 +25,16 @@
  *     calib_images images;
  *   - the held-out set of fine-tuning is desc->held_out images (default
  *     NC_RUNNER_DEFAULT_HELD_OUT), at most a tenth of the training split;
+ *   - bias calibration reads the first pipeline.bias_calib_images training
+ *     images and is checked on the next NC_RUNNER_BIAS_CHECK_IMAGES (or as
+ *     many as there are): corrections that lower the SNN's accuracy there
+ *     are undone;
  *   - the crop padding of augmentation is a black pixel after preprocessing;
+ *   - distillation (pipeline.train.distill_alpha > 0) learns from the source
+ *     network, the ANN the job converts, unless train.teacher names another;
  *   - every row is measured at eval_T steps (default: the simulated T when
- *     the job keeps records, else 32 when fine-tuning, else no SNN row), with
- *     the same encoding, seed and batch size; a row after BPTT has no ANN
+ *     the job keeps records, else 32 when fine-tuning or bias calibrating,
+ *     else no SNN row), with the same encoding, seed and batch size; a row after BPTT has no ANN
  *     accuracy (the ANN reading of those weights is not what was trained).
  *
  * One observer interface serves every front end: one progress callback for
@@ -46,6 +56,7 @@
 #define NC_RUNNER_MAX_STAGES 40
 #define NC_RUNNER_DEFAULT_HELD_OUT 5000
 #define NC_RUNNER_DEFAULT_FINETUNE_EVAL_T 32
+#define NC_RUNNER_BIAS_CHECK_IMAGES 1000
 
 typedef struct nc_runner_desc {
     const nc_net *source;         /* cloned; an ANN is converted, an SNN measured as it is */
@@ -77,6 +88,17 @@ typedef struct nc_runner_desc {
     nc_record_spec record;        /* what a kept record holds (raster, traces)           */
     int skip_ann, skip_qcfs;      /* no ANN / QCFS-ANN accuracy (e.g. NIR neuron models)  */
     const char *output;           /* project file to write; NULL: none                   */
+    /* Keep the best stage (the --target-T recipe, sim/nc_recipe.h): after
+     * every measured stage of a conversion, the SNN's accuracy at
+     * keep_best_T steps on the fine-tuning held-out images decides; a stage
+     * that lowers it is undone (the net goes back to the best so far, and
+     * the next stage starts from there).  0: off. */
+    int keep_best_T;
+    /* Seconds for the whole job (0: no limit): a QCFS stage followed by BPTT
+     * may use a quarter of what is left, the last training stage what is
+     * left less the measurements after it (the longest one so far, per
+     * measurement); the trainer fits its epochs into that (nc_train.h). */
+    double time_budget;
 } nc_runner_desc;
 
 /* The defaults of every field (pipeline defaults, cpu engine, direct
@@ -89,23 +111,26 @@ typedef enum nc_run_stage_kind {
     NC_RUN_CONVERT,
     NC_RUN_MEASURE,
     NC_RUN_FINETUNE,
+    NC_RUN_CALIBRATE_BIAS,
+    NC_RUN_SELECT,
     NC_RUN_SAVE
 } nc_run_stage_kind;
 
 typedef struct nc_run_stage {
     nc_run_stage_kind kind;
     const char *label;      /* for progress displays: "load", "calibrate", "convert",
-                               "simulate", "evaluate", "finetune", "save"          */
+                               "simulate", "evaluate", "finetune", "calibrate-bias",
+                               "select", "save"                                    */
     nc_train_mode mode;     /* FINETUNE: the stage                                */
     int method;             /* CONVERT: index into desc->methods (−1: pipeline.method) */
-    int row;                /* MEASURE: the row it fills                          */
+    int row;                /* MEASURE: the row it fills; SELECT: the row it judges */
     int keep;               /* MEASURE: keeps its record                          */
     int ann, qcfs;          /* MEASURE: also measures ANN / QCFS-ANN accuracy      */
 } nc_run_stage;
 
 /* One row of the stage table: a network measured on the test split. */
 typedef struct nc_stage_row {
-    char name[32];          /* "converted", "QCFS fine-tuned", "BPTT fine-tuned",
+    char name[32];          /* "converted", "bias calibrated", "QCFS fine-tuned", "BPTT fine-tuned",
                                "simulated", or a sweep's method ("p99.9 (channel)") */
     double ann, qcfs;       /* NAN when not measured                              */
     int T;                  /* SNN steps measured (0: none)                       */
@@ -155,6 +180,14 @@ const nc_net *nc_runner_net(const nc_runner *r);
 const nc_pipeline_result *nc_runner_pipeline_result(const nc_runner *r);
 /* The trainer's result of a stage that ran to its end; 0 otherwise. */
 int nc_runner_train_result(const nc_runner *r, nc_train_mode mode, nc_train_result *out);
+/* Seconds stage i took (0 before it ran). */
+double nc_runner_stage_seconds(const nc_runner *r, int i);
+/* keep_best_T: the row whose net the job holds now (the best stage so far),
+ * and the held-out accuracy of row `row` at keep_best_T (−1: not judged). */
+int nc_runner_best_row(const nc_runner *r);
+double nc_runner_held_out_accuracy(const nc_runner *r, int row);
+/* The bias calibration's result (NULL when the stage did not run to its end). */
+const nc_bias_calib_result *nc_runner_bias_result(const nc_runner *r);
 /* The options the trainer ran with (held-out set and crop fill decided). */
 const nc_train_options *nc_runner_train_options(const nc_runner *r);
 int nc_runner_eval_T(const nc_runner *r);
@@ -165,7 +198,7 @@ const nc_dataset *nc_runner_test_set(const nc_runner *r);
 
 /* Writes rows into `p` as metrics under the names `neurocuda convert` always
  * used: "<prefix>ann_accuracy", "<prefix>qcfs_accuracy",
- * "<prefix>snn_accuracy_t<t>" with prefix "" (converted), "qcfs_finetuned_",
+ * "<prefix>snn_accuracy_t<t>" with prefix "" (converted), "bias_calibrated_", "qcfs_finetuned_",
  * "bptt_finetuned_", and "final_" for the last of several rows. */
 void nc_runner_store_rows(nc_project *p, const nc_stage_row *rows, int n);
 

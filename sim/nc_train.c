@@ -69,6 +69,10 @@ struct nc_trainer {
     opt_state *params;
     int n_params;
     int64_t steps;        /* optimiser steps taken (Adam bias correction) */
+    /* distillation: the teacher ANN (a clone), its trainer and its logits */
+    nc_net *teacher_net;
+    nc_trainer *teacher;
+    float *teacher_logits; /* host [max_batch, classes] */
 };
 
 /* ---- names and defaults --------------------------------------------------- */
@@ -88,6 +92,18 @@ int nc_train_horizons_parse(const char *text, nc_train_options *o)
     for (int k = 0; k < n; k++)
         o->horizons[k] = (int)values[k];
     o->n_horizons = n;
+    return 0;
+}
+
+int nc_train_distill_parse(const char *text, nc_train_options *o)
+{
+    float values[3];
+    int n = nc_parse_float_list(text, values, 3);
+    if (n < 1 || n > 2 || !(values[0] >= 0 && values[0] <= 1) || (n == 2 && !(values[1] > 0)))
+        return -1;
+    o->distill_alpha = values[0];
+    if (n == 2)
+        o->distill_tau = values[1];
     return 0;
 }
 
@@ -270,6 +286,17 @@ static double plan_bytes(const mem_plan *p)
                   4 * p->param_floats);
 }
 
+static int distills(const nc_train_options *o) { return o->teacher && o->distill_alpha > 0; }
+
+/* The teacher runs forward only, as the ANN it is (QCFS mode, nothing trained). */
+static nc_train_options teacher_options(const nc_train_options *o)
+{
+    nc_train_options to = nc_train_options_default(NC_TRAIN_QCFS);
+    to.batch_size = o->batch_size;
+    to.engine = o->engine;
+    return to;
+}
+
 nc_status nc_train_estimate(const nc_net *net, const nc_train_options *o, double *bytes, nc_error *err)
 {
     nc_status s = check_net(net, o->mode, err);
@@ -282,6 +309,16 @@ nc_status nc_train_estimate(const nc_net *net, const nc_train_options *o, double
     mem_plan p = plan_memory(net, o, o->batch_size, constant);
     free(constant);
     *bytes = plan_bytes(&p);
+    if (distills(o)) { /* the teacher's own activations and parameters */
+        nc_train_options to = teacher_options(o);
+        double teacher_bytes = 0;
+        s = nc_train_estimate(o->teacher, &to, &teacher_bytes, err);
+        if (s != NC_OK) {
+            nc_error_prefix(err, "the distillation teacher");
+            return s;
+        }
+        *bytes += teacher_bytes;
+    }
     return NC_OK;
 }
 
@@ -430,6 +467,9 @@ void nc_trainer_free(nc_trainer *tr)
         release(be, tr->dlogits_dev);
     }
     nc_train_backend_free(be);
+    nc_trainer_free(tr->teacher);
+    nc_net_free(tr->teacher_net);
+    free(tr->teacher_logits);
     free(tr->params);
     free(tr->val);
     free(tr->grad);
@@ -440,6 +480,29 @@ void nc_trainer_free(nc_trainer *tr)
     free(tr->logits);
     free(tr->dlogits);
     free(tr);
+}
+
+/* A forward-only trainer on a clone of the teacher ANN, same backend. */
+static nc_status setup_teacher(nc_trainer *tr, nc_error *err)
+{
+    const nc_net *t = tr->o.teacher;
+    if (t->n_nodes < 1 || nc_node_numel(&t->nodes[t->output]) != tr->classes)
+        return nc_fail(err, NC_ERR_ARGUMENT, "the distillation teacher %s does not give %d class scores as %s does",
+                       t->source_path, tr->classes, tr->net->source_path);
+    if (!(tr->o.distill_alpha <= 1) || tr->o.distill_tau < 0)
+        return nc_fail(err, NC_ERR_ARGUMENT, "distillation needs a weight α in [0, 1] and a temperature τ > 0 "
+                                             "(got α = %g, τ = %g)", tr->o.distill_alpha, tr->o.distill_tau);
+    if (tr->o.distill_tau == 0)
+        tr->o.distill_tau = NC_TRAIN_DEFAULT_TAU;
+    tr->teacher_net = nc_net_clone(t);
+    tr->teacher_logits = calloc((size_t)tr->max_batch * (size_t)tr->classes, sizeof(float));
+    if (!tr->teacher_net || !tr->teacher_logits)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for the distillation teacher");
+    nc_train_options to = teacher_options(&tr->o);
+    nc_status s = nc_trainer_new(tr->teacher_net, &to, tr->max_batch, &tr->teacher, err);
+    if (s != NC_OK)
+        nc_error_prefix(err, "the distillation teacher");
+    return s;
 }
 
 nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, nc_trainer **out,
@@ -485,6 +548,8 @@ nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, 
         s = setup_params(tr, err);
     if (s == NC_OK)
         s = tr->be->ops->sync(tr->be, err);
+    if (s == NC_OK && distills(o))
+        s = setup_teacher(tr, err);
     if (s != NC_OK) {
         nc_trainer_free(tr);
         return s;
@@ -878,6 +943,17 @@ static void zero_param_grads(nc_trainer *tr)
         tr->be->ops->zero(tr->be, tr->params[k].grad, (size_t)tr->params[k].count);
 }
 
+/* The loss of tr->logits against the labels (and the teacher's logits when
+ * distilling), its gradient into tr->dlogits when dlogits is set. */
+static double batch_loss(nc_trainer *tr, const int32_t *labels, int dlogits, int64_t *correct)
+{
+    float *d = dlogits ? tr->dlogits : NULL;
+    if (!tr->teacher)
+        return nc_softmax_xent(tr->N, tr->classes, tr->logits, labels, d, correct);
+    return nc_distill_xent(tr->N, tr->classes, tr->logits, tr->teacher_logits, labels, tr->o.distill_alpha,
+                           tr->o.distill_tau, d, correct);
+}
+
 /* The loss and dL/d(output) into grad[output].  One horizon (k = T): the
  * logits are the mean over T steps and each step gets dlogits / T.  Several
  * horizons k: loss = mean over k of CE(mean of the first k steps), so step t
@@ -889,7 +965,7 @@ static nc_status output_gradient(nc_trainer *tr, const int32_t *labels, double *
     int64_t per = (int64_t)n * tr->classes, steps = rows_of(tr, out) / n;
     int64_t right = 0;
     if (tr->o.n_horizons <= 0 || steps == 1) {
-        double l = nc_softmax_xent(n, tr->classes, tr->logits, labels, tr->dlogits, &right);
+        double l = batch_loss(tr, labels, 1, &right);
         ops->upload(tr->be, tr->dlogits_dev, tr->dlogits, (size_t)per);
         ops->broadcast_steps(tr->be, (int)steps, per, tr->dlogits_dev, 1.0f / (float)steps, tr->grad[out]);
         tr->grad_live[out] = 1;
@@ -915,7 +991,7 @@ static nc_status output_gradient(nc_trainer *tr, const int32_t *labels, double *
         nc_status s = ops->sync(tr->be, err);
         if (s != NC_OK)
             return s;
-        total += nc_softmax_xent(n, tr->classes, tr->logits, labels, tr->dlogits, NULL) / H;
+        total += batch_loss(tr, labels, 1, NULL) / H;
         ops->upload(tr->be, tr->dlogits_dev, tr->dlogits, (size_t)per);
         ops->broadcast_steps(tr->be, k, per, tr->dlogits_dev, 1.0f / (float)(k * H), tr->temp);
         ops->add(tr->be, k * per, tr->grad[out], tr->temp, tr->grad[out]);
@@ -935,6 +1011,8 @@ nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_
             return nc_fail(err, NC_ERR_ARGUMENT, "label %d of image %d is outside the model's %d classes",
                            (int)labels[k], k, tr->classes);
     nc_status s = forward_batch(tr, images, n, err);
+    if (s == NC_OK && tr->teacher)
+        s = nc_trainer_logits(tr->teacher, images, n, tr->teacher_logits, err);
     if (s != NC_OK)
         return s;
     zero_param_grads(tr);
@@ -1096,6 +1174,7 @@ typedef struct run_state {
     int32_t *labels;
     uint64_t rng;
     double start;
+    int epochs;          /* planned: o->epochs, fewer when the time budget says so */
 } run_state;
 
 /* Batch b of an epoch, augmented, into rs->images and rs->labels.  A set in
@@ -1133,14 +1212,14 @@ static nc_status run_epoch(run_state *rs, int epoch, nc_train_result *res, nc_er
         nc_status s = nc_trainer_gradients(tr, rs->images, rs->labels, n, &loss, &correct, err);
         if (s != NC_OK)
             return s;
-        double progress = (double)((epoch - 1) * rs->batches + b) / (double)(o->epochs * rs->batches);
+        double progress = (double)((epoch - 1) * rs->batches + b) / (double)(rs->epochs * rs->batches);
         double lr = o->cosine ? lr0 * 0.5 * (1.0 + cos(3.14159265358979323846 * progress)) : lr0;
         nc_trainer_apply(tr, lr);
         loss_sum += loss * n;
         right += correct;
         seen += n;
         res->final_loss = loss_sum / (double)seen;
-        nc_train_progress p = {.mode = o->mode, .epoch = epoch, .epochs = o->epochs, .batch = b + 1,
+        nc_train_progress p = {.mode = o->mode, .epoch = epoch, .epochs = rs->epochs, .batch = b + 1,
                                .batches = rs->batches, .loss = loss_sum / (double)seen,
                                .train_accuracy = (double)right / (double)seen, .val_accuracy = -1,
                                .learning_rate = lr, .seconds = nc_now() - rs->start};
@@ -1158,6 +1237,20 @@ static nc_status run_epoch(run_state *rs, int epoch, nc_train_result *res, nc_er
         }
     }
     return NC_OK;
+}
+
+/* With a time budget: the epochs that fit, judged by the mean epoch so far
+ * (never fewer than those run, never more than asked for). */
+static void fit_epochs_to_budget(run_state *rs, int epochs_done)
+{
+    if (rs->o->time_budget <= 0)
+        return;
+    double per_epoch = (nc_now() - rs->start) / epochs_done;
+    int fit = per_epoch > 0 ? (int)(rs->o->time_budget / per_epoch) : rs->epochs;
+    if (fit < epochs_done)
+        fit = epochs_done;
+    if (fit < rs->epochs)
+        rs->epochs = fit;
 }
 
 static nc_status check_run(const nc_net *net, const nc_dataset *ds, const nc_train_options *o, int64_t *n_train,
@@ -1207,7 +1300,7 @@ nc_status nc_train(nc_net *net, const nc_dataset *ds, const nc_train_options *o,
                    nc_error *err)
 {
     *result = (nc_train_result){.best_val_accuracy = -1, .val_accuracy_before = -1};
-    run_state rs = {.ds = ds, .o = o, .rng = o->seed ^ 0x5EEDull, .start = nc_now()};
+    run_state rs = {.ds = ds, .o = o, .rng = o->seed ^ 0x5EEDull, .start = nc_now(), .epochs = o->epochs};
     nc_status s = check_run(net, ds, o, &rs.n_train, err);
     if (s == NC_OK)
         s = check_budget(net, o, &result->memory_bytes, err);
@@ -1237,10 +1330,11 @@ nc_status nc_train(nc_net *net, const nc_dataset *ds, const nc_train_options *o,
         if (s == NC_OK && params_save(rs.tr, &best) != 0)
             s = nc_fail(err, NC_ERR_MEMORY, "out of memory for the best checkpoint");
     }
-    for (int epoch = 1; s == NC_OK && epoch <= o->epochs; epoch++) {
+    for (int epoch = 1; s == NC_OK && epoch <= rs.epochs; epoch++) {
         int best_before = result->best_epoch;
         s = run_epoch(&rs, epoch, result, err);
         result->epochs_run = epoch;
+        fit_epochs_to_budget(&rs, epoch);
         if (s == NC_OK && rs.n_val > 0 && result->best_epoch != best_before && params_save(rs.tr, &best) != 0)
             s = nc_fail(err, NC_ERR_MEMORY, "out of memory for the best checkpoint");
     }

@@ -82,9 +82,24 @@ typedef struct nc_train_options {
                                    * 90 % of the device's free memory (gpu)      */
     const char *engine;           /* where the arithmetic runs: "cpu" (NULL) or
                                    * "gpu" (sim/nc_train_backend.h)             */
+    /* Distillation: the teacher's logits on the same (augmented) batch are
+     * soft targets next to the labels, nc_distill_xent with weight
+     * distill_alpha (0 = off: the plain cross-entropy, bit for bit) and
+     * temperature distill_tau (≤ 0: NC_TRAIN_DEFAULT_TAU).  The teacher is
+     * the source ANN (ReLU/clip neurons), run by a second trainer on the same
+     * backend in QCFS mode, never trained; it must outlive the run. */
+    const nc_net *teacher;
+    double distill_alpha;
+    double distill_tau;
+    /* Seconds the run may take (0 = no limit): after each epoch, the run
+     * stops early when one more epoch of the same length would pass it; the
+     * cosine schedule is re-planned over the epochs that fit. */
+    double time_budget;
     nc_train_progress_fn progress;
     void *progress_user;
 } nc_train_options;
+
+#define NC_TRAIN_DEFAULT_TAU 2.0
 
 nc_train_options nc_train_options_default(nc_train_mode mode);
 
@@ -154,5 +169,8 @@ int nc_optimizer_parse(const char *text, nc_optimizer *out); /* 0 ok, -1 bad */
 /* "4,8" → o->horizons {4, 8}, o->n_horizons 2: 1 to 8 whole step counts in
  * 1 … 4096; 0 ok, -1 bad (o unchanged). */
 int nc_train_horizons_parse(const char *text, nc_train_options *o);
+/* "0.5" or "0.5,4" → distill_alpha (in [0, 1]) and distill_tau (> 0, kept
+ * when not given); 0 ok, -1 bad (o unchanged). */
+int nc_train_distill_parse(const char *text, nc_train_options *o);
 
 #endif

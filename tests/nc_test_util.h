@@ -63,6 +63,40 @@ static inline nc_window square_window(int c, int h, int w, int k, int stride, in
     return g;
 }
 
+/* ---- synthetic data ------------------------------------------------------------ */
+
+/* 8×8 images, class = which quadrant is bright (4 classes), with noise. */
+static inline nc_dataset *quadrant_dataset(int64_t count, uint64_t seed)
+{
+    nc_dataset *ds = calloc(1, sizeof *ds);
+    ds->count = count;
+    ds->channels = 1, ds->height = 8, ds->width = 8;
+    ds->num_classes = 4;
+    ds->images = malloc((size_t)count * 64 * sizeof(float));
+    ds->labels = malloc((size_t)count * sizeof(int32_t));
+    snprintf(ds->path, sizeof ds->path, "quadrants");
+    for (int64_t k = 0; k < count; k++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int label = (int)((seed >> 33) % 4);
+        ds->labels[k] = label;
+        for (int y = 0; y < 8; y++)
+            for (int x = 0; x < 8; x++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                float noise = (float)(uint32_t)(seed >> 40) / 16777216.0f * 0.6f;
+                int quadrant = (y >= 4) * 2 + (x >= 4);
+                ds->images[k * 64 + y * 8 + x] = (quadrant == label ? 0.7f : 0.0f) + noise;
+            }
+    }
+    return ds;
+}
+
+static inline void free_dataset(nc_dataset *ds)
+{
+    free(ds->images);
+    free(ds->labels);
+    free(ds);
+}
+
 /* ---- net building ------------------------------------------------------------- */
 
 static inline int add1(nc_net *net, nc_node_kind kind, const char *name, int in)

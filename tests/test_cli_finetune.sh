@@ -51,6 +51,29 @@ if [ $rc -eq 2 ] && grep -q -- "--surrogate" "$WORK/out"; then ok "unknown surro
 rc=$?
 if [ $rc -eq 2 ] && grep -q -- "--train-engine" "$WORK/out"; then ok "unknown training engine named"; else not_ok "bad --train-engine (exit $rc)"; fi
 
+if "$BIN" convert "$MODEL" -o "$WORK/x.ncsnn" --finetune-bptt 1 --distill 1.5 >"$WORK/out" 2>&1; then rc=0; else rc=$?; fi
+if [ $rc -eq 2 ] && grep -q -- "--distill" "$WORK/out"; then ok "a distillation weight above 1 named"; else not_ok "bad --distill (exit $rc)"; fi
+
+# 3b. the recipe: prints its choices, calibrates the bias, distils, keeps the best stage, times each stage
+"$BIN" convert "$MODEL" -o "$WORK/recipe.ncsnn" "${PREP[@]}" --calib-images 300 --limit 300 --train-images 256 \
+  --val-images 256 --batch 32 --bias-images 128 --target-T 4 --time-budget 1 --json >"$WORK/out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "Recipe for T = 4" "$WORK/out" && grep -q "^Bias calibration for T = 4" "$WORK/out" \
+   && grep -q "distillation from the source ANN: weight 0.5" "$WORK/out" && grep -q "^Stage times:" "$WORK/out" \
+   && [ "$(json 'd["kept_stage"] in [s["stage"] for s in d["stages"]] and d["target_T"] == 4')" = True ] \
+   && [ "$(json 'len(d["stages"]) == 4 and all("held_out_accuracy" in s for s in d["stages"])')" = True ]; then
+  ok "convert --target-T 4: the plan, bias calibration, distillation, every stage judged and timed"
+else
+  not_ok "convert --target-T 4 (exit $rc)"
+fi
+"$BIN" info "$WORK/recipe.ncsnn" --json >"$WORK/out" 2>&1
+if grep -q "bias_calibrated_snn_accuracy_t4" "$WORK/out" && grep -q "seconds_finetune" "$WORK/out" \
+   && grep -q "finetune_distill_alpha" "$WORK/out"; then
+  ok "the project file keeps the recipe's rows, stage times and distillation"
+else
+  not_ok "recipe metrics in the project file"
+fi
+
 # 4. Ctrl-C mid-epoch: exit non-zero, the old project file is unchanged
 cp "$WORK/ft.ncsnn" "$WORK/keep.ncsnn"
 sum_before=$(sha256sum "$WORK/keep.ncsnn" | cut -d' ' -f1)

@@ -1186,6 +1186,72 @@ static void test_softmax_xent(void)
     free(z), free(dz), free(z64), free(fd);
 }
 
+/* ---- distillation ----------------------------------------------------------- */
+
+typedef struct distill_ctx {
+    xent_ctx hard;
+    const double *teacher;
+    double alpha, tau;
+} distill_ctx;
+
+/* (1 − α)·CE + α·τ²·KL(softmax(t/τ) ‖ softmax(s/τ)), written out naively in float64 */
+static double distill64(const distill_ctx *k)
+{
+    int C = k->hard.classes;
+    double kl = 0;
+    for (int64_t r = 0; r < k->hard.rows; r++) {
+        const double *s = k->hard.logits + r * C, *t = k->teacher + r * C;
+        double ss = 0, st = 0;
+        for (int j = 0; j < C; j++)
+            ss += exp(s[j] / k->tau), st += exp(t[j] / k->tau);
+        for (int j = 0; j < C; j++) {
+            double pt = exp(t[j] / k->tau) / st, ps = exp(s[j] / k->tau) / ss;
+            kl += pt * log(pt / ps);
+        }
+    }
+    kl /= (double)k->hard.rows;
+    return (1 - k->alpha) * xent64(&k->hard) + k->alpha * k->tau * k->tau * kl;
+}
+
+static void distill_fwd64(const void *vp, double *y) { *y = distill64(vp); }
+
+static void test_distill_xent(void)
+{
+    enum { ROWS = 5, CLASSES = 7, N = ROWS * CLASSES };
+    float *z = rnd_array(N), *t = rnd_array(N), *dz = malloc(N * sizeof(float)), *d0 = malloc(N * sizeof(float));
+    int32_t lab[ROWS];
+    for (int r = 0; r < ROWS; r++)
+        lab[r] = rnd_int(0, CLASSES - 1);
+    for (int i = 0; i < N; i++)
+        z[i] *= 3.0f, t[i] *= 5.0f;
+    /* α = 0 is the plain cross-entropy, bit for bit */
+    int64_t c1 = 0, c2 = 0;
+    double l1 = nc_distill_xent(ROWS, CLASSES, z, t, lab, 0.0, 2.0, dz, &c1);
+    double l2 = nc_softmax_xent(ROWS, CLASSES, z, lab, d0, &c2);
+    NC_CHECK(l1 == l2 && c1 == c2 && memcmp(dz, d0, N * sizeof(float)) == 0, "alpha 0 = nc_softmax_xent");
+    double *z64 = to_double(z, N), *t64 = to_double(t, N), one = 1.0;
+    static const double settings[][2] = {{0.5, 2.0}, {0.9, 4.0}, {1.0, 1.0}, {0.3, 0.5}};
+    for (int k = 0; k < 4; k++) {
+        distill_ctx ctx = {{ROWS, CLASSES, lab, z64}, t64, settings[k][0], settings[k][1]};
+        double loss = nc_distill_xent(ROWS, CLASSES, z, t, lab, ctx.alpha, ctx.tau, dz, NULL);
+        NC_CHECK_CLOSE(loss, distill64(&ctx), 1e-12, 1e-12, "distill loss = float64 reference (α %g, τ %g)",
+                       ctx.alpha, ctx.tau);
+        fd_setup s = {distill_fwd64, &ctx, 1, &one};
+        NC_CHECK(fd_check("distill fd", &s, z64, N, 1e-5, dz, 0.0f), "distill gradient = FD of the reference "
+                 "(α %g, τ %g)", ctx.alpha, ctx.tau);
+    }
+    /* a student equal to its teacher, α = 1: no loss, no gradient */
+    NC_CHECK_CLOSE(nc_distill_xent(ROWS, CLASSES, t, t, lab, 1.0, 3.0, dz, NULL), 0.0, 0, 1e-12, "KL(p ‖ p) = 0");
+    for (int i = 0; i < N; i++)
+        NC_CHECK(fabsf(dz[i]) < 1e-7f, "zero gradient at the teacher (%d: %g)", i, dz[i]);
+    /* a label out of range: no loss and no gradient from that row */
+    lab[0] = CLASSES;
+    nc_distill_xent(ROWS, CLASSES, z, t, lab, 0.5, 2.0, dz, NULL);
+    for (int j = 0; j < CLASSES; j++)
+        NC_CHECK(dz[j] == 0, "no gradient for a bad label");
+    free(z), free(t), free(dz), free(d0), free(z64), free(t64);
+}
+
 int main(void)
 {
     NC_RUN(test_conv_backward);
@@ -1203,5 +1269,6 @@ int main(void)
     NC_RUN(test_if_backward);
     NC_RUN(test_if_backward_hand);
     NC_RUN(test_softmax_xent);
+    NC_RUN(test_distill_xent);
     return nc_test_done();
 }

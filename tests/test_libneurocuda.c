@@ -128,6 +128,17 @@ static void test_bad_options(void)
                  strstr(err.message, "p99.9"), "%s", err.message);
     NC_CHECK(neurocuda_options_set(o, "L", "0", &err) == NEUROCUDA_ERR_ARGUMENT, "%s", err.message);
     NC_CHECK(neurocuda_options_set(o, "engine", "tpu", &err) == NEUROCUDA_ERR_ARGUMENT, "%s", err.message);
+    /* the recipe's keys: good values taken, bad ones named */
+    static const char *good[][2] = {{"distill", "0.5,2"}, {"distill", "0"}, {"calibrate-bias", "8"},
+                                    {"bias-images", "256"}, {"target-T", "4"}, {"time-budget", "2.5"}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        NC_CHECK(neurocuda_options_set(o, good[i][0], good[i][1], &err) == NEUROCUDA_OK, "%s %s: %s", good[i][0],
+                 good[i][1], err.message);
+    NC_CHECK(neurocuda_options_set(o, "distill", "1.5", &err) == NEUROCUDA_ERR_ARGUMENT &&
+                 strstr(err.message, "distill"), "%s", err.message);
+    NC_CHECK(neurocuda_options_set(o, "distill", "0.5,0", &err) == NEUROCUDA_ERR_ARGUMENT, "τ = 0 refused");
+    NC_CHECK(neurocuda_options_set(o, "target-T", "0", &err) == NEUROCUDA_ERR_ARGUMENT, "%s", err.message);
+    NC_CHECK(neurocuda_options_set(o, "time-budget", "-1", &err) == NEUROCUDA_ERR_ARGUMENT, "%s", err.message);
     neurocuda_options_free(o);
 }
 

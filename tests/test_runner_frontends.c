@@ -167,6 +167,45 @@ static void test_same_tables(void)
     nc_job_settings_clear(&s);
 }
 
+/* --target-T 4 on the command line and Target T 4 in the workbench plan the
+ * recipe's stages: QCFS, bias calibration, BPTT, each measured and judged. */
+static void test_same_recipe_plan(void)
+{
+    char *argv[] = {"convert", model_path, "-o", project_path, "--mean", "0.2860", "--std", "0.3530",
+                    "--limit", "200", "--target-T", "4", "--time-budget", "2", NULL};
+    nc_runner_desc c, w;
+    memset(&c, 0, sizeof c);
+    optind = 1;
+    NC_CHECK(nc_cli_convert_describe((int)(sizeof argv / sizeof argv[0]) - 1, argv, model, &c) == 0, "parses");
+    NcJobSettings s;
+    workbench_settings(&s);
+    s.pipeline.finetune_qcfs_epochs = s.pipeline.finetune_bptt_epochs = 0; /* the recipe decides */
+    s.target_T = 4;
+    s.time_budget_minutes = 2;
+    nc_job_settings_describe_run(&s, model, model_path, &w);
+    NC_CHECK(c.keep_best_T == 4 && w.keep_best_T == 4 && c.time_budget == 120 && w.time_budget == 120,
+             "both keep the best stage at T = 4 within 2 minutes");
+    NC_CHECK(c.pipeline.levels == 4 && w.pipeline.levels == 4 && c.pipeline.calibrate_bias_T == 4 &&
+                 w.pipeline.calibrate_bias_T == 4 && w.pipeline.train.distill_alpha == 0.5,
+             "L = 4, bias calibration for 4, distillation");
+    nc_runner *a = NULL, *b = NULL;
+    nc_error err = {0};
+    NC_CHECK(nc_runner_new(&c, &a, &err) == NC_OK && nc_runner_new(&w, &b, &err) == NC_OK, "%s", err.message);
+    if (a && b) {
+        NC_CHECK(nc_runner_stage_count(a) == nc_runner_stage_count(b) + 1, "the CLI plans a save stage more");
+        int selects = 0;
+        for (int i = 0; i < nc_runner_stage_count(b); i++) {
+            const nc_run_stage *x = nc_runner_stage(a, i), *y = nc_runner_stage(b, i);
+            NC_CHECK(x->kind == y->kind && x->row == y->row && x->mode == y->mode, "stage %d is the same", i);
+            selects += y->kind == NC_RUN_SELECT;
+        }
+        NC_CHECK(selects == 4, "four rows judged on held-out images (%d)", selects);
+    }
+    nc_runner_free(a);
+    nc_runner_free(b);
+    nc_job_settings_clear(&s);
+}
+
 /* `run` of a converted net: T = 6, 100 images, batch 25. */
 static char *run_argv[] = {"run", project_path, "--mean", "0.2860", "--std", "0.3530", "--limit", "100", "-T", "6",
                            "--batch", "25", NULL};
@@ -261,6 +300,8 @@ int main(void)
         close(fd);
     model = nc_cli_load_model(model_path);
     NC_RUN(test_same_plan);
+    if (model)
+        NC_RUN(test_same_recipe_plan);
     if (model)
         NC_RUN(test_same_tables);
     if (model)

@@ -226,38 +226,6 @@ static void test_bptt_step_matches_pytorch(void) { compare_step("bptt.bin", NC_T
 
 /* ---- learning on a synthetic task ------------------------------------------ */
 
-/* 8×8 images, class = which quadrant is bright (4 classes), with noise. */
-static nc_dataset *quadrant_dataset(int64_t count, uint64_t seed)
-{
-    nc_dataset *ds = calloc(1, sizeof *ds);
-    ds->count = count;
-    ds->channels = 1, ds->height = 8, ds->width = 8;
-    ds->num_classes = 4;
-    ds->images = malloc((size_t)count * 64 * sizeof(float));
-    ds->labels = malloc((size_t)count * sizeof(int32_t));
-    snprintf(ds->path, sizeof ds->path, "quadrants");
-    for (int64_t k = 0; k < count; k++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        int label = (int)((seed >> 33) % 4);
-        ds->labels[k] = label;
-        for (int y = 0; y < 8; y++)
-            for (int x = 0; x < 8; x++) {
-                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-                float noise = (float)(uint32_t)(seed >> 40) / 16777216.0f * 0.6f;
-                int quadrant = (y >= 4) * 2 + (x >= 4);
-                ds->images[k * 64 + y * 8 + x] = (quadrant == label ? 0.7f : 0.0f) + noise;
-            }
-    }
-    return ds;
-}
-
-static void free_dataset(nc_dataset *ds)
-{
-    free(ds->images);
-    free(ds->labels);
-    free(ds);
-}
-
 typedef struct progress_log {
     int calls, cancel_after;
     double first_loss, last_loss;
@@ -322,6 +290,29 @@ static void test_run_learns(nc_train_mode mode)
     printf("# %s: held-out %.3f → %.3f (epoch %d), loss %.3f → %.3f, %.2f s, %.1f MB estimated\n",
            nc_train_mode_name(mode), r.val_accuracy_before, r.best_val_accuracy, r.best_epoch, log.first_loss,
            log.last_loss, r.seconds, r.memory_bytes / 1e6);
+    free_dataset(ds);
+    nc_net_free(net);
+}
+
+/* A time budget shorter than one epoch: the run stops after the first. */
+static void test_time_budget_stops(void)
+{
+    nc_net *net = learning_net(NC_NEURON_QCFS);
+    NC_CHECK(net != NULL, "net");
+    if (!net)
+        return;
+    nc_dataset *ds = quadrant_dataset(300, 9);
+    nc_train_options o = nc_train_options_default(NC_TRAIN_QCFS);
+    o.epochs = 5;
+    o.batch_size = 50;
+    o.time_budget = 1e-6;
+    nc_train_result r;
+    nc_error err = {0};
+    NC_CHECK(nc_train(net, ds, &o, &r, &err) == NC_OK, "train: %s", err.message);
+    NC_CHECK(r.epochs_run == 1, "1 of 5 epochs within the budget (ran %d)", r.epochs_run);
+    o.time_budget = 0;
+    o.epochs = 2;
+    NC_CHECK(nc_train(net, ds, &o, &r, &err) == NC_OK && r.epochs_run == 2, "no budget: every epoch");
     free_dataset(ds);
     nc_net_free(net);
 }
@@ -478,6 +469,100 @@ static void test_loss_horizons(void)
     nc_net_free(net);
 }
 
+/* ---- distillation ------------------------------------------------------------ */
+
+/* The gradients and loss of one batch of 8 quadrant images under options o. */
+static double batch_gradients(nc_net *net, const nc_train_options *o, float *out, int *count)
+{
+    nc_trainer *tr = NULL;
+    nc_error err = {0};
+    double loss = NAN;
+    *count = 0;
+    if (nc_trainer_new(net, o, 8, &tr, &err) != NC_OK) {
+        NC_CHECK(0, "trainer: %s", err.message);
+        return loss;
+    }
+    nc_dataset *ds = quadrant_dataset(8, 5);
+    NC_CHECK(nc_trainer_gradients(tr, ds->images, ds->labels, 8, &loss, NULL, &err) == NC_OK, "%s", err.message);
+    for (int k = 0; k < nc_trainer_param_count(tr); k++) {
+        nc_train_param p;
+        nc_trainer_param(tr, k, &p);
+        memcpy(out + *count, p.grad, (size_t)p.count * sizeof(float));
+        *count += (int)p.count;
+    }
+    free_dataset(ds);
+    nc_trainer_free(tr);
+    return loss;
+}
+
+/* Logits [8, 4] of the quadrant batch: the student (BPTT, mean over T) or the
+ * teacher (QCFS mode on its ReLU net, i.e. the ANN). */
+static void batch_logits(nc_net *net, nc_train_mode mode, int T, float *logits)
+{
+    nc_train_options o = nc_train_options_default(mode);
+    o.T = T;
+    nc_trainer *tr = NULL;
+    nc_error err = {0};
+    nc_dataset *ds = quadrant_dataset(8, 5);
+    NC_CHECK(nc_trainer_new(net, &o, 8, &tr, &err) == NC_OK && nc_trainer_logits(tr, ds->images, 8, logits, &err) == NC_OK,
+             "logits: %s", err.message);
+    free_dataset(ds);
+    nc_trainer_free(tr);
+}
+
+static void test_distillation(void)
+{
+    nc_net *net = learning_net(NC_NEURON_IF), *teacher = learning_net(NC_NEURON_RELU);
+    NC_CHECK(net && teacher, "nets");
+    if (!net || !teacher)
+        return;
+    nc_node *fc = &teacher->nodes[nc_net_find(teacher, "fc")];
+    for (int64_t k = 0; k < nc_tensor_numel(fc->weight); k++) /* a teacher that disagrees */
+        fc->weight->data[k] *= k % 3 == 0 ? -2.0f : 1.5f;
+    float *a = calloc(4096, sizeof(float)), *b = calloc(4096, sizeof(float));
+    int na, nb;
+    nc_train_options o = nc_train_options_default(NC_TRAIN_BPTT);
+    o.T = 4;
+    o.train_threshold = 1;
+    double plain = batch_gradients(net, &o, a, &na);
+    o.teacher = teacher; /* off (α = 0) with a teacher given: today's behaviour, bit for bit */
+    double off = batch_gradients(net, &o, b, &nb);
+    NC_CHECK(na == nb && na > 0 && plain == off && memcmp(a, b, (size_t)na * sizeof(float)) == 0,
+             "distillation off = the plain loss, bit for bit");
+    o.distill_alpha = 0.7;
+    o.distill_tau = 3.0;
+    double on = batch_gradients(net, &o, b, &nb);
+    float student[32], soft[32];
+    int32_t labels[8];
+    nc_dataset *ds = quadrant_dataset(8, 5);
+    memcpy(labels, ds->labels, sizeof labels);
+    free_dataset(ds);
+    batch_logits(net, NC_TRAIN_BPTT, 4, student);
+    batch_logits(teacher, NC_TRAIN_QCFS, 1, soft);
+    double want = nc_distill_xent(8, 4, student, soft, labels, 0.7, 3.0, NULL, NULL);
+    NC_CHECK_CLOSE(on, want, 1e-6, 1e-6, "trainer loss = nc_distill_xent of the student's and the ANN's logits");
+    double worst = 0;
+    for (int k = 0; k < na; k++)
+        worst = fmax(worst, fabs(a[k] - b[k]));
+    NC_CHECK(worst > 1e-6, "distillation changes the gradients (max diff %.3g)", worst);
+    /* the teacher must give as many class scores as the student */
+    nc_train_options bad = o;
+    nc_net *wrong = learning_net(NC_NEURON_RELU);
+    nc_node *wfc = &wrong->nodes[nc_net_find(wrong, "fc")];
+    wfc->weight->shape[0] = 3, wfc->bias->shape[0] = 3;
+    nc_error err = {0};
+    nc_net_infer_shapes(wrong, &err);
+    bad.teacher = wrong;
+    nc_trainer *tr = NULL;
+    NC_CHECK(nc_trainer_new(net, &bad, 8, &tr, &err) == NC_ERR_ARGUMENT && strstr(err.message, "class scores"),
+             "a teacher with 3 classes is refused: %s", err.message);
+    nc_trainer_free(tr);
+    nc_net_free(wrong);
+    free(a), free(b);
+    nc_net_free(net);
+    nc_net_free(teacher);
+}
+
 /* The CPU backend splits big conv and dense layers over the cores, each slice
  * with its own parameter-gradient buffer added in slice order: forward
  * outputs, input gradients and accumulated parameter gradients equal the
@@ -572,6 +657,8 @@ int main(void)
     NC_RUN(test_memory_budget_refuses);
     NC_RUN(test_untrainable_nodes_named);
     NC_RUN(test_loss_horizons);
+    NC_RUN(test_distillation);
+    NC_RUN(test_time_budget_stops);
     NC_RUN(test_cpu_backend_slices);
     return nc_test_done();
 }

@@ -57,14 +57,10 @@ def evaluate(model, x, y, batch=1000):
     return correct / len(x)
 
 
-def train(name, data, epochs, seed, limit=0):
-    """Trains a fresh module; returns it (eval mode, contiguous weights)."""
-    torch.manual_seed(seed)
-    x, y = data["train"]
-    if limit:
-        x, y = x[:limit], y[:limit]
-    model = nc_models.build(name).to(memory_format=torch.channels_last)  # faster convs on CPU
-    opt = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
+def fit(model, x, y, epochs, seed, name, lr=LEARNING_RATE):
+    """Adam with a cosine learning rate over all steps, batches in a seeded
+    random order; logs each epoch's mean loss."""
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
     steps = epochs * math.ceil(len(x) / BATCH)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     gen = torch.Generator().manual_seed(seed)
@@ -82,6 +78,16 @@ def train(name, data, epochs, seed, limit=0):
             sched.step()
             total += loss.item() * len(idx)
         log(f"{name}: epoch {epoch + 1}/{epochs} loss {total / len(x):.4f} ({time.time() - t0:.0f} s)")
+
+
+def train(name, data, epochs, seed, limit=0):
+    """Trains a fresh module; returns it (eval mode, contiguous weights)."""
+    torch.manual_seed(seed)
+    x, y = data["train"]
+    if limit:
+        x, y = x[:limit], y[:limit]
+    model = nc_models.build(name).to(memory_format=torch.channels_last)  # faster convs on CPU
+    fit(model, x, y, epochs, seed, name)
     # Rebuild from the state_dict exactly as export_onnx.py will, so the
     # exported module and the reference logits come from the same code path.
     state = {k: v.contiguous() for k, v in model.state_dict().items()}

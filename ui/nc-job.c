@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "../sim/nc_recipe.h"
 #include "nc-teach-record.h"
 
 struct _NcJob {
@@ -68,11 +69,14 @@ void nc_job_settings_copy(NcJobSettings *dst, const NcJobSettings *src)
 
 gboolean nc_job_settings_finetunes(const NcJobSettings *s)
 {
-    return s->pipeline.finetune_qcfs_epochs > 0 || s->pipeline.finetune_bptt_epochs > 0;
+    return s->pipeline.finetune_qcfs_epochs > 0 || s->pipeline.finetune_bptt_epochs > 0 ||
+           s->pipeline.calibrate_bias_T > 0 || s->target_T > 0;
 }
 
 char *nc_job_settings_describe_finetune(const NcJobSettings *s)
 {
+    if (s->target_T > 0)
+        return g_strdup_printf("recipe T %d", s->target_T);
     int qcfs = s->pipeline.finetune_qcfs_epochs, bptt = s->pipeline.finetune_bptt_epochs;
     if (qcfs <= 0 && bptt <= 0)
         return NULL;
@@ -426,6 +430,11 @@ void nc_job_settings_describe_run(const NcJobSettings *s, const nc_net *source, 
     d->record = (nc_record_spec){.raster_samples = nc_job_settings_raster_in_memory(s, source),
                                  .raster_neurons = s->raster_neurons, .trace_samples = 1,
                                  .trace_neurons = MIN(s->raster_neurons, NC_JOB_MAX_TRACED)};
+    if (s->target_T > 0) {
+        nc_recipe plan; /* fails only for T < 1 */
+        nc_recipe_describe(source, s->target_T, s->time_budget_minutes, d, &plan, NULL);
+        d->eval_T = 0; /* the views show the simulated T */
+    }
 }
 
 /* The simulated net goes to the main thread as a clone it owns, with the
@@ -471,9 +480,9 @@ static void end_live(NcJob *self)
     sync_stages(self);
 }
 
-static void begin_finetune(NcJob *self, const nc_run_stage *stage)
+static void begin_finetune(NcJob *self, nc_runner *r, const nc_run_stage *stage)
 {
-    const nc_pipeline_options *o = &self->settings.pipeline;
+    const nc_pipeline_options *o = &nc_runner_get_desc(r)->pipeline; /* the recipe's, when it decided */
     begin_stage(self, "finetune");
     self->last_val_accuracy = -1;
     NcRunData *d = nc_run_data_new("finetune", 0, 0, 0);
@@ -489,7 +498,7 @@ static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, n
 {
     NcJob *self = user;
     if (ev == NC_RUNNER_STAGE_BEGIN && stage->kind == NC_RUN_FINETUNE)
-        begin_finetune(self, stage);
+        begin_finetune(self, r, stage);
     else if (ev == NC_RUNNER_STAGE_BEGIN && stage->kind == NC_RUN_MEASURE)
         begin_stage(self, stage->keep ? "load" : "evaluate");
     else if (ev == NC_RUNNER_STAGE_BEGIN) {

@@ -40,6 +40,8 @@ typedef struct {
     int raster_samples;       /* images whose raster is kept (the first ones); ≤ 0: 4 */
     int raster_memory_mb;     /* memory those rasters may take (≤ 0: the default); the
                                  samples past it go to a temporary file (NcRasterSpill) */
+    int target_T;             /* the --target-T recipe (sim/nc_recipe.h); 0 = off */
+    double time_budget_minutes; /* its budget (≤ 0: the recipe's default)     */
 } NcJobSettings;
 
 #define NC_JOB_MAX_TRACED 16384
@@ -51,11 +53,15 @@ void nc_job_settings_clear(NcJobSettings *s);
 void nc_job_settings_copy(NcJobSettings *dst, const NcJobSettings *src);
 /* "p99.9 · layer · L 8" — names a run in the accuracy chart's legend. */
 char *nc_job_settings_describe(const NcJobSettings *s, gboolean converts);
-/* "QCFS 1 ep + BPTT 2 ep", or NULL when no fine-tuning stage is on. */
+/* "QCFS 1 ep + BPTT 2 ep", "recipe T 8", or NULL when no fine-tuning stage is on. */
 char *nc_job_settings_describe_finetune(const NcJobSettings *s);
+/* TRUE when a stage changes the net after conversion (bias calibration,
+ * fine-tuning, the recipe): the views then compare before and after. */
 gboolean nc_job_settings_finetunes(const NcJobSettings *s);
 /* The pipeline runner's description of a job with these settings on
- * `source` (pointers into s and source: they must outlive it). */
+ * `source` (pointers into s and source: they must outlive it); with
+ * target_T the recipe's plan is written into it (the rows are still
+ * measured at the simulated T). */
 void nc_job_settings_describe_run(const NcJobSettings *s, const nc_net *source, const char *source_path,
                                   nc_runner_desc *d);
 /* How many of the kept raster samples stay in memory: as many as fit

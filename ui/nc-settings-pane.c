@@ -23,6 +23,7 @@ struct _NcSettingsPane {
     GtkWidget *train_images_row, *val_images_row;
     GtkWidget *weight_decay_row, *weight_decay_spin, *surrogate_alpha_row, *surrogate_alpha_spin;
     AdwEntryRow *horizons_row;
+    GtkWidget *target_T_spin, *time_budget_spin, *bias_T_spin;
     GSettings *settings;
     GPtrArray *engine_rows;      /* AdwActionRow*, in engine table order   */
     GPtrArray *engine_checks;    /* GtkCheckButton*                           */
@@ -266,6 +267,7 @@ static gboolean parse_horizons(GSettings *settings, nc_train_options *t, GError 
 static gboolean read_finetune(GSettings *s, nc_pipeline_options *p, GError **error)
 {
     nc_train_options *t = &p->train;
+    p->calibrate_bias_T = g_settings_get_int(s, "calibrate-bias");
     p->finetune_qcfs_epochs = g_settings_get_int(s, "finetune-qcfs-epochs");
     p->finetune_bptt_epochs = g_settings_get_int(s, "finetune-bptt-epochs");
     t->T = g_settings_get_int(s, "train-timesteps");
@@ -314,6 +316,8 @@ gboolean nc_settings_pane_read(NcSettingsPane *self, NcJobSettings *out, GError 
     out->pipeline.per_channel = g_settings_get_boolean(s, "per-channel");
     out->pipeline.levels = g_settings_get_int(s, "levels");
     out->pipeline.calib_images = g_settings_get_int(s, "calib-images");
+    out->target_T = g_settings_get_int(s, "target-timesteps");
+    out->time_budget_minutes = g_settings_get_double(s, "time-budget");
     if (read_finetune(s, &out->pipeline, error))
         return TRUE;
     nc_job_settings_clear(out); /* the caller gets nothing to free on failure */
@@ -411,6 +415,9 @@ void nc_settings_pane_bind(NcSettingsPane *self, GSettings *settings)
     g_settings_bind(settings, "weight-decay", self->weight_decay_spin, "value", flags);
     g_settings_bind(settings, "surrogate-alpha", self->surrogate_alpha_spin, "value", flags);
     g_settings_bind(settings, "train-horizons", self->horizons_row, "text", flags);
+    g_settings_bind(settings, "target-timesteps", self->target_T_spin, "value", flags);
+    g_settings_bind(settings, "time-budget", self->time_budget_spin, "value", flags);
+    g_settings_bind(settings, "calibrate-bias", self->bias_T_spin, "value", flags);
     bind_combo(self, "optimizer", self->optimizer_row, optimizer_choices);
     bind_combo(self, "surrogate", self->surrogate_row, surrogate_choices);
     g_signal_connect_object(settings, "changed::finetune-qcfs-epochs", G_CALLBACK(on_epochs_setting), self, 0);
@@ -452,7 +459,8 @@ static void nc_settings_pane_class_init(NcSettingsPaneClass *klass)
     CHILD(val_images_spin), CHILD(optimizer_row), CHILD(surrogate_row), CHILD(train_steps_row), CHILD(lr_row);
     CHILD(train_threshold_row), CHILD(train_batch_row), CHILD(augment_row), CHILD(train_images_row);
     CHILD(val_images_row), CHILD(weight_decay_row), CHILD(weight_decay_spin), CHILD(surrogate_alpha_row);
-    CHILD(surrogate_alpha_spin), CHILD(horizons_row);
+    CHILD(surrogate_alpha_spin), CHILD(horizons_row), CHILD(target_T_spin), CHILD(time_budget_spin);
+    CHILD(bias_T_spin);
 #undef CHILD
 }
 

@@ -61,7 +61,7 @@ def _example_from(loader):
 
 def convert(model, train_loader, timesteps=8, *, example_input=None, threshold="p99.9", per_channel=None,
             qcfs_epochs=0, bptt_epochs=0, engine="auto", progress=True, test_loader=None, calib_images=None,
-            mean=None, std=None, output=None, **options):
+            mean=None, std=None, output=None, target_T=None, **options):
     """Converts a trained ANN into a spiking network of IF neurons.
 
     model         torch.nn.Module (exported to ONNX here), ONNX path, or onnx.ModelProto
@@ -76,9 +76,14 @@ def convert(model, train_loader, timesteps=8, *, example_input=None, threshold="
                   (a dataset name given as train_loader measures its test split)
     mean, std     preprocessing of a dataset named by path (a loader is already
                   preprocessed); output: also write the project file there
-    options       any other `neurocuda convert` option (lr=, optimizer=, batch=, L=, ...)
+    target_T      the low-latency recipe for this many steps (`convert --target-T`): it
+                  chooses thresholds, L, bias calibration, QCFS and BPTT with distillation,
+                  and keeps the best stage on held-out images; timesteps is set to it;
+                  time_budget= (minutes) bounds it
+    options       any other `neurocuda convert` option (lr=, optimizer=, batch=, L=, distill=
+                  (0.5, 2), calibrate_bias=T, ...)
     Returns an SNN; its .results holds the stage table."""
-    T = int(timesteps)
+    T = int(target_T if target_T is not None else timesteps)
     if engine == "auto":
         from ._model import engines
         engine = "gpu" if engines().get("gpu", (False,))[0] else "cpu"
@@ -90,6 +95,8 @@ def convert(model, train_loader, timesteps=8, *, example_input=None, threshold="
         # the last images of a pass are held out only when given: a loader
         # that shuffles would put other images there every epoch
         values["val-images"] = 0
+    if target_T is not None:
+        values["target-T"] = T
     values.update(options)
     opts = Options(values)
     # the exported file lives until the job ends: the project fingerprints it

@@ -1,0 +1,214 @@
+/* test_recipe.c — the --target-T recipe (sim/nc_recipe.h) and the runner
+ * policies it relies on (sim/nc_runner.h: keep_best_T, time_budget):
+ *   - the rules: which stages and settings for which net summary and T;
+ *   - nc_net_summarise on small nets built here;
+ *   - a whole recipe run on a small ANN and synthetic data: every stage is
+ *     judged on the held-out images and the job ends holding the best;
+ *   - a training run stops when its time budget is spent. */
+#include "nc_test.h"
+#include "nc_test_util.h"
+
+#include "../sim/nc_recipe.h"
+
+static nc_recipe plan_for(nc_net_summary s, int T, double minutes)
+{
+    nc_recipe r;
+    nc_error err = {0};
+    nc_pipeline_options base = nc_pipeline_options_default();
+    base.train.batch_size = 17; /* not the recipe's to decide: kept */
+    NC_CHECK(nc_recipe_plan(&s, T, minutes, &base, &r, &err) == NC_OK, "plan: %s", err.message);
+    NC_CHECK(r.opts.train.batch_size == 17, "the base's batch is kept");
+    return r;
+}
+
+static void test_rules_shallow_net(void)
+{
+    nc_net_summary mlp = {.relu_layers = 2, .weighted = 3};
+    nc_recipe r = plan_for(mlp, 4, 0);
+    NC_CHECK(r.opts.levels == 4 && r.opts.train.T == 4, "L = train-T = T");
+    NC_CHECK(r.opts.method == NC_CALIB_P99 && !r.opts.per_channel, "p99, per layer at T = 4");
+    NC_CHECK(r.opts.calibrate_bias_T == 4, "bias calibration for T");
+    NC_CHECK(r.opts.finetune_qcfs_epochs == 2 && r.opts.finetune_bptt_epochs == NC_RECIPE_MAX_BPTT_EPOCHS,
+             "a shallow net: 2 QCFS epochs, then BPTT");
+    NC_CHECK(r.opts.train.distill_alpha == 0.5 && r.opts.train.distill_tau == 2.0, "distillation on");
+    NC_CHECK(r.opts.train.learning_rate == 1e-4 && r.opts.train.optimizer == NC_OPTIMIZER_ADAM, "Adam 1e-4");
+    NC_CHECK(r.keep_best_T == 4 && r.eval_T == 4, "judged and measured at T");
+    NC_CHECK(r.time_budget == 60.0 * NC_RECIPE_DEFAULT_MINUTES, "the default budget");
+    NC_CHECK(strstr(r.reasons, "L = 4") && strstr(r.reasons, "threshold p99") && strstr(r.reasons, "per layer"),
+             "the reasons name the choices:\n%s", r.reasons);
+    r = plan_for(mlp, 16, 2.5);
+    NC_CHECK(r.opts.method == NC_CALIB_P99_9 && r.opts.levels == 16, "p99.9 and L = 16 at T = 16");
+    NC_CHECK(r.time_budget == 150.0, "2.5 minutes");
+}
+
+static void test_rules_deep_nets(void)
+{
+    nc_net_summary resnet = {.relu_layers = 5, .weighted = 7, .residual = 1, .batchnorm = 1, .avgpools = 1};
+    nc_recipe r = plan_for(resnet, 8, 0);
+    NC_CHECK(r.opts.per_channel, "a residual net: per-channel thresholds");
+    NC_CHECK(r.opts.finetune_qcfs_epochs == NC_RECIPE_MAX_QCFS_EPOCHS, "a residual net: the full QCFS stage");
+    NC_CHECK(r.opts.method == NC_CALIB_P99, "p99 at T = 8");
+    nc_net_summary vgg = {.relu_layers = 5, .weighted = 6, .batchnorm = 1, .avgpools = 2};
+    r = plan_for(vgg, 8, 0);
+    NC_CHECK(!r.opts.per_channel && r.opts.finetune_qcfs_epochs == NC_RECIPE_MAX_QCFS_EPOCHS,
+             "a deep plain net: per layer, the full QCFS stage");
+    nc_net_summary small_bn = {.relu_layers = 2, .weighted = 3, .batchnorm = 1, .maxpools = 2};
+    r = plan_for(small_bn, 8, 0);
+    NC_CHECK(r.opts.finetune_qcfs_epochs == NC_RECIPE_MAX_QCFS_EPOCHS && r.opts.maxpool == NC_MAXPOOL_PRE_SPIKE,
+             "BatchNorm: the full QCFS stage; MaxPool pre-spike");
+    NC_CHECK(strstr(r.reasons, "MaxPool pre-spike") != NULL, "the MaxPool rule is explained");
+    nc_recipe bad;
+    nc_error err = {0};
+    NC_CHECK(nc_recipe_plan(&vgg, 0, 0, NULL, &bad, &err) == NC_ERR_ARGUMENT && strstr(err.message, "--target-T"),
+             "T = 0 refused: %s", err.message);
+}
+
+/* x[1,4,4] → conv → ReLU → add(·, conv) → ReLU → maxpool → flatten → dense → y */
+static nc_net *residual_net(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t shape[3] = {1, 4, 4}, ws[4] = {1, 1, 1, 1};
+    int x = add_input(net, 3, shape);
+    int c1 = add1(net, NC_NODE_CONV2D, "c1", x);
+    net->nodes[c1].weight = nc_tensor_new(4, ws);
+    int r1 = add_neuron(net, "r1", c1, NC_NEURON_RELU);
+    int c2 = add1(net, NC_NODE_CONV2D, "c2", r1);
+    net->nodes[c2].weight = nc_tensor_new(4, ws);
+    int in[2] = {c2, r1};
+    int sum = nc_net_add_node(net, NC_NODE_ADD, "sum", 2, in);
+    int r2 = add_neuron(net, "r2", sum, NC_NEURON_RELU);
+    int mp = add1(net, NC_NODE_MAXPOOL, "mp", r2);
+    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
+    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int fc = add1(net, NC_NODE_DENSE, "fc", add1(net, NC_NODE_FLATTEN, "f", mp));
+    int64_t fs[2] = {2, 4};
+    net->nodes[fc].weight = nc_tensor_new(2, fs);
+    net->output = add1(net, NC_NODE_OUTPUT, "y", fc);
+    net->input = x;
+    return infer(net) ? net : NULL;
+}
+
+static void test_summary(void)
+{
+    nc_net *net = residual_net();
+    NC_CHECK(net != NULL, "net");
+    if (!net)
+        return;
+    nc_net_summary s;
+    nc_net_summarise(net, &s);
+    NC_CHECK(s.relu_layers == 2 && s.weighted == 3 && s.residual && s.maxpools == 1 && s.avgpools == 0,
+             "2 ReLU, 3 weighted, residual, 1 MaxPool");
+    NC_CHECK(!s.batchnorm, "no BatchNorm");
+    nc_report_add(&net->report, "bn1", "BatchNormalization", 13, NC_SUPPORT_FOLDED, "c1", "folded");
+    nc_net_summarise(net, &s);
+    NC_CHECK(s.batchnorm, "a folded BatchNormalization in the import report counts");
+    NC_CHECK(s.macs > 0, "MACs counted");
+    nc_net_free(net);
+}
+
+/* ---- a whole recipe run ----------------------------------------------------- */
+
+/* A fair ANN for quadrant_dataset: the mean of each 4×4 quadrant is its
+ * class score, with a bias towards class 3 (so that it errs, and the stages
+ * have something to change).  x[1,8,8] → conv 1×1 → ReLU → AvgPool 4 → flatten → dense → y */
+static nc_net *quadrant_ann(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t shape[3] = {1, 8, 8}, ws[4] = {1, 1, 1, 1}, bs[1] = {1}, fs[2] = {4, 4}, fb[1] = {4};
+    int x = add_input(net, 3, shape);
+    int c = add1(net, NC_NODE_CONV2D, "conv", x);
+    net->nodes[c].weight = nc_tensor_new(4, ws);
+    net->nodes[c].bias = nc_tensor_new(1, bs);
+    net->nodes[c].weight->data[0] = 1.0f, net->nodes[c].bias->data[0] = 0.0f;
+    int relu = add_neuron(net, "relu", c, NC_NEURON_RELU);
+    int ap = add1(net, NC_NODE_AVGPOOL, "pool", relu);
+    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 4;
+    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 4;
+    int fc = add1(net, NC_NODE_DENSE, "fc", add1(net, NC_NODE_FLATTEN, "flat", ap));
+    net->nodes[fc].weight = nc_tensor_new(2, fs);
+    net->nodes[fc].bias = nc_tensor_new(1, fb);
+    for (int k = 0; k < 16; k++)
+        net->nodes[fc].weight->data[k] = k % 5 == 0 ? 4.0f : 0.0f;
+    memset(net->nodes[fc].bias->data, 0, 4 * sizeof(float));
+    net->nodes[fc].bias->data[3] = 2.75f; /* too much for class 3: about a quarter of the others go to it */
+    net->output = add1(net, NC_NODE_OUTPUT, "y", fc);
+    net->input = x;
+    snprintf(net->source_path, sizeof net->source_path, "quadrant ann");
+    return infer(net) ? net : NULL;
+}
+
+static int count_stages(const nc_runner *r, nc_run_stage_kind kind)
+{
+    int n = 0;
+    for (int i = 0; i < nc_runner_stage_count(r); i++)
+        n += nc_runner_stage(r, i)->kind == kind;
+    return n;
+}
+
+static void test_recipe_run_keeps_the_best(void)
+{
+    nc_net *ann = quadrant_ann();
+    nc_dataset *train = quadrant_dataset(1400, 11), *test = quadrant_dataset(200, 12);
+    nc_runner_desc d = nc_runner_desc_default();
+    d.source = ann;
+    d.source_path = "quadrant ann";
+    d.dataset = NULL;
+    d.train_data = train, d.test_data = test;
+    d.held_out = 200;
+    d.pipeline.calib_images = 200;
+    d.pipeline.bias_calib_images = 100;
+    d.pipeline.train.batch_size = 32;
+    d.pipeline.train.train_count = 256;
+    nc_recipe plan;
+    nc_error err = {0};
+    NC_CHECK(nc_recipe_describe(ann, 4, 0.5, &d, &plan, &err) == NC_OK, "describe: %s", err.message);
+    NC_CHECK(d.keep_best_T == 4 && d.eval_T == 4 && d.time_budget == 30.0, "the plan's policies in the job");
+    nc_runner *r = NULL;
+    nc_status st = nc_runner_new(&d, &r, &err);
+    if (st == NC_OK)
+        st = nc_runner_run(r, NULL, &err);
+    NC_CHECK(st == NC_OK, "run: %s", err.message);
+    if (st == NC_OK) {
+        NC_CHECK(nc_runner_row_count(r) == 4 && count_stages(r, NC_RUN_SELECT) == 4 &&
+                     count_stages(r, NC_RUN_CALIBRATE_BIAS) == 1 && count_stages(r, NC_RUN_FINETUNE) == 2,
+                 "converted, QCFS, bias calibrated, BPTT: each measured and judged");
+        int best = nc_runner_best_row(r), first_best = -1;
+        double top = -1;
+        for (int k = 0; k < 4; k++) {
+            double acc = nc_runner_held_out_accuracy(r, k);
+            NC_CHECK(acc >= 0 && acc <= 1, "row %d judged (%.3f)", k, acc);
+            printf("# %s: held-out %.3f, test %.3f\n", nc_runner_row(r, k)->name, acc, nc_runner_row(r, k)->snn[3]);
+            if (acc > top)
+                top = acc, first_best = k;
+        }
+        NC_CHECK(best == first_best, "the best row is the first with the top held-out accuracy (%d, %d)", best,
+                 first_best);
+        /* the job's net is that row's: judged again here on the held-out
+         * images (those after the 256 trained on), it scores the same */
+        nc_engine *e = nc_engine_cpu_new();
+        double again = -1;
+        int64_t held = nc_runner_train_options(r)->val_count;
+        NC_CHECK(held == 140, "a tenth of the training images held out (%lld)", (long long)held);
+        NC_CHECK(nc_engine_load(e, nc_runner_net(r), &err) == NC_OK &&
+                     nc_evaluate_snn_range(e, train, 256, held, 4, 100, &again, &err) == NC_OK,
+                 "judge: %s", err.message);
+        NC_CHECK(again == top, "the job holds the best net (%.4f = %.4f)", again, top);
+        nc_engine_free(e);
+        for (int i = 0; i < nc_runner_stage_count(r); i++)
+            if (nc_runner_stage(r, i)->kind == NC_RUN_FINETUNE)
+                NC_CHECK(nc_runner_stage_seconds(r, i) > 0, "stage %d timed", i);
+    }
+    nc_runner_free(r);
+    free_dataset(train);
+    free_dataset(test);
+    nc_net_free(ann);
+}
+
+int main(void)
+{
+    NC_RUN(test_rules_shallow_net);
+    NC_RUN(test_rules_deep_nets);
+    NC_RUN(test_summary);
+    NC_RUN(test_recipe_run_keeps_the_best);
+    return nc_test_done();
+}
