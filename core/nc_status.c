@@ -73,9 +73,11 @@ void *nc_grow(void *items, int n, int *cap, int first, size_t size)
 {
     if (n < *cap)
         return items;
+    if (*cap > INT_MAX / 2) /* before doubling: an int overflow is undefined behaviour */
+        return NULL;
     int grown_cap = *cap ? 2 * *cap : first;
     size_t bytes;
-    if (*cap > INT_MAX / 2 || nc_mul_size((size_t)grown_cap, size, &bytes) != 0)
+    if (nc_mul_size((size_t)grown_cap, size, &bytes) != 0)
         return NULL;
     void *grown = realloc(items, bytes);
     if (grown)
