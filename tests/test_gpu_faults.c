@@ -9,6 +9,21 @@
 
 #include <stdlib.h>
 
+/* The tail of the test nets: avgpool 2 over the c×8×8 spikes → flatten →
+ * dense 10 → output; the shapes inferred (NULL if they are not). */
+static nc_net *pool_dense_tail(nc_net *net, int spikes, int c)
+{
+    int p = add_pool(net, NC_NODE_AVGPOOL, "pool", spikes, 2, 2);
+    int f = add1(net, NC_NODE_FLATTEN, "flat", p);
+    int d = add_dense(net, "fc", f, 10, c * 16);
+    add1(net, NC_NODE_OUTPUT, "out", d);
+    if (!infer(net)) {
+        nc_net_free(net);
+        return NULL;
+    }
+    return net;
+}
+
 /* input [1, 8, 8] → conv 4×3×3 → IF → avgpool 2 → flatten → dense 10 → output */
 static nc_net *small_net(void)
 {
@@ -17,15 +32,7 @@ static nc_net *small_net(void)
     int x = add_input(net, 3, shape);
     int c = add_conv(net, "conv", x, 4, 1, 3, 1);
     int s = add_if(net, "if", c, 4, 0.5f, 1.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
-    int p = add_pool(net, NC_NODE_AVGPOOL, "pool", s, 2, 2);
-    int f = add1(net, NC_NODE_FLATTEN, "flat", p);
-    int d = add_dense(net, "fc", f, 10, 64);
-    add1(net, NC_NODE_OUTPUT, "out", d);
-    if (!infer(net)) {
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return pool_dense_tail(net, s, 4);
 }
 
 static nc_tensor *small_input(void)
@@ -163,15 +170,7 @@ static nc_net *counts_net(void)
     int s1 = add_if(net, "if1", c1, 8, 0.5f, 1.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
     int c2 = add_conv(net, "conv2", s1, 8, 8, 3, 1);
     int s2 = add_if(net, "if2", c2, 8, 0.5f, 1.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
-    int p = add_pool(net, NC_NODE_AVGPOOL, "pool", s2, 2, 2);
-    int f = add1(net, NC_NODE_FLATTEN, "flat", p);
-    int d = add_dense(net, "fc", f, 10, 128);
-    add1(net, NC_NODE_OUTPUT, "out", d);
-    if (!infer(net)) {
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return pool_dense_tail(net, s2, 8);
 }
 
 /* When cuDNN's graph API refuses the exact convolution on bf16 parts, the
