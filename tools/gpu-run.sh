@@ -19,9 +19,12 @@
 #      VGG16 2048 = 256 × 8) and as SpikingJelly-style multi-step SNNs in
 #      eager PyTorch (batch 1024 / 256, T = 8), fp32 with TF32 off, tf32, bf16;
 #   5. one nsys profile (VGG-style, bf16);
-#   6. if time is left: test_gpu_kernels under compute-sanitizer memcheck.
+#   6. if time is left: compute-sanitizer (memcheck on the kernels test, racecheck on
+#      the engine and trainer tests; NC_SANITIZE overrides).
 # The last lines printed are a summary table (the device reply keeps the end
-# of the output).  NC_RUN_BUDGET (seconds, default 540) bounds the whole run.
+# of the output).  NC_RUN_BUDGET (seconds, default 560) bounds the whole run.
+# Shorter calls: NC_TESTS (test names), NC_PRECISIONS, NC_BENCH_NETS, NC_ACC_NEED
+# (seconds needed to start the accuracy step), NC_PROFILE=0, NC_SANITIZE.
 set -uo pipefail
 OUT=${OUT:-/tmp/nc-out}
 mkdir -p "$OUT"
@@ -97,7 +100,7 @@ bench() { # net precision batch [tag [env...]]
     --repeats 20 --warmup 3 --no-peak --json > "$f" 2>&1
   echo "rc=$?" >> "$f"
 }
-for net in vgg-fmnist cnn-fmnist vgg16-cifar; do
+for net in ${NC_BENCH_NETS:-vgg-fmnist cnn-fmnist vgg16-cifar}; do
   b=1024; [ $net = vgg16-cifar ] && b=256
   for p in ${NC_PRECISIONS:-fp32 tf32 bf16}; do
     bench $net $p $b
@@ -246,6 +249,7 @@ fi
 nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 log "profilers: nsys=${nsys:-none} ncu=${ncu:-none}"
+[ "${NC_PROFILE:-1}" = 0 ] && nsys= ncu=  # NC_PROFILE=0: no profile this call
 if [ -z "$nsys" ] && [ -n "$ncu" ] && [ "$(left)" -gt 120 ]; then
   log "ncu: the kernels of one ${NC_PROFILE_PREC:-fp32} VGG-style pass"
   timeout 100 "$ncu" --target-processes all --launch-skip 200 --launch-count 40 --section SpeedOfLight \
@@ -262,12 +266,21 @@ if [ -n "$nsys" ] && [ "$(left)" -gt 120 ]; then
   rm -f "$OUT"/nsys_vgg_bf16.qdrep "$OUT"/nsys_vgg_bf16.sqlite
 fi
 
-# ---- 6. sanitizer, if time is left ---------------------------------------------------------
-if command -v compute-sanitizer > /dev/null && [ "$(left)" -gt 150 ]; then
-  lim=$(( $(left) - 30 ))
-  log "compute-sanitizer memcheck test_gpu_kernels (limit ${lim}s)"
-  timeout "$lim" compute-sanitizer --tool memcheck --leak-check no "$B/test_gpu_kernels" > "$OUT/sanitizer_kernels.log" 2>&1
-  log "sanitizer rc=$?: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer_kernels.log" | tail -1)"
+# ---- 6. sanitizers, if time is left ---------------------------------------------------------
+# NC_SANITIZE: "tool:test ..." pairs, run in order while time is left (racecheck
+# checks the shared-memory kernels; memcheck every access).
+sanitize=${NC_SANITIZE:-memcheck:test_gpu_kernels racecheck:test_gpu_engine racecheck:test_gpu_train}
+if command -v compute-sanitizer > /dev/null; then
+  for pair in $sanitize; do
+    tool=${pair%%:*} t=${pair#*:}
+    [ -x "$B/$t" ] || continue
+    [ "$(left)" -gt 90 ] || { log "skip $tool $t: out of time"; continue; }
+    lim=$(( $(left) - 40 ))
+    log "compute-sanitizer $tool $t (limit ${lim}s)"
+    timeout "$lim" compute-sanitizer --tool "$tool" $([ "$tool" = memcheck ] && echo --leak-check no) "$B/$t" \
+      > "$OUT/sanitizer_${tool}_$t.log" 2>&1
+    log "sanitizer $tool $t rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_${tool}_$t.log" | tail -1)"
+  done
 fi
 
 # ---- summary ------------------------------------------------------------------------------
