@@ -212,6 +212,14 @@ nc_status nc_gpu_test_pool_nhwc(int max, long long rows, int c, int h, int w, co
                                 const int pad[4], const int dilation[2], int ceil_mode, int count_include_pad,
                                 const float *in, float *out, nc_error *err);
 
+/* The pre-spike max pool of T steps in one kernel on host arrays: in
+ * [T·n, C, H, W] (time-major; channels last on the device when nhwc is 1) and
+ * the per-channel bias (may be NULL) added to every tap; out [T·n, C, OH, OW]
+ * holds max S(t) − max S(t−1) of the running sums S of (in + bias). */
+nc_status nc_gpu_test_prespike_max(int nhwc, int T, long long n, int c, int h, int w, const int kernel[2],
+                                   const int stride[2], const int pad[4], const int dilation[2], int ceil_mode,
+                                   const float *bias, const float *in, float *out, nc_error *err);
+
 /* Poisson encoding on the device (same stream of numbers as
  * nc_poisson_encode in sim/nc_cpu_ops.h). */
 nc_status nc_gpu_test_poisson(unsigned long long seed, int T, long long n, const float *in, float *out,

@@ -141,6 +141,15 @@ cudaError_t nc_launch_concat_part(cudaStream_t s, int64_t rows, int64_t out_row,
 cudaError_t nc_launch_cumsum_steps(cudaStream_t s, int T, int64_t step, float *x);
 cudaError_t nc_launch_diff_steps(cudaStream_t s, int T, int64_t step, float *x);
 cudaError_t nc_launch_repeat(cudaStream_t s, int64_t n, const float *in, int64_t in_n, float *out);
+// The same pre-spike max pool in one pass (see prespike_max_kernel): T steps
+// of rows_per_step rows each, channels last (nhwc 1) or not; bias (may be
+// NULL) is the conv's pending per-channel bias.  Only for windows of at most
+// kPrespikeTaps taps (nc_prespike_max_fits); the three-pass path takes the rest.
+constexpr int kPrespikeTaps = 9;
+bool nc_prespike_max_fits(const nc_gwin *g);
+cudaError_t nc_launch_prespike_max(cudaStream_t s, const nc_gwin *g, int nhwc, int T, int64_t rows_per_step,
+                                   const float *bias, const float *in, float *out);
+
 
 // Pools over [rows, C, H, W] → [rows, C, OH, OW]; bias (may be NULL, max
 // only) is a pending conv bias per channel, added to the max.

@@ -626,6 +626,60 @@ __global__ void maxpool_nhwc_kernel(nc_gwin g, int64_t total, const float *in, f
     }
 }
 
+// The pre-spike max pool in one pass, instead of running sums, a max pool and
+// step differences in three: one thread per pooled output of a step keeps the
+// running sums S_k(t) of its window's taps in registers over the T steps and
+// writes max_k S_k(t) − max_k S_k(t−1).  The conv's pending bias is added to
+// each tap as it is read.  Every sum, max and difference is the fp32
+// operation of the three-pass path in the same order, so both agree bit for
+// bit.  Values time-major: step t of the input at in + t·in_step.
+__global__ void prespike_max_kernel(nc_gwin g, int nhwc, int T, int64_t per_step, const float *bias,
+                                    const float *in, int64_t in_step, float *out)
+{
+    for (int64_t e = gtid(); e < per_step; e += gstride()) {
+        const float *x;
+        nc_axis_taps ty, tx;
+        int64_t pitch_y, pitch_x;
+        int ch;
+        if (nhwc) {
+            nhwc_window win = nhwc_window_of(g, e, in);
+            x = win.x, ty = win.ty, tx = win.tx;
+            pitch_y = (int64_t)g.w * g.c, pitch_x = g.c, ch = (int)(e % g.c);
+        } else {
+            int ox = (int)(e % g.ow), oy = (int)((e / g.ow) % g.oh);
+            int64_t pl = e / ((int64_t)g.ow * g.oh);
+            x = in + pl * g.h * g.w;
+            ty = nc_taps_of(oy, g.kh, g.sh, g.pt, g.pb, g.dh, g.h);
+            tx = nc_taps_of(ox, g.kw, g.sw, g.pl, g.pr, g.dw, g.w);
+            pitch_y = g.w, pitch_x = 1, ch = (int)(pl % g.c);
+        }
+        int64_t off[kPrespikeTaps];
+        int n = 0;
+        for (int ki = ty.lo; ki < ty.hi; ki++)
+            for (int kj = tx.lo; kj < tx.hi; kj++)
+                off[n++] = (ty.start + (int64_t)ki * g.dh) * pitch_y + (tx.start + (int64_t)kj * g.dw) * pitch_x;
+        float b = bias ? bias[ch] : 0.0f, sum[kPrespikeTaps], prev = 0.0f;
+#pragma unroll
+        for (int k = 0; k < kPrespikeTaps; k++)
+            sum[k] = 0.0f;
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (int64_t)t * in_step;
+            float best = -INFINITY;
+#pragma unroll
+            for (int k = 0; k < kPrespikeTaps; k++) {
+                if (k < n) {
+                    float v = xt[off[k]];
+                    sum[k] = __fadd_rn(sum[k], bias ? __fadd_rn(v, b) : v);
+                    best = sum[k] > best ? sum[k] : best;
+                }
+            }
+            float m = n == 0 ? 0.0f : best; // an empty window gives 0, as maxpool_kernel
+            out[(int64_t)t * per_step + e] = __fsub_rn(m, prev);
+            prev = m;
+        }
+    }
+}
+
 // The common 2×2, stride-2, unpadded window over channels-last values: four
 // channels per thread (16-byte loads and stores), the sums in the order of
 // avgpool_nhwc_kernel (0 + x00 + x01 + x10 + x11, then / 4).
@@ -1131,6 +1185,21 @@ cudaError_t nc_launch_avgpool_nhwc(cudaStream_t s, const nc_gwin *g, int count_i
         return cudaGetLastError();
     }
     avgpool_nhwc_kernel<<<grid_for(total), kThreads, 0, s>>>(*g, count_include_pad, total, in, out);
+    return cudaGetLastError();
+}
+
+bool nc_prespike_max_fits(const nc_gwin *g) { return (int64_t)g->kh * g->kw <= kPrespikeTaps; }
+
+cudaError_t nc_launch_prespike_max(cudaStream_t s, const nc_gwin *g, int nhwc, int T, int64_t rows_per_step,
+                                   const float *bias, const float *in, float *out)
+{
+    int64_t per_step = rows_per_step * g->c * g->oh * g->ow;
+    if (!nc_prespike_max_fits(g))
+        return cudaErrorInvalidValue;
+    if (per_step <= 0 || T <= 0)
+        return cudaSuccess;
+    int64_t in_step = rows_per_step * g->c * g->h * g->w;
+    prespike_max_kernel<<<grid_for(per_step), kThreads, 0, s>>>(*g, nhwc, T, per_step, bias, in, in_step, out);
     return cudaGetLastError();
 }
 

@@ -56,17 +56,28 @@ static nc_status run_gated(grun *r, int i, gval *out)
 // PRE_SPIKE max pool on currents that change from step to step (the CPU
 // engine's rule, sim/engine_cpu.c run_prespike_max): pool the running sums
 // S(t) and pass on the increments max S(t) − max S(t−1), so that the pooled
-// mean over T is exactly the max of the mean currents.
+// mean over T is exactly the max of the mean currents.  Windows of up to
+// kPrespikeTaps taps in one kernel that adds the conv's pending bias as it
+// reads; larger ones in three passes over a copy.
 static nc_status run_prespike_max(grun *r, int i, const gval *in, gval *out)
 {
     // in and out share a layout (channels last or not): the sums and the
     // differences are per neuron, only the pool reads the layout
     const gnode &g = r->st->nodes[i];
     cudaStream_t st = r->st->stream;
-    int64_t in_step = r->N * numel_of(r, r->net->nodes[i].inputs[0]), out_step = r->N * numel_of(r, i);
+    int from = r->net->nodes[i].inputs[0];
+    if (nc_prespike_max_fits(&g.win)) {
+        nc_status s = launch_check(r, "pre-spike max pool kernel",
+                                   nc_launch_prespike_max(st, &g.win, in->nhwc, r->T, r->N, in->pbias, in->data, out->data));
+        r->val[from].pbias = nullptr; // added by the kernel
+        return s;
+    }
+    nc_status s = add_pending_bias(r, from);
+    int64_t in_step = r->N * numel_of(r, from), out_step = r->N * numel_of(r, i);
     float *sums = nullptr;
     size_t bytes = (size_t)(r->T * in_step) * sizeof(float);
-    nc_status s = launch_check(r, "cudaMallocAsync (running sums)", cudaMallocAsync((void **)&sums, bytes, st));
+    if (s == NC_OK)
+        s = launch_check(r, "cudaMallocAsync (running sums)", cudaMallocAsync((void **)&sums, bytes, st));
     if (s != NC_OK)
         return s;
     s = launch_check(r, "copy of the pool input",
@@ -103,12 +114,13 @@ static nc_status run_pool(grun *r, int i, gval *out)
                             nc_launch_avgpool_nhwc(st, &g.win, n->count_include_pad, in->rows, in->data, out->data));
     }
     if (as_max && in->nhwc) { /* stays channels last, so that the IF after it writes counts for the next conv */
-        if ((s = widen(r, n->inputs[0])) != NC_OK || (s = add_pending_bias(r, n->inputs[0])) != NC_OK ||
-            (s = value_alloc(r, i, in->rows, in->constant, out)) != NC_OK)
+        if ((s = widen(r, n->inputs[0])) != NC_OK || (s = value_alloc(r, i, in->rows, in->constant, out)) != NC_OK)
             return s;
         out->nhwc = 1;
         if (r->snn && !in->constant)
-            return run_prespike_max(r, i, in, out);
+            return run_prespike_max(r, i, in, out); /* adds the pending bias itself */
+        if ((s = add_pending_bias(r, n->inputs[0])) != NC_OK)
+            return s;
         return launch_check(r, "maxpool kernel", nc_launch_maxpool_nhwc(st, &g.win, in->rows, in->data, out->data));
     }
     s = as_max && !r->snn ? to_layout(r, n->inputs[0], 0) : materialize(r, n->inputs[0]);

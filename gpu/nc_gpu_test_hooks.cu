@@ -166,6 +166,43 @@ extern "C" nc_status nc_gpu_test_pool_nhwc(int max, long long rows, int c, int h
     return NC_OK;
 }
 
+extern "C" nc_status nc_gpu_test_prespike_max(int nhwc, int T, long long n, int c, int h, int w, const int kernel[2],
+                                              const int stride[2], const int pad[4], const int dilation[2],
+                                              int ceil_mode, const float *bias, const float *in, float *out,
+                                              nc_error *err)
+{
+    const char *where = "gpu pre-spike max pool test";
+    nc_gwin g = {c, h, w, 0, 0, kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1],
+                 pad[0], pad[1], pad[2], pad[3]};
+    g.oh = nc_window_out_size(h, g.kh, g.sh, g.pt, g.pb, g.dh, ceil_mode);
+    g.ow = nc_window_out_size(w, g.kw, g.sw, g.pl, g.pr, g.dw, ceil_mode);
+    if (T < 1 || n < 1 || g.oh < 1 || g.ow < 1)
+        return nc_fail(err, NC_ERR_ARGUMENT, "%s: no window fits", where);
+    if (!nc_prespike_max_fits(&g))
+        return nc_fail(err, NC_ERR_ARGUMENT, "%s: a %dx%d window is more than the kernel's %d taps", where, g.kh,
+                       g.kw, kPrespikeTaps);
+    int64_t rows = (int64_t)T * n;
+    size_t in_n = (size_t)(rows * c * h * w), out_n = (size_t)(rows * c * g.oh * g.ow);
+    dev_buffers d;
+    float *din, *dlaid, *dpool, *dout, *dbias = nullptr;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.put(in, in_n * 4, (void **)&din));
+    if (bias)
+        NC_CUDA_TRY(err, where, d.put(bias, (size_t)c * 4, (void **)&dbias));
+    NC_CUDA_TRY(err, where, d.get(in_n * 4, (void **)&dlaid));
+    NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dpool));
+    NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, cudaMemset(dpool, 0xff, out_n * 4)); /* poison: every output must be written */
+    if (nhwc)
+        NC_CUDA_TRY(err, where, nc_launch_transpose_rows(0, rows, c, (int64_t)h * w, din, dlaid));
+    NC_CUDA_TRY(err, where, nc_launch_prespike_max(0, &g, nhwc, T, n, dbias, nhwc ? dlaid : din, dpool));
+    if (nhwc)
+        NC_CUDA_TRY(err, where, nc_launch_transpose_rows(0, rows, (int64_t)g.oh * g.ow, c, dpool, dout));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(out, nhwc ? dout : dpool, out_n * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
+
 extern "C" nc_status nc_gpu_test_gemm(nc_gpu_precision p, long long rows, int fin, int fout, const float *in,
                                       const float *weight, const float *spike_scale, float *out, nc_error *err)
 {

@@ -337,8 +337,8 @@ int bias_fusable(const grun *r, int i)
     const nc_node *c = &r->net->nodes[j];
     if (c->kind == NC_NODE_NEURON)
         return 1;
-    if (c->kind == NC_NODE_MAXPOOL) /* in SNN mode every strategy needs the plain values */
-        return !r->snn;
+    if (c->kind == NC_NODE_MAXPOOL) /* ANN: added after the max; SNN pre-spike: by the one-pass kernel as it reads */
+        return !r->snn || (c->maxpool_strategy == NC_MAXPOOL_PRE_SPIKE && nc_prespike_max_fits(&r->st->nodes[j].win));
     return 0;
 }
 nc_status cuda_alloc(grun *r, size_t bytes, void **p, const char *what)

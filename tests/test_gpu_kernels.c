@@ -10,6 +10,7 @@
  *     split-bf16 held to fp32 accuracy;
  *   - conv2d (padding, stride, dilation, groups, depthwise, 1×1), avg/max
  *     pools (padding, ceil mode, count_include_pad, dilation), global avgpool,
+ *     the one-kernel pre-spike max pool (both layouts, a fused bias),
  *     affine, scale, add, concat, relu/clip/qcfs through one-node nets on the
  *     engine, against nc_ref_conv2d / nc_ref_*pool / the CPU engine.
  * Without a GPU every test is skipped (and passes). */
@@ -435,6 +436,65 @@ static void test_pool_kernels(void)
     }
 }
 
+/* The pre-spike max pool in one kernel, both layouts, with and without a
+ * bias, against the plain-C rule: running sums of (x + b) over the steps,
+ * nc_ref_maxpool on each step's sums, and the step differences — bit for bit.
+ * A window over the kernel's tap limit is refused with a message. */
+static void prespike_case(const pool_case *pc, int nhwc, int with_bias)
+{
+    const int T = 5, C = 3, H = 9, W = 8;
+    const int64_t n = 3;
+    nc_window g;
+    nc_window_init(&g, C, H, W, pc->k, pc->stride, pc->pad, pc->dil, pc->ceil);
+    int64_t in_step = n * C * H * W, out_step = n * C * g.oh * g.ow;
+    float bias[3] = {0.25f, -0.125f, 0.1f};
+    float *in = malloc((size_t)(T * in_step) * sizeof(float)), *sums = malloc((size_t)(T * in_step) * sizeof(float));
+    float *ref = malloc((size_t)(T * out_step) * sizeof(float)), *got = malloc((size_t)(T * out_step) * sizeof(float));
+    for (int64_t i = 0; i < T * in_step; i++) {
+        in[i] = rnd_range(-1.0f, 1.0f);
+        float x = with_bias ? in[i] + bias[(i / (H * W)) % C] : in[i];
+        sums[i] = i < in_step ? 0.0f + x : sums[i - in_step] + x;
+    }
+    for (int t = 0; t < T; t++)
+        nc_ref_maxpool(&g, n, sums + t * in_step, ref + t * out_step);
+    for (int64_t i = T * out_step - 1; i >= out_step; i--)
+        ref[i] -= ref[i - out_step];
+    nc_error err = {0};
+    nc_status s = nc_gpu_test_prespike_max(nhwc, T, n, C, H, W, pc->k, pc->stride, pc->pad, pc->dil, pc->ceil,
+                                           with_bias ? bias : NULL, in, got, &err);
+    char what[128];
+    snprintf(what, sizeof what, "pre-spike %s, %s, %s", pc->name, nhwc ? "channels last" : "NCHW",
+             with_bias ? "bias" : "no bias");
+    NC_CHECK(s == NC_OK, "%s: %s", what, err.message);
+    if (s == NC_OK)
+        NC_CHECK(compare_report(what, got, ref, T * out_step, 0, 0) == 0, "%s: bit-identical to the C rule", what);
+    free(in);
+    free(sums);
+    free(ref);
+    free(got);
+}
+
+static void test_prespike_max_kernel(void)
+{
+    static const pool_case cases[] = {
+        {"max 2x2", NC_NODE_MAXPOOL, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
+        {"max 3x3 s2 pad 1 ceil", NC_NODE_MAXPOOL, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 0},
+        {"max 3x3 dilation 2", NC_NODE_MAXPOOL, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 0, 0},
+        {"max 1x3 s(1,2)", NC_NODE_MAXPOOL, {1, 3}, {1, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+        for (int nhwc = 0; nhwc < 2; nhwc++)
+            for (int with_bias = 0; with_bias < 2; with_bias++)
+                prespike_case(&cases[k], nhwc, with_bias);
+    /* 4×4 = 16 taps: over the limit, refused (the engine pools those in three passes) */
+    int k4[2] = {4, 4}, s1[2] = {1, 1}, p0[4] = {0, 0, 0, 0}, d1[2] = {1, 1};
+    float in[64] = {0}, out[64];
+    nc_error err = {0};
+    NC_CHECK(nc_gpu_test_prespike_max(1, 1, 1, 1, 4, 4, k4, s1, p0, d1, 0, NULL, in, out, &err) == NC_ERR_ARGUMENT &&
+                 strstr(err.message, "taps"),
+             "a 4x4 window is refused: %s", err.message);
+}
+
 /* affine, scale (per value and scalar), relu, clip, qcfs, add of 3, concat:
  * the CPU engine's results, bit for bit. */
 static void test_elementwise_kernels(void)
@@ -543,11 +603,12 @@ int main(void)
     GPU_RUN(test_gemm_precisions, skip);
     GPU_RUN(test_conv_kernels, skip);
     GPU_RUN(test_pool_kernels, skip);
+    GPU_RUN(test_prespike_max_kernel, skip);
     GPU_RUN(test_elementwise_kernels, skip);
     GPU_RUN(test_gated_kernel, skip);
 #else
     static const char *names[] = {"test_if_kernel", "test_exact_operands", "test_poisson_kernel", "test_gemm_precisions",
-                                  "test_conv_kernels", "test_pool_kernels", "test_elementwise_kernels",
+                                  "test_conv_kernels", "test_pool_kernels", "test_prespike_max_kernel", "test_elementwise_kernels",
                                   "test_gated_kernel"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         nc_test_report(names[i], 0, skip);
