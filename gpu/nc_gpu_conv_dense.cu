@@ -126,7 +126,7 @@ static nc_conv_shape shape_of(const gnode &g, int64_t rows)
 {
     const nc_gwin &wn = g.win;
     return nc_conv_shape{rows, wn.c, wn.h, wn.w, g.cout, wn.oh, wn.ow, wn.kh, wn.kw, wn.sh, wn.sw, wn.dh, wn.dw,
-                         wn.pt, wn.pl};
+                         wn.pt, wn.pl, 1, 0};
 }
 
 // How conv node i runs in this pass, given whether its input can be read as

@@ -47,6 +47,26 @@ struct cudnn_api {
                                         cudnnFilterDescriptor_t, const void *, cudnnConvolutionDescriptor_t,
                                         cudnnConvolutionFwdAlgo_t, void *, size_t, const void *,
                                         cudnnTensorDescriptor_t, void *);
+    cudnnStatus_t (*SetConvolutionGroupCount)(cudnnConvolutionDescriptor_t, int);
+    // the trainer's backward passes
+    cudnnStatus_t (*FindConvolutionBackwardDataAlgorithmEx)(cudnnHandle_t, cudnnFilterDescriptor_t, const void *,
+                                                            cudnnTensorDescriptor_t, const void *,
+                                                            cudnnConvolutionDescriptor_t, cudnnTensorDescriptor_t,
+                                                            void *, int, int *, cudnnConvolutionBwdDataAlgoPerf_t *,
+                                                            void *, size_t);
+    cudnnStatus_t (*ConvolutionBackwardData)(cudnnHandle_t, const void *, cudnnFilterDescriptor_t, const void *,
+                                             cudnnTensorDescriptor_t, const void *, cudnnConvolutionDescriptor_t,
+                                             cudnnConvolutionBwdDataAlgo_t, void *, size_t, const void *,
+                                             cudnnTensorDescriptor_t, void *);
+    cudnnStatus_t (*FindConvolutionBackwardFilterAlgorithmEx)(cudnnHandle_t, cudnnTensorDescriptor_t, const void *,
+                                                              cudnnTensorDescriptor_t, const void *,
+                                                              cudnnConvolutionDescriptor_t, cudnnFilterDescriptor_t,
+                                                              void *, int, int *,
+                                                              cudnnConvolutionBwdFilterAlgoPerf_t *, void *, size_t);
+    cudnnStatus_t (*ConvolutionBackwardFilter)(cudnnHandle_t, const void *, cudnnTensorDescriptor_t, const void *,
+                                               cudnnTensorDescriptor_t, const void *, cudnnConvolutionDescriptor_t,
+                                               cudnnConvolutionBwdFilterAlgo_t, void *, size_t, const void *,
+                                               cudnnFilterDescriptor_t, void *);
 };
 
 // The oldest cuDNN whose legacy convolution API and bf16 support we rely on.
@@ -106,6 +126,11 @@ void load_api()
         {"cudnnGetConvolution2dForwardOutputDim", (void **)&api.GetConvolution2dForwardOutputDim},
         {"cudnnFindConvolutionForwardAlgorithmEx", (void **)&api.FindConvolutionForwardAlgorithmEx},
         {"cudnnConvolutionForward", (void **)&api.ConvolutionForward},
+        {"cudnnSetConvolutionGroupCount", (void **)&api.SetConvolutionGroupCount},
+        {"cudnnFindConvolutionBackwardDataAlgorithmEx", (void **)&api.FindConvolutionBackwardDataAlgorithmEx},
+        {"cudnnConvolutionBackwardData", (void **)&api.ConvolutionBackwardData},
+        {"cudnnFindConvolutionBackwardFilterAlgorithmEx", (void **)&api.FindConvolutionBackwardFilterAlgorithmEx},
+        {"cudnnConvolutionBackwardFilter", (void **)&api.ConvolutionBackwardFilter},
     };
     const entry graph_table[] = {
         {"cudnnGetErrorString", (void **)&nc_graph_api.GetErrorString},
@@ -202,18 +227,22 @@ nc_status make_descriptors(const nc_conv_shape *s, nc_conv_math m, nc_conv_plan 
     plan->w_desc = w;
     NC_CUDNN_TRY(err, where, CreateConvolutionDescriptor(&c));
     plan->conv_desc = c;
-    NC_CUDNN_TRY(err, where, SetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, data, (int)s->rows, s->c, s->h, s->w));
-    NC_CUDNN_TRY(err, where, SetFilter4dDescriptor(w, data, CUDNN_TENSOR_NHWC, s->cout, s->c, s->kh, s->kw));
+    cudnnTensorFormat_t format = s->nchw ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
+    int groups = s->groups > 1 ? s->groups : 1;
+    NC_CUDNN_TRY(err, where, SetTensor4dDescriptor(x, format, data, (int)s->rows, s->c, s->h, s->w));
+    NC_CUDNN_TRY(err, where, SetFilter4dDescriptor(w, data, format, s->cout, s->c / groups, s->kh, s->kw));
     NC_CUDNN_TRY(err, where,
                  SetConvolution2dDescriptor(c, s->ph, s->pw, s->sh, s->sw, s->dh, s->dw, CUDNN_CROSS_CORRELATION,
                                             CUDNN_DATA_FLOAT));
     NC_CUDNN_TRY(err, where, SetConvolutionMathType(c, m == NC_CONV_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+    if (groups > 1)
+        NC_CUDNN_TRY(err, where, SetConvolutionGroupCount(c, groups));
     int n = 0, k = 0, oh = 0, ow = 0;
     NC_CUDNN_TRY(err, where, GetConvolution2dForwardOutputDim(c, x, w, &n, &k, &oh, &ow));
     if (n != s->rows || k != s->cout || oh != s->oh || ow != s->ow)
         return nc_fail(err, NC_ERR_SHAPE, "%s: cuDNN computes a %dx%dx%d output where the net has %dx%dx%d", where, k,
                        oh, ow, s->cout, s->oh, s->ow);
-    NC_CUDNN_TRY(err, where, SetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, data, n, k, oh, ow));
+    NC_CUDNN_TRY(err, where, SetTensor4dDescriptor(y, format, data, n, k, oh, ow));
     return NC_OK;
 }
 
@@ -310,8 +339,8 @@ nc_status nc_cudnn_plan(void *handle, cudaStream_t stream, const nc_conv_shape *
     plan->algo = perf[best].algo;
     plan->workspace = perf[best].memory;
     plan->find_ms = perf[best].time;
-    snprintf(plan->desc, sizeof plan->desc, "cuDNN %s, %s, NHWC, workspace %zu bytes, %.3f ms",
-             algo_name(plan->algo), math_name(m), plan->workspace, plan->find_ms);
+    snprintf(plan->desc, sizeof plan->desc, "cuDNN %s, %s, %s, workspace %zu bytes, %.3f ms",
+             algo_name(plan->algo), math_name(m), s->nchw ? "NCHW" : "NHWC", plan->workspace, plan->find_ms);
     return NC_OK;
 }
 
@@ -343,5 +372,97 @@ nc_status nc_cudnn_conv(void *handle, const nc_conv_plan *plan, const void *x, c
                                     (cudnnConvolutionDescriptor_t)plan->conv_desc,
                                     (cudnnConvolutionFwdAlgo_t)plan->algo, ws, plan->workspace, &beta,
                                     (cudnnTensorDescriptor_t)plan->y_desc, y));
+    return NC_OK;
+}
+
+// ---- the trainer's backward passes ----------------------------------------------
+
+namespace {
+
+// The first result (fastest first) that is deterministic, succeeded, fits
+// the workspace and, in fp32, keeps fp32 FMA arithmetic; -1 if none.
+template <typename Perf> int first_allowed(const Perf *perf, int found, nc_conv_math m, size_t ws_bytes)
+{
+    for (int k = 0; k < found; k++)
+        if (perf[k].status == CUDNN_STATUS_SUCCESS && perf[k].determinism == CUDNN_DETERMINISTIC &&
+            perf[k].memory <= ws_bytes && (m != NC_CONV_FP32 || perf[k].mathType == CUDNN_FMA_MATH))
+            return k;
+    return -1;
+}
+
+} // namespace
+
+nc_status nc_cudnn_plan_backward_data(void *handle, nc_conv_plan *plan, const void *w, const void *dy, void *dx,
+                                      void *ws, size_t ws_bytes, const char *where, nc_error *err)
+{
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int found = 0;
+    NC_CUDNN_TRY(err, where,
+                 FindConvolutionBackwardDataAlgorithmEx(
+                     (cudnnHandle_t)handle, (cudnnFilterDescriptor_t)plan->w_desc, w,
+                     (cudnnTensorDescriptor_t)plan->y_desc, dy, (cudnnConvolutionDescriptor_t)plan->conv_desc,
+                     (cudnnTensorDescriptor_t)plan->x_desc, dx, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found, perf, ws,
+                     ws_bytes));
+    int k = first_allowed(perf, found, plan->math, ws_bytes);
+    if (k < 0)
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: cuDNN has no deterministic %s algorithm for the input gradient",
+                       where, math_name(plan->math));
+    plan->data_algo = perf[k].algo;
+    plan->data_workspace = perf[k].memory;
+    plan->data_planned = 1;
+    size_t len = strlen(plan->desc);
+    snprintf(plan->desc + len, sizeof plan->desc - len, "; backward data algo %d (%.3f ms)", plan->data_algo,
+             perf[k].time);
+    return NC_OK;
+}
+
+nc_status nc_cudnn_plan_backward_filter(void *handle, nc_conv_plan *plan, const void *x, const void *dy,
+                                        void *dw_scratch, void *ws, size_t ws_bytes, const char *where,
+                                        nc_error *err)
+{
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int found = 0;
+    NC_CUDNN_TRY(err, where,
+                 FindConvolutionBackwardFilterAlgorithmEx(
+                     (cudnnHandle_t)handle, (cudnnTensorDescriptor_t)plan->x_desc, x,
+                     (cudnnTensorDescriptor_t)plan->y_desc, dy, (cudnnConvolutionDescriptor_t)plan->conv_desc,
+                     (cudnnFilterDescriptor_t)plan->w_desc, dw_scratch, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                     &found, perf, ws, ws_bytes));
+    int k = first_allowed(perf, found, plan->math, ws_bytes);
+    if (k < 0)
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: cuDNN has no deterministic %s algorithm for the weight gradient",
+                       where, math_name(plan->math));
+    plan->filter_algo = perf[k].algo;
+    plan->filter_workspace = perf[k].memory;
+    plan->filter_planned = 1;
+    size_t len = strlen(plan->desc);
+    snprintf(plan->desc + len, sizeof plan->desc - len, "; backward filter algo %d (%.3f ms)", plan->filter_algo,
+             perf[k].time);
+    return NC_OK;
+}
+
+nc_status nc_cudnn_backward_data(void *handle, const nc_conv_plan *plan, const void *w, const void *dy, void *dx,
+                                 void *ws, const char *where, nc_error *err)
+{
+    const float one = 1.0f, zero = 0.0f;
+    NC_CUDNN_TRY(err, where,
+                 ConvolutionBackwardData((cudnnHandle_t)handle, &one, (cudnnFilterDescriptor_t)plan->w_desc, w,
+                                         (cudnnTensorDescriptor_t)plan->y_desc, dy,
+                                         (cudnnConvolutionDescriptor_t)plan->conv_desc,
+                                         (cudnnConvolutionBwdDataAlgo_t)plan->data_algo, ws, plan->data_workspace,
+                                         &zero, (cudnnTensorDescriptor_t)plan->x_desc, dx));
+    return NC_OK;
+}
+
+nc_status nc_cudnn_backward_filter(void *handle, const nc_conv_plan *plan, const void *x, const void *dy, void *dw,
+                                   void *ws, const char *where, nc_error *err)
+{
+    const float one = 1.0f;
+    NC_CUDNN_TRY(err, where,
+                 ConvolutionBackwardFilter((cudnnHandle_t)handle, &one, (cudnnTensorDescriptor_t)plan->x_desc, x,
+                                           (cudnnTensorDescriptor_t)plan->y_desc, dy,
+                                           (cudnnConvolutionDescriptor_t)plan->conv_desc,
+                                           (cudnnConvolutionBwdFilterAlgo_t)plan->filter_algo, ws,
+                                           plan->filter_workspace, &one, (cudnnFilterDescriptor_t)plan->w_desc, dw));
     return NC_OK;
 }

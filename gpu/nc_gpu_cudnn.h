@@ -41,6 +41,9 @@ struct nc_conv_shape {
     int cout, oh, ow;
     int kh, kw, sh, sw, dh, dw;
     int ph, pw;     // symmetric zero padding (cuDNN has no other)
+    int groups;     // grouped convolution (0 or 1: plain)
+    int nchw;       // 1: x and y NCHW, the filter [Cout, C/groups, KH, KW] (the trainer's layout);
+                    // 0: channels last as said above
 };
 
 struct nc_conv_plan {
@@ -52,6 +55,10 @@ struct nc_conv_plan {
     char desc[320];       // e.g. "cuDNN IMPLICIT_PRECOMP_GEMM, bf16 tensor cores, NHWC, workspace 0 bytes"
     void *x_desc, *y_desc, *w_desc, *conv_desc; // cuDNN descriptors (opaque here)
     void *graph_plan[2];  // NC_CONV_BF16_EXACT: the graph API's plans of the two passes (instead of algo and descriptors)
+    // the trainer's backward passes (nc_cudnn_plan_backward_*), chosen as the forward's
+    int data_planned, filter_planned;
+    int data_algo, filter_algo; // cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdFilterAlgo_t
+    size_t data_workspace, filter_workspace;
 };
 
 // 1 when cuDNN 9 was found and loaded; else 0 and `why` says what is missing
@@ -87,5 +94,24 @@ void nc_cudnn_plan_free(nc_conv_plan *plan);
 // ws: plan->workspace bytes.
 nc_status nc_cudnn_conv(void *handle, const nc_conv_plan *plan, const void *x, const void *w, void *y, void *ws,
                         float beta, const char *where, nc_error *err);
+
+// ---- the trainer's backward passes (NC_CONV_FP32 or NC_CONV_TF32 plans) ----
+//
+// Choose the deterministic algorithm of the backward-data or the
+// backward-filter pass of a forward plan, timing them on real buffers: w, dy
+// and dx (overwritten), or x, dy and dw_scratch (a weight-sized buffer that
+// cuDNN overwrites: the real weight gradient accumulates and must not be
+// touched).  Each sets its *_planned flag.
+nc_status nc_cudnn_plan_backward_data(void *handle, nc_conv_plan *plan, const void *w, const void *dy, void *dx,
+                                      void *ws, size_t ws_bytes, const char *where, nc_error *err);
+nc_status nc_cudnn_plan_backward_filter(void *handle, nc_conv_plan *plan, const void *x, const void *dy,
+                                        void *dw_scratch, void *ws, size_t ws_bytes, const char *where,
+                                        nc_error *err);
+// dx = convᵀ(dy, w) (overwritten).  ws: plan->data_workspace bytes.
+nc_status nc_cudnn_backward_data(void *handle, const nc_conv_plan *plan, const void *w, const void *dy, void *dx,
+                                 void *ws, const char *where, nc_error *err);
+// dw += the filter gradient of x and dy.  ws: plan->filter_workspace bytes.
+nc_status nc_cudnn_backward_filter(void *handle, const nc_conv_plan *plan, const void *x, const void *dy, void *dw,
+                                   void *ws, const char *where, nc_error *err);
 
 #endif

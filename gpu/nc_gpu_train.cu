@@ -40,6 +40,7 @@
 // smaller --batch"), NC_ERR_DEVICE otherwise.  The failure stays; a new
 // backend starts clean.
 #include "gpu/nc_gpu_internal.h"
+#include "gpu/nc_gpu_train_conv.h"
 
 #include <limits.h>
 #include <math.h>
@@ -514,6 +515,7 @@ struct gtrain {
     size_t work_floats = 0;
     double *red = nullptr; // partial sums of the reductions, grown on demand
     size_t red_doubles = 0;
+    nc_train_convs *convs = nullptr; // convolutions through cuDNN (NULL: all on im2col + cuBLAS)
     nc_status status = NC_OK; // the first failure, kept
     char msg[NC_ERROR_MESSAGE_MAX] = {};
 };
@@ -753,6 +755,7 @@ void gt_destroy(nc_train_backend *b)
             cudaFree(g->work);
         if (g->red)
             cudaFree(g->red);
+        nc_train_convs_free(g->convs);
         if (g->blas)
             cublasDestroy(g->blas);
         if (g->stream)
@@ -910,6 +913,11 @@ int64_t conv_chunk(const gtrain *g, int64_t per_sample, int64_t P, int64_t rows)
     return nb < 1 ? 1 : nb;
 }
 
+bool conv2d_im2col(gtrain *g, const nc_window *w, int cout, int groups, int64_t rows, const float *in,
+                   const float *weight, float *out);
+bool conv2d_backward_im2col(gtrain *g, const nc_window *w, int cout, int groups, int64_t rows, const float *in,
+                            const float *weight, const float *dout, float *din, float *dweight);
+
 void gt_conv2d(nc_train_backend *b, const nc_window *w, int cout, int groups, int64_t rows, const float *in,
                const float *weight, const float *bias, float *out)
 {
@@ -917,6 +925,27 @@ void gt_conv2d(nc_train_backend *b, const nc_window *w, int cout, int groups, in
     const char *op = "conv2d";
     if (!usable(g) || rows <= 0 || !conv_ok(g, op, w, cout, groups))
         return;
+    int64_t P = (int64_t)w->oh * w->ow;
+    nc_status s = NC_ERR_UNSUPPORTED;
+    nc_error err = {};
+    if (nc_train_convs_take(g->convs, w, cout, groups, rows))
+        s = nc_train_convs_forward(g->convs, w, cout, groups, rows, in, weight, out, &err);
+    if (s == NC_ERR_UNSUPPORTED) { // not for cuDNN, or refused by it: im2col + cuBLAS
+        if (!conv2d_im2col(g, w, cout, groups, rows, in, weight, out))
+            return;
+    } else if (s != NC_OK) {
+        record(g, s, "%s", err.message);
+        return;
+    }
+    if (usable(g) && bias) // as the CPU: the convolution's result + bias
+        cuda_failed(g, op, "nc_launch_add_bias", nc_launch_add_bias(g->stream, rows, cout, P, bias, out, out));
+}
+
+// The forward through im2col + cuBLAS (false after a failure).
+bool conv2d_im2col(gtrain *g, const nc_window *w, int cout, int groups, int64_t rows, const float *in,
+                   const float *weight, float *out)
+{
+    const char *op = "conv2d";
     nc_gwin gw = to_gwin(w);
     int cg = w->c / groups, mg = cout / groups;
     int64_t kg = (int64_t)cg * w->kernel[0] * w->kernel[1], P = (int64_t)w->oh * w->ow;
@@ -924,14 +953,14 @@ void gt_conv2d(nc_train_backend *b, const nc_window *w, int cout, int groups, in
     int64_t nb_max = conv_chunk(g, kg * P, P, rows);
     float *col = work_get(g, op, (size_t)(kg * nb_max * P));
     if (!col)
-        return;
+        return false;
     const float one = 1.0f, zero = 0.0f;
     for (int64_t r0 = 0; r0 < rows; r0 += nb_max) {
         int64_t nb = rows - r0 < nb_max ? rows - r0 : nb_max, ld = nb * P;
         for (int grp = 0; grp < groups; grp++) {
             im2col_kernel<<<grid_for(kg * ld), kThreads, 0, g->stream>>>(gw, cg, grp * cg, nb, in + r0 * in_row, col);
             if (!launched(g, op, "im2col_kernel"))
-                return;
+                return false;
             // per sample s, column-major: out_s [P, mg] (ld P) = col_s [P, kg]
             // (ld = nb·P, starting at column s·P) · W_g [kg, mg] (ld kg)
             if (blas_failed(g, op, "cublasSgemmStridedBatched",
@@ -939,11 +968,10 @@ void gt_conv2d(nc_train_backend *b, const nc_window *w, int cout, int groups, in
                                                       (int)ld, (long long)P, weight + (int64_t)grp * mg * kg, (int)kg,
                                                       0LL, &zero, out + r0 * out_row + (int64_t)grp * mg * P, (int)P,
                                                       (long long)out_row, (int)nb)))
-                return;
+                return false;
         }
     }
-    if (bias) // as the CPU: the GEMM's result + bias
-        cuda_failed(g, op, "nc_launch_add_bias", nc_launch_add_bias(g->stream, rows, cout, P, bias, out, out));
+    return true;
 }
 
 void gt_conv2d_backward(nc_train_backend *b, const nc_window *w, int cout, int groups, int64_t rows, const float *in,
@@ -962,14 +990,32 @@ void gt_conv2d_backward(nc_train_backend *b, const nc_window *w, int cout, int g
     }
     if (!din && !dweight)
         return;
+    if (nc_train_convs_take(g->convs, w, cout, groups, rows)) {
+        nc_error err = {};
+        nc_status s = nc_train_convs_backward(g->convs, w, cout, groups, rows, in, weight, dout, din, dweight, &err);
+        if (s == NC_OK)
+            return;
+        if (s != NC_ERR_UNSUPPORTED) { // cuDNN refused a backward algorithm: im2col computes both below
+            record(g, s, "%s", err.message);
+            return;
+        }
+    }
+    conv2d_backward_im2col(g, w, cout, groups, rows, in, weight, dout, din, dweight);
+}
+
+// The input and weight gradients through im2col + cuBLAS (false after a failure).
+bool conv2d_backward_im2col(gtrain *g, const nc_window *w, int cout, int groups, int64_t rows, const float *in,
+                            const float *weight, const float *dout, float *din, float *dweight)
+{
+    const char *op = "conv2d_backward";
     nc_gwin gw = to_gwin(w);
     int cg = w->c / groups, mg = cout / groups;
-    int64_t kg = (int64_t)cg * w->kernel[0] * w->kernel[1];
+    int64_t kg = (int64_t)cg * w->kernel[0] * w->kernel[1], P = (int64_t)w->oh * w->ow;
     int64_t in_row = (int64_t)w->c * w->h * w->w, out_row = (int64_t)cout * P;
     int64_t nb_max = conv_chunk(g, (kg + mg) * P, P, rows);
     float *work = work_get(g, op, (size_t)((kg + mg) * nb_max * P));
     if (!work)
-        return;
+        return false;
     for (int64_t r0 = 0; r0 < rows; r0 += nb_max) {
         int64_t nb = rows - r0 < nb_max ? rows - r0 : nb_max, ld = nb * P;
         float *col = work, *dy = work + kg * ld;
@@ -977,31 +1023,32 @@ void gt_conv2d_backward(nc_train_backend *b, const nc_window *w, int cout, int g
             gather_dy_kernel<<<grid_for(mg * ld), kThreads, 0, g->stream>>>(nb, cout, grp * mg, mg, P,
                                                                              dout + r0 * out_row, dy);
             if (!launched(g, op, "gather_dy_kernel"))
-                return;
+                return false;
             if (dweight) {
                 im2col_kernel<<<grid_for(kg * ld), kThreads, 0, g->stream>>>(gw, cg, grp * cg, nb, in + r0 * in_row,
                                                                              col);
                 if (!launched(g, op, "im2col_kernel"))
-                    return;
+                    return false;
                 // row-major dW_g [mg, kg] += dy [mg, ld] · colᵀ; column-major:
                 // dW_gᵀ [kg, mg] += col [kg, ld] · dyᵀ [ld, mg]
                 if (!sgemm(g, op, CUBLAS_OP_T, CUBLAS_OP_N, kg, mg, ld, col, ld, dy, ld, 1.0f,
                            dweight + (int64_t)grp * mg * kg, kg))
-                    return;
+                    return false;
             }
             if (din) {
                 // row-major dcol [kg, ld] = W_gᵀ [kg, mg] · dy [mg, ld]; column-
                 // major: dcolᵀ [ld, kg] = dyᵀ [ld, mg] · W_g [mg, kg]
                 if (!sgemm(g, op, CUBLAS_OP_N, CUBLAS_OP_T, ld, kg, mg, dy, ld, weight + (int64_t)grp * mg * kg, kg,
                            0.0f, col, ld))
-                    return;
+                    return false;
                 col2im_kernel<<<grid_for(nb * cg * (int64_t)w->h * w->w), kThreads, 0, g->stream>>>(
                     gw, cg, grp * cg, nb, col, din + r0 * in_row);
                 if (!launched(g, op, "col2im_kernel"))
-                    return;
+                    return false;
             }
         }
     }
+    return true;
 }
 
 // Rows per dense GEMM call (a cuBLAS dimension is an int).
@@ -1409,7 +1456,7 @@ extern "C" nc_status nc_train_backend_gpu_new(nc_train_backend **out, nc_error *
         // atomics: gradients comparable with the CPU and deterministic
         NC_CUBLAS_TRY(err, where, cublasSetMathMode(g->blas, CUBLAS_DEFAULT_MATH));
         NC_CUBLAS_TRY(err, where, cublasSetAtomicsMode(g->blas, CUBLAS_ATOMICS_NOT_ALLOWED));
-        return NC_OK;
+        return nc_train_convs_new(g->stream, &g->convs, err);
     };
     nc_status s = init();
     if (s != NC_OK) {

@@ -8,7 +8,8 @@
 # its full log under $OUT:
 #   1. device facts (nvidia-smi, `neurocuda engines`);
 #   2. the GPU tests (test_gpu_kernels, test_gpu_engine, and both again with
-#      NC_GPU_CONV=cudnn; test_gpu_train, test_gpu_faults; fixtures read from
+#      NC_GPU_CONV=cudnn; test_gpu_train, and again with NC_GPU_CONV=im2col;
+#      test_gpu_faults; fixtures read from
 #      this checkout through NC_SOURCE_DIR);
 #   3. `neurocuda bench` on the issue's networks (builtin:vgg-fmnist and
 #      builtin:cnn-fmnist at batch 1024, builtin:vgg16-cifar at batch 256;
@@ -24,6 +25,7 @@
 # The last lines printed are a summary table (the device reply keeps the end
 # of the output).  NC_RUN_BUDGET (seconds, default 560) bounds the whole run.
 # Shorter calls: NC_TESTS (test names), NC_PRECISIONS, NC_BENCH_NETS, NC_ACC_NEED
+# NC_ACC_PRECISIONS (the accuracy step's), NC_TRAIN_BENCH=1 (one BPTT step against PyTorch's)
 # (seconds needed to start the accuracy step), NC_PROFILE=0, NC_SANITIZE.
 set -uo pipefail
 OUT=${OUT:-/tmp/nc-out}
@@ -85,8 +87,9 @@ run_test test_gpu_engine test_gpu_engine 150
 run_test test_gpu_kernels_cudnn test_gpu_kernels 90 NC_GPU_CONV=cudnn
 run_test test_gpu_engine_cudnn test_gpu_engine 150 NC_GPU_CONV=cudnn
 [ -x "$B/test_gpu_train" ] && run_test test_gpu_train test_gpu_train 90
+[ -x "$B/test_gpu_train" ] && run_test test_gpu_train_im2col test_gpu_train 90 NC_GPU_CONV=im2col
 [ -x "$B/test_gpu_faults" ] && run_test test_gpu_faults test_gpu_faults 60
-tests+=(test_gpu_kernels_cudnn test_gpu_engine_cudnn)
+tests+=(test_gpu_kernels_cudnn test_gpu_engine_cudnn test_gpu_train_im2col)
 
 # ---- 3. benchmarks ------------------------------------------------------------------
 export NC_GPU_PROFILE=1  # one extra pass after the timed ones: per-node times on stderr (in the logs)
@@ -116,6 +119,17 @@ if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt 60 ]; then
     --mean 0.286 --std 0.353 --batch 1024 -T 8 --json > "$OUT/bench_cnn_maxpool_onnx_fp32.txt" 2>&1
 fi
 
+# ---- 3a. one training step (NC_TRAIN_BENCH=1): ours with cuDNN and with im2col, and PyTorch's ----
+if [ "${NC_TRAIN_BENCH:-0}" = 1 ] && [ "$(left)" -gt 120 ]; then
+  for conv in auto im2col; do
+    log "bench --train vgg-fmnist (conv=$conv)"
+    NC_GPU_CONV=$conv timeout 120 "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --batch 256 -T 8 --repeats 20 \
+      --warmup 3 --train > "$OUT/bench_train_vgg_$conv.txt" 2>&1
+    tail -4 "$OUT/bench_train_vgg_$conv.txt"
+  done
+  timeout 120 python3 "$root/tools/torch_train_floor.py" 2>&1 | tee "$OUT/torch_train_floor.txt"
+fi
+
 # ---- 3b. accuracy by step on real images: each GPU precision against the CPU engine ----------
 acc_data=/tmp/nc/data/fmnist10k
 [ -d $acc_data ] || acc_data=/tmp/nc/data/fmnist
@@ -126,7 +140,7 @@ if [ -d /tmp/nc/data/fmnist ] && [ "$(left)" -gt "${NC_ACC_NEED:-150}" ]; then
     [ $m = fmnist_cnn_dynamo ] && src=assets/models/fmnist_cnn.onnx
     timeout 60 "$B/neurocuda" convert "$src" --data /tmp/nc/data/fmnist --mean 0.2860 --std 0.3530 \
       --calib-images 500 -o "/tmp/acc_$m.ncsnn" > "$OUT/acc_convert_$m.txt" 2>&1 || continue
-    for e in cpu $(printf 'gpu:%s ' ${NC_PRECISIONS:-fp32 tf32 bf16}); do
+    for e in cpu $(printf 'gpu:%s ' ${NC_ACC_PRECISIONS:-${NC_PRECISIONS:-fp32 tf32 bf16}}); do
       opt=(); [ "${e#gpu:}" != "$e" ] && opt=(--engine gpu --engine-opt "precision=${e#gpu:}")
       timeout 90 "$B/neurocuda" run "/tmp/acc_$m.ncsnn" --data $acc_data -T 8 --batch 256 "${opt[@]}" \
         --json 2>&1 | grep '^{' | tail -1 > "$OUT/acc_${m}_${e/:/_}.json"
@@ -137,7 +151,7 @@ import glob, json, os, sys
 out = sys.argv[1]
 for m in ["vgg_bn", "fmnist_cnn_dynamo", "cnn_maxpool"]:
     acc = {}
-    for e in ["cpu", "gpu_fp32", "gpu_tf32", "gpu_bf16"]:
+    for e in ["cpu", "gpu_fp32", "gpu_tf32", "gpu_bf16", "gpu_split-bf16", "gpu_split-bf16x2"]:
         if not os.path.exists(os.path.join(out, f"acc_{m}_{e}.json")):
             continue  # a precision this run left out (NC_PRECISIONS)
         try:

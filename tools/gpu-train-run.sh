@@ -68,34 +68,7 @@ log "bench --train vgg-fmnist"
 timeout 120 "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --batch 256 -T 8 --repeats 20 --warmup 3 --train \
   > "$OUT/bench_train_vgg.txt" 2>&1
 tail -6 "$OUT/bench_train_vgg.txt"
-cat > /tmp/torch_train_floor.py <<'EOF'
-# The VGG-style net as a plain ANN in PyTorch: forward + backward + Adam step at
-# batch 2048 (= 256 x 8), fp32 with TF32 off, channels_last, cudnn.benchmark,
-# CUDA events, median of 20 after 5 warm-ups.
-import statistics, torch
-from torch import nn
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-torch.backends.cudnn.benchmark = True
-def conv(cin, cout): return [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU()]
-m = nn.Sequential(*conv(1, 32), *conv(32, 32), nn.AvgPool2d(2), *conv(32, 64), *conv(64, 64), nn.AvgPool2d(2),
-                  nn.Flatten(), nn.Linear(3136, 256), nn.ReLU(), nn.Linear(256, 10)).cuda().to(memory_format=torch.channels_last)
-opt = torch.optim.Adam(m.parameters(), 1e-4)
-x = torch.rand(2048, 1, 28, 28, device="cuda").to(memory_format=torch.channels_last)
-y = torch.randint(0, 10, (2048,), device="cuda")
-def step():
-    opt.zero_grad(set_to_none=True)
-    nn.functional.cross_entropy(m(x), y).backward()
-    opt.step()
-for _ in range(5): step()
-torch.cuda.synchronize()
-ts = []
-for _ in range(20):
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record(); step(); b.record(); b.synchronize(); ts.append(a.elapsed_time(b))
-print(f"pytorch vgg-fmnist ANN forward+backward+adam, batch 2048, fp32: {statistics.median(ts):.3f} ms (median of 20)")
-EOF
-timeout 120 python3 /tmp/torch_train_floor.py 2>&1 | tee "$OUT/torch_train_floor.txt"
+timeout 120 python3 "$NC_SOURCE_DIR/tools/torch_train_floor.py" 2>&1 | tee "$OUT/torch_train_floor.txt"
 fi
 
 # ---- wait for the fine-tuning runs ---------------------------------------------------------
