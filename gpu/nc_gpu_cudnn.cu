@@ -194,6 +194,7 @@ const char *math_name(nc_conv_math m)
     case NC_CONV_TF32: return "tf32 tensor cores";
     case NC_CONV_TF32_EXACT: return "exact fp32: spike counts x 3 TF32 weight parts on tensor cores";
     case NC_CONV_BF16_EXACT: return "exact fp32: spike counts x 3 bf16 weight parts in two passes";
+    case NC_CONV_FP32_ANY: return "fp32 FMA (FFT and Winograd allowed)";
     default: return "fp32 FMA";
     }
 }
@@ -206,6 +207,8 @@ int algo_allowed(const cudnnConvolutionFwdAlgoPerf_t &p, nc_conv_math m)
         return 0;
     if (m == NC_CONV_TF32 || m == NC_CONV_BF16)
         return 1;
+    if (m == NC_CONV_FP32_ANY)
+        return p.mathType == CUDNN_FMA_MATH;
     int exact_algo = p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
                      p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
                      p.algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || p.algo == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
@@ -234,7 +237,8 @@ nc_status make_descriptors(const nc_conv_shape *s, nc_conv_math m, nc_conv_plan 
     NC_CUDNN_TRY(err, where,
                  SetConvolution2dDescriptor(c, s->ph, s->pw, s->sh, s->sw, s->dh, s->dw, CUDNN_CROSS_CORRELATION,
                                             CUDNN_DATA_FLOAT));
-    NC_CUDNN_TRY(err, where, SetConvolutionMathType(c, m == NC_CONV_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+    NC_CUDNN_TRY(err, where, SetConvolutionMathType(c, m == NC_CONV_FP32 || m == NC_CONV_FP32_ANY ? CUDNN_FMA_MATH
+                                                                                          : CUDNN_TENSOR_OP_MATH));
     if (groups > 1)
         NC_CUDNN_TRY(err, where, SetConvolutionGroupCount(c, groups));
     int n = 0, k = 0, oh = 0, ow = 0;
@@ -385,7 +389,8 @@ template <typename Perf> int first_allowed(const Perf *perf, int found, nc_conv_
 {
     for (int k = 0; k < found; k++)
         if (perf[k].status == CUDNN_STATUS_SUCCESS && perf[k].determinism == CUDNN_DETERMINISTIC &&
-            perf[k].memory <= ws_bytes && (m != NC_CONV_FP32 || perf[k].mathType == CUDNN_FMA_MATH))
+            perf[k].memory <= ws_bytes &&
+            (m != NC_CONV_FP32 && m != NC_CONV_FP32_ANY || perf[k].mathType == CUDNN_FMA_MATH))
             return k;
     return -1;
 }

@@ -29,10 +29,12 @@ enum nc_conv_math {
     NC_CONV_BF16,      // bf16 x, filter and y; fp32 accumulation on tensor cores
     NC_CONV_TF32_EXACT, // TF32 tensor cores on operands that TF32 holds exactly (spike counts, weight
                         // parts): exact products, fp32 accumulation (no FFT or Winograd); one pass per part
-    NC_CONV_BF16_EXACT  // the exact mode on bf16 tensor cores (cuDNN's graph API, nc_gpu_cudnn_graph.h):
+    NC_CONV_BF16_EXACT, // the exact mode on bf16 tensor cores (cuDNN's graph API, nc_gpu_cudnn_graph.h):
                         // y = conv(q, hi), then y += conv([q, q], [mid, lo]), fp32 outputs.  x holds
                         // the counts q [rows, H, W, C] followed by the pairs [rows, H, W, 2, C]; the
                         // filter holds hi [Cout, KH, KW, C] followed by [Cout, KH, KW, 2, C]
+    NC_CONV_FP32_ANY    // fp32 data, fp32 FMA, any deterministic algorithm, FFT and Winograd too (the
+                        // trainer: gradients need fp32 accuracy, not the engine's exact products)
 };
 
 struct nc_conv_shape {

@@ -46,6 +46,7 @@ struct nc_train_convs {
     std::vector<train_plan> plans; // grows at the first pass of each shape; never shrinks
     void *ws = nullptr;            // the workspace, grown on demand
     size_t ws_bytes = 0;
+    nc_conv_math math = NC_CONV_FP32_ANY; // fp32 FMA; Winograd and FFT allowed (fp32-accurate, deterministic)
 };
 
 namespace {
@@ -104,8 +105,7 @@ nc_status plan_for(nc_train_convs *c, const nc_conv_shape &s, const float *in, c
     size_t room = planning_room();
     nc_status st = workspace(c, room, err);
     if (st == NC_OK)
-        st = nc_cudnn_plan(c->cudnn, c->stream, &s, NC_CONV_FP32, in, weight, out, c->ws, room, &tp.plan, kWhere,
-                           err);
+        st = nc_cudnn_plan(c->cudnn, c->stream, &s, c->math, in, weight, out, c->ws, room, &tp.plan, kWhere, err);
     if (st == NC_ERR_UNSUPPORTED) { // no deterministic fp32 algorithm: im2col, from now on
         tp.refused = 1;
         st = NC_OK;
