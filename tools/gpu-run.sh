@@ -25,7 +25,8 @@
 # The last lines printed are a summary table (the device reply keeps the end
 # of the output).  NC_RUN_BUDGET (seconds, default 560) bounds the whole run.
 # Shorter calls: NC_TESTS (test names), NC_PRECISIONS, NC_BENCH_NETS, NC_ACC_NEED
-# NC_ACC_PRECISIONS (the accuracy step's), NC_TRAIN_BENCH=1 (one BPTT step against PyTorch's)
+# NC_ACC_PRECISIONS (the accuracy step's), NC_TRAIN_BENCH=1 (one BPTT step against PyTorch's),
+# NC_TORCH_FLOOR=0 (no PyTorch inference anchors).
 # (seconds needed to start the accuracy step), NC_PROFILE=0, NC_SANITIZE.
 set -uo pipefail
 OUT=${OUT:-/tmp/nc-out}
@@ -169,7 +170,7 @@ EOF2
 fi
 
 # ---- 4. the dense floor in PyTorch ---------------------------------------------------
-if [ "$(left)" -gt 60 ]; then
+if [ "${NC_TORCH_FLOOR:-1}" = 1 ] && [ "$(left)" -gt 60 ]; then
   log "PyTorch dense floor"
   cat > "$OUT/torch_floor.py" <<'EOF'
 # The issue's networks as plain ANNs in PyTorch at the dense-floor batch
