@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "gpu/nc_gpu.h"
-#include "sim/nc_cpu_ops.h"
+#include "sim/nc_window.h"
 
 struct nc_train_convs;
 
