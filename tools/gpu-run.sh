@@ -26,7 +26,7 @@
 # of the output).  NC_RUN_BUDGET (seconds, default 560) bounds the whole run.
 # Shorter calls: NC_TESTS (test names), NC_PRECISIONS, NC_BENCH_NETS, NC_ACC_NEED
 # NC_ACC_PRECISIONS (the accuracy step's), NC_TRAIN_BENCH=1 (one BPTT step against PyTorch's),
-# NC_TORCH_FLOOR=0 (no PyTorch inference anchors).
+# NC_TORCH_FLOOR=0 (no PyTorch inference anchors), NC_PROFILE_TRAIN=1 (kernel times of a training bench).
 # (seconds needed to start the accuracy step), NC_PROFILE=0, NC_SANITIZE.
 set -uo pipefail
 OUT=${OUT:-/tmp/nc-out}
@@ -279,6 +279,32 @@ if [ -n "$nsys" ] && [ "$(left)" -gt 120 ]; then
     --no-peak > "$OUT/nsys_vgg_bf16.txt" 2>&1
   log "nsys rc=$?"
   rm -f "$OUT"/nsys_vgg_bf16.qdrep "$OUT"/nsys_vgg_bf16.sqlite
+fi
+
+# ---- 5b. where a training step's time goes (NC_PROFILE_TRAIN=1): every kernel of one
+# `bench --train` timed by ncu, summed by name (the image has no nsys) ----
+if [ "${NC_PROFILE_TRAIN:-0}" = 1 ] && [ -n "$ncu" ] && [ "$(left)" -gt 150 ]; then
+  log "ncu: kernel times of bench --train (vgg-fmnist, batch 256, T 8)"
+  timeout 150 "$ncu" --metrics gpu__time_duration.sum --csv --target-processes all \
+    "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --batch 256 -T 8 --train --repeats 1 --warmup 1 --no-peak \
+    > "$OUT/ncu_train.csv" 2>&1
+  log "ncu rc=$?"
+  python3 - "$OUT/ncu_train.csv" <<'EOF3' | tee "$OUT/ncu_train_summary.txt"
+import csv, sys, collections
+scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}
+total, count = collections.Counter(), collections.Counter()
+rows = [l for l in open(sys.argv[1]) if l.startswith('"')]
+for r in csv.DictReader(rows):
+    if r.get("Metric Name") != "gpu__time_duration.sum":
+        continue
+    name = r["Kernel Name"].split("(")[0][:70]
+    total[name] += float(r["Metric Value"].replace(",", "")) * scale.get(r["Metric Unit"], 1e-6)
+    count[name] += 1
+print(f"{sum(total.values()):.2f} ms in {sum(count.values())} kernels (every phase of the bench: ANN and SNN passes, "
+      "planning, QCFS and BPTT steps)")
+for name, ms in total.most_common(30):
+    print(f"{ms:9.3f} ms {count[name]:6d}x  {name}")
+EOF3
 fi
 
 # ---- 6. sanitizers, if time is left ---------------------------------------------------------
