@@ -12,6 +12,7 @@
 #include "../sim/nc_allreduce.h"
 #include "../sim/nc_engine_registry.h"
 #include "../sim/nc_ranks.h"
+#include "../sim/nc_shard.h"
 #include "../sim/nc_train_dp.h"
 
 /* ---- shards ------------------------------------------------------------------ */
@@ -302,6 +303,167 @@ static void test_train_run_over_ranks(void)
     free_dataset(ds);
 }
 
+/* ---- simulations and evaluations over ranks ------------------------------------- */
+
+static int same_stats(const nc_layer_stats *a, const nc_layer_stats *b)
+{
+    const nc_error_stats *ea[5] = {&a->total, &a->local, &a->clip, &a->quant, &a->uneven};
+    const nc_error_stats *eb[5] = {&b->total, &b->local, &b->clip, &b->quant, &b->uneven};
+    int same = a->spikes == b->spikes && a->firing_rate == b->firing_rate && a->dead_fraction == b->dead_fraction &&
+               a->saturated_fraction == b->saturated_fraction && a->sops == b->sops &&
+               a->clipped_fraction == b->clipped_fraction;
+    for (int k = 0; k < 5; k++)
+        same &= memcmp(ea[k], eb[k], sizeof *ea[k]) == 0;
+    return same;
+}
+
+/* Every number of the two records, bit for bit; the first difference. */
+static const char *records_differ(const nc_record *a, const nc_record *b)
+{
+    int T = nc_record_T(a);
+    if (nc_record_samples(a) != nc_record_samples(b))
+        return "samples";
+    for (int t = 1; t <= T; t++)
+        if (nc_record_accuracy(a, t) != nc_record_accuracy(b, t))
+            return "accuracy by step";
+    if (nc_record_ann_accuracy(a) != nc_record_ann_accuracy(b) || nc_record_qcfs_accuracy(a) != nc_record_qcfs_accuracy(b))
+        return "ANN / QCFS accuracy";
+    for (int l = 0; l < nc_record_layer_count(a); l++) {
+        nc_layer_stats sa, sb;
+        nc_record_layer_stats(a, l, &sa);
+        nc_record_layer_stats(b, l, &sb);
+        if (!same_stats(&sa, &sb))
+            return "layer statistics (rates, errors)";
+        if (memcmp(nc_record_channel_spikes(a, l), nc_record_channel_spikes(b, l), (size_t)sa.channels * 8) != 0)
+            return "spikes by channel";
+        nc_raster ra, rb;
+        nc_record_raster(a, l, &ra);
+        nc_record_raster(b, l, &rb);
+        size_t bits = (size_t)ra.samples * (size_t)ra.neurons * (size_t)ra.T;
+        if (ra.samples != rb.samples || memcmp(ra.bits, rb.bits, (bits + 7) / 8) != 0)
+            return "raster";
+        nc_trace ta, tb;
+        nc_record_trace(a, l, &ta);
+        nc_record_trace(b, l, &tb);
+        size_t n = (size_t)ta.samples * (size_t)ta.neurons * (size_t)ta.T;
+        if (ta.samples != tb.samples || memcmp(ta.current, tb.current, n * 4) != 0 ||
+            memcmp(ta.spike, tb.spike, n) != 0 || memcmp(ta.v, tb.v, (n + (size_t)ta.samples * ta.neurons) * 4) != 0)
+            return "traces";
+    }
+    return NULL;
+}
+
+static nc_record *simulate_over(const nc_net *net, const nc_dataset *ds, const nc_simulate_options *so, int R)
+{
+    nc_error err = {0};
+    nc_record *rec = NULL;
+    nc_engine *e0 = NULL, *engines[NC_RANKS_MAX] = {0};
+    nc_rank_pool *pool = NULL;
+    nc_status s = nc_engine_new("cpu", &e0, &err);
+    if (s == NC_OK)
+        s = nc_record_new(net, so->T, &so->record, &rec, &err);
+    if (s == NC_OK && R == 0)
+        s = nc_simulate_into(e0, ds, so, NULL, NULL, rec, &err);
+    else if (s == NC_OK) {
+        s = nc_rank_pool_new("cpu", R, &pool, &err);
+        if (s == NC_OK)
+            s = nc_shard_engines_new(pool, "cpu", NULL, 1, e0, engines, &err);
+        if (s == NC_OK)
+            s = nc_simulate_sharded(pool, engines, ds, so, NULL, NULL, rec, &err);
+        if (pool)
+            nc_shard_engines_free(pool, engines);
+        nc_rank_pool_free(pool);
+    }
+    if (s != NC_OK)
+        printf("# %d ranks: %s\n", R, err.message);
+    nc_engine_free(e0);
+    if (s != NC_OK) {
+        nc_record_free(rec);
+        return NULL;
+    }
+    return rec;
+}
+
+static void test_simulation_over_ranks_is_identical(void)
+{
+    nc_net *net = small_net(NC_TRAIN_BPTT);
+    nc_dataset *ds = quadrant_dataset(103, 5); /* 13 batches of 8, the last of 7 */
+    for (int enc = 0; enc < 2; enc++) {
+        nc_simulate_options so = {.T = 6, .encoding = enc ? NC_ENCODING_POISSON : NC_ENCODING_DIRECT, .seed = 9,
+                                  .batch_size = 8,
+                                  .record = {.raster_samples = 20, .raster_neurons = 16, .trace_samples = 11,
+                                             .trace_neurons = 3}};
+        nc_record *one = simulate_over(net, ds, &so, 0);
+        for (int R = 1; R <= 4; R++) {
+            nc_record *rec = simulate_over(net, ds, &so, R);
+            const char *diff = one && rec ? records_differ(one, rec) : "a run failed";
+            NC_CHECK(!diff, "%s encoding, %d ranks: %s differ from one rank", enc ? "poisson" : "direct", R,
+                     diff ? diff : "");
+            nc_record_free(rec);
+        }
+        nc_record_totals tot = {0};
+        if (one)
+            nc_record_get_totals(one, &tot);
+        NC_CHECK(tot.spikes > 0, "the net spikes (%lld spikes)", (long long)tot.spikes);
+        if (one)
+            printf("# %s: accuracy at T %.4f, %lld images, the same from 1 to 4 ranks\n", enc ? "poisson" : "direct",
+                   nc_record_accuracy(one, 6), (long long)nc_record_samples(one));
+        nc_record_free(one);
+    }
+    free_dataset(ds);
+    nc_net_free(net);
+}
+
+/* Batches that join out of order are refused, naming the rule. */
+static void test_record_refuses_out_of_order(void)
+{
+    nc_net *net = small_net(NC_TRAIN_BPTT);
+    nc_record *total = NULL, *rank = NULL;
+    nc_error err = {0};
+    nc_record_new(net, 2, NULL, &total, &err);
+    nc_record_new(net, 2, NULL, &rank, &err);
+    NC_CHECK(nc_record_begin_batch_at(rank, 8, 1, &err) == NC_OK, "open at 8");
+    float out[2 * 4] = {0};
+    int32_t label = 0;
+    nc_status s = nc_record_end_batch_into(rank, total, &label, out, 4, &err);
+    NC_CHECK(s != NC_OK && nc_record_samples(total) == 0, "a batch at 8 cannot join a record at 0 (%s)", err.message);
+    nc_record_free(rank);
+    nc_record_free(total);
+    nc_net_free(net);
+}
+
+static void test_evaluation_over_ranks(void)
+{
+    nc_net *net = small_net(NC_TRAIN_QCFS);
+    nc_dataset *ds = quadrant_dataset(77, 3);
+    nc_error err = {0};
+    nc_eval_result one = {0};
+    nc_engine *e0 = NULL;
+    nc_engine_new("cpu", &e0, &err);
+    nc_engine_load(e0, net, &err);
+    NC_CHECK(nc_evaluate(e0, ds, 8, NC_MODE_QCFS, NULL, NULL, &one, &err) == NC_OK, "one rank: %s", err.message);
+    for (int R = 2; R <= 3; R++) {
+        nc_rank_pool *pool = NULL;
+        nc_engine *engines[NC_RANKS_MAX] = {0};
+        nc_eval_result res = {0};
+        nc_status s = nc_rank_pool_new("cpu", R, &pool, &err);
+        if (s == NC_OK)
+            s = nc_shard_engines_new(pool, "cpu", NULL, 1, e0, engines, &err);
+        for (int r = 1; s == NC_OK && r < R; r++)
+            s = nc_engine_load(engines[r], net, &err);
+        if (s == NC_OK)
+            s = nc_evaluate_sharded(pool, engines, ds, 8, NC_MODE_QCFS, NULL, NULL, &res, &err);
+        NC_CHECK(s == NC_OK && res.images == one.images && res.correct == one.correct,
+                 "%d ranks: %lld of %lld right, one rank %lld of %lld (%s)", R, (long long)res.correct,
+                 (long long)res.images, (long long)one.correct, (long long)one.images, s == NC_OK ? "" : err.message);
+        nc_shard_engines_free(pool, engines);
+        nc_rank_pool_free(pool);
+    }
+    nc_engine_free(e0);
+    free_dataset(ds);
+    nc_net_free(net);
+}
+
 /* ---- how many ranks a job may have ---------------------------------------------- */
 
 static int one_device(void) { return 1; }
@@ -347,6 +509,9 @@ int main(void)
     NC_RUN(test_dp_qcfs_matches_one_trainer);
     NC_RUN(test_dp_bptt_matches_one_trainer);
     NC_RUN(test_train_run_over_ranks);
+    NC_RUN(test_simulation_over_ranks_is_identical);
+    NC_RUN(test_record_refuses_out_of_order);
+    NC_RUN(test_evaluation_over_ranks);
     NC_RUN(test_ranks_refused_clearly);
     return nc_test_done();
 }
