@@ -59,6 +59,23 @@ nc_status nc_shard_engines_new(nc_rank_pool *pool, const char *name, const nc_en
     return s;
 }
 
+typedef struct load_job {
+    nc_engine *const *engines;
+    const nc_net *net;
+} load_job;
+
+static nc_status load_engine(void *user, int r, nc_error *err)
+{
+    load_job *j = user;
+    return r == 0 || j->engines[r]->net == j->net ? NC_OK : nc_engine_load(j->engines[r], j->net, err);
+}
+
+nc_status nc_shard_engines_load(nc_rank_pool *pool, nc_engine *const *engines, const nc_net *net, nc_error *err)
+{
+    load_job j = {engines, net};
+    return nc_rank_pool_run(pool, load_engine, &j, err);
+}
+
 void nc_shard_engines_free(nc_rank_pool *pool, nc_engine **engines)
 {
     engines_job j = {.engines = engines};

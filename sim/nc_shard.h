@@ -27,6 +27,9 @@ struct nc_engine_settings;
  * engine's, split between the ranks when 0). */
 nc_status nc_shard_engines_new(nc_rank_pool *pool, const char *name, const struct nc_engine_settings *settings,
                                int threads, nc_engine *rank0, nc_engine **engines, nc_error *err);
+/* Loads `net` into engines 1 … R − 1 on their threads (engines[0] is the
+ * caller's to load). */
+nc_status nc_shard_engines_load(nc_rank_pool *pool, nc_engine *const *engines, const nc_net *net, nc_error *err);
 /* Frees engines 1 … R − 1 on their threads. */
 void nc_shard_engines_free(nc_rank_pool *pool, nc_engine **engines);
 

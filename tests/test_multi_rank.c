@@ -12,6 +12,7 @@
 #include "../sim/nc_allreduce.h"
 #include "../sim/nc_engine_registry.h"
 #include "../sim/nc_ranks.h"
+#include "../sim/nc_runner.h"
 #include "../sim/nc_shard.h"
 #include "../sim/nc_train_dp.h"
 
@@ -464,6 +465,77 @@ static void test_evaluation_over_ranks(void)
     nc_net_free(net);
 }
 
+/* ---- the runner: `neurocuda run` and a conversion with fine-tuning ---------------- */
+
+static nc_runner *run_job(const nc_runner_desc *d)
+{
+    nc_runner *r = NULL;
+    nc_error err = {0};
+    nc_status s = nc_runner_new(d, &r, &err);
+    if (s == NC_OK)
+        s = nc_runner_run(r, NULL, &err);
+    if (s != NC_OK) {
+        printf("# runner, %d ranks: %s\n", d->ranks, err.message);
+        nc_runner_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void test_runner_over_ranks(void)
+{
+    nc_net *snn = small_net(NC_TRAIN_BPTT);
+    nc_dataset *test = quadrant_dataset(90, 21);
+    nc_runner_desc d = nc_runner_desc_default();
+    d.source = snn;
+    d.dataset = NULL;
+    d.test_data = test;
+    d.keep_records = 1;
+    d.T = 5;
+    d.batch_size = 16;
+    d.ranks = 1;
+    nc_runner *one = run_job(&d);
+    d.ranks = 3;
+    nc_runner *three = run_job(&d);
+    NC_CHECK(one && three, "both runs");
+    if (one && three) {
+        const char *diff = records_differ(nc_runner_record(one, 0), nc_runner_record(three, 0));
+        NC_CHECK(!diff, "run over 3 ranks: the record's %s differ", diff ? diff : "");
+        const nc_stage_row *a = nc_runner_row(one, 0), *b = nc_runner_row(three, 0);
+        NC_CHECK(memcmp(a->snn, b->snn, (size_t)a->T * sizeof(double)) == 0 && a->images == b->images,
+                 "the same row");
+    }
+    nc_runner_free(one);
+    nc_runner_free(three);
+
+    /* an ANN converted and fine-tuned over 2 ranks: every stage runs */
+    nc_net *ann = small_net(NC_TRAIN_QCFS);
+    nc_node *act = &ann->nodes[nc_net_find(ann, "act")];
+    act->neuron.model = NC_NEURON_RELU;
+    nc_dataset *train = quadrant_dataset(400, 22);
+    d = nc_runner_desc_default();
+    d.source = ann;
+    d.dataset = NULL;
+    d.train_data = train;
+    d.test_data = test;
+    d.pipeline.calib_images = 100;
+    d.pipeline.finetune_bptt_epochs = 1;
+    d.pipeline.train.batch_size = 16;
+    d.pipeline.train.T = 4;
+    d.eval_T = 4;
+    d.ranks = 2;
+    nc_runner *tuned = run_job(&d);
+    nc_train_result tr = {0};
+    NC_CHECK(tuned && nc_runner_train_result(tuned, NC_TRAIN_BPTT, &tr) && tr.epochs_run == 1 &&
+                 nc_runner_train_options(tuned)->ranks == 2 && nc_runner_row_count(tuned) == 2,
+             "converted, fine-tuned over 2 ranks and measured");
+    nc_runner_free(tuned);
+    free_dataset(train);
+    nc_net_free(ann);
+    free_dataset(test);
+    nc_net_free(snn);
+}
+
 /* ---- how many ranks a job may have ---------------------------------------------- */
 
 static int one_device(void) { return 1; }
@@ -512,6 +584,7 @@ int main(void)
     NC_RUN(test_simulation_over_ranks_is_identical);
     NC_RUN(test_record_refuses_out_of_order);
     NC_RUN(test_evaluation_over_ranks);
+    NC_RUN(test_runner_over_ranks);
     NC_RUN(test_ranks_refused_clearly);
     return nc_test_done();
 }
