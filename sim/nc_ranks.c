@@ -169,6 +169,16 @@ static nc_status gpus_option(const nc_engine_info *info, const nc_engine_setting
 {
     *out = 1;
     const nc_engine_option *o = nc_engine_option_find(info, "gpus");
+    char why[256] = "";
+    for (int k = 0; !o && settings && k < settings->n; k++) {
+        if (strcmp(settings->key[k], "gpus") != 0)
+            continue;
+        if (info->available && !info->available(why, sizeof why)) /* a build or a machine without GPUs */
+            return nc_fail(err, NC_ERR_UNSUPPORTED, "--gpus %s: the %s engine cannot run here: %s",
+                           settings->value[k], info->name, why);
+        return nc_fail(err, NC_ERR_ARGUMENT, "--gpus %s: the %s engine runs on this machine's cores (--threads); "
+                       "several GPUs are for --engine gpu", settings->value[k], info->name);
+    }
     if (!o)
         return NC_OK;
     nc_engine_values values;

@@ -567,6 +567,9 @@ static void test_ranks_refused_clearly(void)
     NC_CHECK(s == NC_ERR_UNSUPPORTED && strstr(err.message, "--gpus 2: this machine has 1 GPU") &&
                  strstr(err.message, "use --gpus 1"),
              "2 GPUs on a machine with 1: %s", err.message);
+    s = nc_ranks_for("cpu", &two, 0, &R, &err);
+    NC_CHECK(s == NC_ERR_ARGUMENT && strstr(err.message, "--gpus 2: the cpu engine runs on this machine's cores"),
+             "--gpus on the cpu engine: %s", err.message);
     nc_engine_settings bad = {0};
     nc_engine_settings_add(&bad, "gpus=two", &err);
     s = nc_ranks_for("fakegpu", &bad, 0, &R, &err);
