@@ -120,9 +120,14 @@ static void nccl_destroy(nc_allreduce *a)
             cudaStreamDestroy(me->stream);
     }
     cudaSetDevice(current);
-    free(c);
-    free(a);
+    free(a); /* the nccl_allreduce it starts */
 }
+
+/* The interface and its state in one allocation. */
+typedef struct nccl_allreduce {
+    nc_allreduce base;
+    nccl_reduce state;
+} nccl_allreduce;
 
 static const nc_allreduce_ops nccl_ops = {
     .name = "nccl", .join = nccl_join, .sum = nccl_sum, .wait = nccl_wait, .abort = nccl_abort,
@@ -137,21 +142,16 @@ nc_status nc_gpu_nccl_new(int ranks, nc_allreduce **out, nc_error *err)
     /* multicast (NVLink SHARP) stays off on these machines: set before NCCL
      * reads its environment, which it does once, at its first call */
     setenv("NCCL_NVLS_ENABLE", "0", 1);
-    nc_allreduce *a = calloc(1, sizeof *a);
-    nccl_reduce *c = calloc(1, sizeof *c);
-    if (!a || !c) {
-        free(a);
-        free(c);
+    nccl_allreduce *all = calloc(1, sizeof *all);
+    if (!all)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for the NCCL communicators");
-    }
-    ncclResult_t res = ncclGetUniqueId(&c->id);
+    ncclResult_t res = ncclGetUniqueId(&all->state.id);
     if (res != ncclSuccess) {
-        free(a);
-        free(c);
+        free(all);
         return nccl_failed(err, "ncclGetUniqueId", res);
     }
-    c->ranks = ranks;
-    *a = (nc_allreduce){.ops = &nccl_ops, .ranks = ranks, .impl = c};
-    *out = a;
+    all->state.ranks = ranks;
+    all->base = (nc_allreduce){.ops = &nccl_ops, .ranks = ranks, .impl = &all->state};
+    *out = &all->base;
     return NC_OK;
 }

@@ -109,13 +109,18 @@ static void cpu_abort(nc_allreduce *a)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* The interface and its state in one allocation. */
+typedef struct cpu_allreduce {
+    nc_allreduce base;
+    cpu_reduce state;
+} cpu_allreduce;
+
 static void cpu_destroy(nc_allreduce *a)
 {
     cpu_reduce *c = a->impl;
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
-    free(c);
-    free(a);
+    free(a); /* the cpu_allreduce it starts */
 }
 
 static const nc_allreduce_ops cpu_ops = {
@@ -128,18 +133,15 @@ nc_status nc_allreduce_cpu_new(int ranks, nc_allreduce **out, nc_error *err)
     if (ranks < 1 || ranks > NC_RANKS_MAX)
         return nc_fail(err, NC_ERR_ARGUMENT, "gradient sums over %d ranks: 1 to %d are possible", ranks,
                        NC_RANKS_MAX);
-    nc_allreduce *a = calloc(1, sizeof *a);
-    cpu_reduce *c = calloc(1, sizeof *c);
-    if (!a || !c) {
-        free(a);
-        free(c);
+    cpu_allreduce *all = calloc(1, sizeof *all);
+    if (!all)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for the gradient sums");
-    }
+    cpu_reduce *c = &all->state;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     c->ranks = ranks;
-    *a = (nc_allreduce){.ops = &cpu_ops, .ranks = ranks, .impl = c};
-    *out = a;
+    all->base = (nc_allreduce){.ops = &cpu_ops, .ranks = ranks, .impl = c};
+    *out = &all->base;
     return NC_OK;
 }
 
