@@ -64,7 +64,9 @@ static void resolve_base(nc_engine_values *out)
  * at every call (tests change the variables between cases). */
 nc_gpu_options nc_gpu_options_get(void)
 {
-    static nc_engine_values current; /* the strings below point into it */
+    /* the strings below point into it; one per thread: the ranks of several
+     * GPUs create their engines at the same time (sim/nc_ranks.h) */
+    static _Thread_local nc_engine_values current;
     resolve_base(&current);
     for (int i = 0; i < N_OPTIONS; i++)
         if (chosen_explicit[i])
