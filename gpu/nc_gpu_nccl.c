@@ -45,6 +45,12 @@ static nc_status nccl_join(nc_allreduce *a, int rank, nc_error *err)
     nccl_reduce *c = a->impl;
     nccl_rank *me = &c->r[rank];
     me->device = nc_gpu_thread_device();
+    int current = -1;
+    cudaGetDevice(&current);
+    if (current != me->device) /* the trainer made on this thread moved it to another GPU */
+        return nc_fail(err, NC_ERR_INTERNAL,
+                       "rank %d was bound to GPU %d but its trainer runs on GPU %d: the engine and the trainer "
+                       "backend must choose nc_gpu_thread_device() (gpu/nc_gpu_nccl.h)", rank, me->device, current);
     cudaError_t e = cudaStreamCreateWithFlags(&me->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess)
         return nc_fail(err, NC_ERR_DEVICE, "GPU %d: cudaStreamCreate: %s", me->device, cudaGetErrorString(e));

@@ -10,7 +10,7 @@
  * (nc_gpu_blas.cu) does; the engine (nc_engine_gpu.cu) and the trainer
  * backend (nc_gpu_train.cu) still call cudaSetDevice(0) when they are
  * created and must call cudaSetDevice(nc_gpu_thread_device()) instead before
- * several GPUs can run (test_multi_rank's GPU test says so by failing). */
+ * several GPUs can run (test_multi_rank's GPU test says so by failing).
  *
  * NCCL is opened from the CUDA toolkit at build time (meson: nccl.h and
  * libnccl beside cudart); NVLink SHARP multicast stays off
