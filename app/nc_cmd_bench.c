@@ -380,7 +380,7 @@ static void print_rows(const bench_args *a, const char *engine, const char *prec
            a->warmup, precision ? " (CUDA events)" : "");
     if (peak > 0)
         printf("Device peak (cuBLAS GEMM, %s): %.1f TFLOP/s\n", precision, peak);
-    if (a->ranks > 1)
+    if (a->ranks > 1 && a->train)
         printf("Training steps data-parallel over %d GPUs (%ld images each of the batch of %ld)\n", a->ranks,
                (a->batch + a->ranks - 1) / a->ranks, a->batch);
     printf("  %-9s %12s %12s %18s %10s %8s %10s\n", "mode", "ms/batch", "images/s", "neuron updates/s", "TFLOP/s",
