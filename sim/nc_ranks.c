@@ -34,7 +34,7 @@ static nc_status bind_rank(const nc_engine_info *info, int rank, nc_error *err)
         return NC_OK;
     nc_status s = info->bind_device(rank, err);
     if (s != NC_OK)
-        nc_error_prefix(err, info->name);
+        nc_error_prefix(err, "%s", info->name);
     return s;
 }
 
@@ -206,6 +206,9 @@ nc_status nc_ranks_for(const char *engine, const nc_engine_settings *settings, i
         return nc_fail(err, NC_ERR_ARGUMENT, "%d ranks: a job spreads over 1 to %d devices", *ranks, NC_RANKS_MAX);
     if (*ranks == 1 || !info->device_count)
         return NC_OK;
+    char why[256] = "";
+    if (*ranks > found && info->available && !info->available(why, sizeof why))
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "--gpus %d: the %s engine cannot run here: %s", *ranks, name, why);
     if (*ranks > found)
         return nc_fail(err, NC_ERR_UNSUPPORTED,
                        "--gpus %d: this machine has %d GPU%s that the %s engine can use; use --gpus %d (or 'all'), "
