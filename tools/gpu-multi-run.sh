@@ -102,7 +102,7 @@ sweep() { # gpus: four sweeps of four thresholds
   local t0=$SECONDS
   for pc in "" "--per-channel"; do
     for L in 4 8; do
-      timeout 150 "$B/neurocuda" sweep assets/models/fmnist_cnn.onnx $fm --engine gpu --gpus "$1" \
+      timeout 150 "$B/neurocuda" sweep tests/fixtures/models/vgg_bn.onnx $fm --engine gpu --gpus "$1" \
         --threshold max,p99,p99.9,p99.99 $pc --L $L -T 32 --limit 10000 --json \
         >> "$OUT/sweep_gpus$1.txt" 2>&1 || echo "sweep failed: $pc L $L" >> "$OUT/sweep_gpus$1.txt"
     done
