@@ -52,7 +52,7 @@ enum { NC_OPT_DATA = 1000, NC_OPT_MEAN, NC_OPT_STD, NC_OPT_SCALE, NC_OPT_LIMIT, 
        NC_OPT_BATCH, NC_OPT_THREADS, NC_OPT_THRESHOLD, NC_OPT_PER_CHANNEL, NC_OPT_L, NC_OPT_MAXPOOL,
        NC_OPT_CALIB_IMAGES, NC_OPT_V0, NC_OPT_RESET, NC_OPT_FIRE, NC_OPT_ENCODING, NC_OPT_SEED, NC_OPT_RECORD,
        NC_OPT_PNG, NC_OPT_REPEATS, NC_OPT_WARMUP, NC_OPT_PLOTS, NC_OPT_DT, NC_OPT_APPROX, NC_OPT_ENGINE_OPT,
-       NC_OPT_TARGET_T, NC_OPT_TIME_BUDGET };
+       NC_OPT_TARGET_T, NC_OPT_TIME_BUDGET, NC_OPT_GPUS };
 
 /* getopt_long entries shared by the commands that read a dataset and by
  * those that convert; each command lists them in its own option table. */
@@ -60,7 +60,7 @@ enum { NC_OPT_DATA = 1000, NC_OPT_MEAN, NC_OPT_STD, NC_OPT_SCALE, NC_OPT_LIMIT, 
     {"data", required_argument, NULL, NC_OPT_DATA}, {"mean", required_argument, NULL, NC_OPT_MEAN}, \
     {"std", required_argument, NULL, NC_OPT_STD}, {"scale", required_argument, NULL, NC_OPT_SCALE},  \
     {"limit", required_argument, NULL, NC_OPT_LIMIT},                                              \
-    {"engine-opt", required_argument, NULL, NC_OPT_ENGINE_OPT}
+    {"engine-opt", required_argument, NULL, NC_OPT_ENGINE_OPT}, {"gpus", required_argument, NULL, NC_OPT_GPUS}
 #define NC_CLI_CONVERT_LONG_OPTIONS                                                                \
     {"threshold", required_argument, NULL, NC_OPT_THRESHOLD},                                      \
     {"per-channel", no_argument, NULL, NC_OPT_PER_CHANNEL}, {"L", required_argument, NULL, NC_OPT_L}, \

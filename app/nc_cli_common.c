@@ -119,6 +119,12 @@ int nc_cli_data_option(nc_cli_data *d, int opt, const char *arg)
         nc_error err = {0};
         return nc_engine_settings_add(&nc_cli_engine_settings, arg, &err) == NC_OK ? 1 : (nc_cli_error(&err), -1);
     }
+    case NC_OPT_GPUS: { /* the gpu engine's option "gpus" (sim/nc_ranks.h checks it against the machine) */
+        char setting[NC_ENGINE_OPTION_VALUE_MAX + 8];
+        nc_error err = {0};
+        snprintf(setting, sizeof setting, "gpus=%s", arg);
+        return nc_engine_settings_add(&nc_cli_engine_settings, setting, &err) == NC_OK ? 1 : (nc_cli_error(&err), -1);
+    }
     default: return 0;
     }
 }
@@ -242,6 +248,8 @@ const char nc_cli_convert_help[] =
     "  --maxpool S      avg | pre-spike (default, exact) | gated: how MaxPool runs on spikes\n"
     "  --calib-images N training images used for calibration (default 2000)\n"
     "  --engine-opt K=V set an option of the engine (repeatable; `neurocuda engines` lists them)\n"
+    "  --gpus N|all     gpu engine: spread the measurements and the fine-tuning over N GPUs of this\n"
+    "                   machine (the engine's option gpus; several GPUs need NCCL)\n"
     "  --v0 F           initial membrane potential as a fraction of θ (default 0.5)\n"
     "  --reset R        subtract (default) | zero\n"
     "  --fire C         ge (v ≥ θ, default) | gt (v > θ)\n";

@@ -2,6 +2,7 @@
 #include "nc_cli_finetune.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -140,11 +141,23 @@ int nc_cli_finetune_option(nc_pipeline_options *o, nc_cli_finetune *f, int opt, 
     }
 }
 
+/* NC_TRAIN_LOG=1: every batch's line on stderr also when it is not a
+ * terminal, one line each (logs that compare loss curves batch by batch,
+ * tools/gpu-multi-compare.py). */
+static int batch_lines(void)
+{
+    const char *v = getenv("NC_TRAIN_LOG");
+    return v && strcmp(v, "1") == 0;
+}
+
 int nc_cli_train_progress(void *user, const nc_train_progress *p)
 {
     (void)user;
     int last = p->batch == p->batches;
-    if (isatty(STDERR_FILENO) && !last) {
+    if (batch_lines())
+        fprintf(stderr, "%s epoch %d/%d: batch %lld/%lld, loss %.6f, accuracy %.4f\n", nc_train_mode_name(p->mode),
+                p->epoch, p->epochs, (long long)p->batch, (long long)p->batches, p->loss, p->train_accuracy);
+    else if (isatty(STDERR_FILENO) && !last) {
         fprintf(stderr, "\r%s epoch %d/%d: batch %lld/%lld, loss %.4f, accuracy %.4f   ", nc_train_mode_name(p->mode),
                 p->epoch, p->epochs, (long long)p->batch, (long long)p->batches, p->loss, p->train_accuracy);
         fflush(stderr);

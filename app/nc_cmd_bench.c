@@ -14,6 +14,8 @@
 #include "nc_evaluate.h"
 #include "nc_pipeline.h"
 #include "nc_train.h"
+#include "nc_train_dp.h"
+#include "nc_ranks.h"
 
 enum { OPT_PRECISION = 2000, OPT_NO_PEAK, OPT_TRAIN };
 
@@ -21,7 +23,7 @@ static void usage(FILE *out)
 {
     fputs("Usage: neurocuda bench MODEL|SNN|builtin:NAME [--engine cpu|gpu] [--precision P] [--batch B] [-T N]\n"
           "                       [--repeats N] [--warmup N] [--threads N] [--data DATASET] [--no-peak] [--train]\n"
-          "                       [--json]\n"
+          "                       [--gpus N|all] [--json]\n"
           "\n"
           "Times the network on one batch of test images: the ANN forward pass and the SNN over T steps,\n"
           "the median of --repeats timed runs after --warmup untimed ones.  An ONNX model is converted\n"
@@ -45,6 +47,9 @@ static void usage(FILE *out)
           "                   batch: qcfs-step (the QCFS-ANN) and bptt-step (the SNN over T steps),\n"
           "                   on the trainer of --engine (cpu or gpu); TFLOP/s count 3 × the forward\n"
           "                   MACs (forward + two backward GEMMs); the memory the step needs is shown\n"
+          "  --gpus N|all     gpu engine, with --train: the steps are data-parallel over N GPUs, each\n"
+          "                   taking B/N images of the same batch of B (NCCL sums the gradients); the\n"
+          "                   ann and snn rows stay on one GPU\n"
           "  --batch B (default 64), -T N (default 8), --repeats N (default 20), --warmup N (default 3)\n"
           "  --engine-opt K=V set an option of the engine (repeatable; `neurocuda engines` lists them)\n",
           out);
@@ -54,6 +59,7 @@ typedef struct bench_args {
     const char *engine, *model, *precision;
     long batch, T, repeats, warmup, threads;
     int json, no_peak, train;
+    int ranks;          /* --gpus: the training steps' GPUs */
     nc_cli_data data;
 } bench_args;
 
@@ -133,18 +139,26 @@ static nc_status time_train(const nc_net *net, const nc_tensor *input, const nc_
     double *times = calloc((size_t)a->repeats, sizeof *times);
     int32_t *labels = malloc((size_t)a->batch * sizeof *labels);
     nc_trainer *tr = NULL;
+    nc_train_group *group = NULL;
     nc_status st = copy && times && labels ? NC_OK : nc_fail(err, NC_ERR_MEMORY, "out of memory");
     for (long i = 0; st == NC_OK && i < a->batch; i++)
         labels[i] = ds->labels ? ds->labels[i % ds->count] : (int32_t)(i % 10);
+    nc_train_options per_gpu = o; /* the memory of one GPU's share */
+    per_gpu.batch_size = (int)((a->batch + a->ranks - 1) / a->ranks);
     if (st == NC_OK)
-        st = nc_train_estimate(copy, &o, bytes, err);
-    if (st == NC_OK)
+        st = nc_train_estimate(copy, &per_gpu, bytes, err);
+    if (st == NC_OK && a->ranks > 1)
+        st = nc_train_group_new(copy, &o, a->ranks, (int)a->batch, 0, &group, err);
+    else if (st == NC_OK)
         st = nc_trainer_new(copy, &o, (int)a->batch, &tr, err);
+    if (group)
+        tr = nc_train_group_trainer(group, 0);
     for (long r = -a->warmup; r < a->repeats && st == NC_OK; r++) {
         double start = nc_now();
-        st = nc_trainer_gradients(tr, input->data, labels, (int)a->batch, NULL, NULL, err);
-        if (st == NC_OK)
-            nc_trainer_apply(tr, 1e-5); /* small: the net stays what it was */
+        if (group) /* small steps: the net stays what it was */
+            st = nc_train_group_step(group, input->data, labels, (int)a->batch, 1e-5, NULL, NULL, err);
+        else if ((st = nc_trainer_gradients(tr, input->data, labels, (int)a->batch, NULL, NULL, err)) == NC_OK)
+            nc_trainer_apply(tr, 1e-5);
         if (r >= 0)
             times[r] = nc_now() - start;
         if (st == NC_OK && nc_cli_interrupted())
@@ -154,7 +168,10 @@ static nc_status time_train(const nc_net *net, const nc_tensor *input, const nc_
         st = nc_trainer_sync_net(tr, err); /* reports an error the backend recorded */
     if (st == NC_OK)
         *median = median_of(times, a->repeats);
-    nc_trainer_free(tr);
+    if (group)
+        nc_train_group_free(group);
+    else
+        nc_trainer_free(tr);
     nc_net_free(copy);
     free(labels);
     free(times);
@@ -363,6 +380,9 @@ static void print_rows(const bench_args *a, const char *engine, const char *prec
            a->warmup, precision ? " (CUDA events)" : "");
     if (peak > 0)
         printf("Device peak (cuBLAS GEMM, %s): %.1f TFLOP/s\n", precision, peak);
+    if (a->ranks > 1 && a->train)
+        printf("Training steps data-parallel over %d GPUs (%ld images each of the batch of %ld)\n", a->ranks,
+               (a->batch + a->ranks - 1) / a->ranks, a->batch);
     printf("  %-9s %12s %12s %18s %10s %8s %10s\n", "mode", "ms/batch", "images/s", "neuron updates/s", "TFLOP/s",
            "%peak", "memory");
     for (int i = 0; i < n; i++) {
@@ -390,6 +410,7 @@ static void print_rows(const bench_args *a, const char *engine, const char *prec
     nc_json_int(&j, "batch", a->batch);
     nc_json_int(&j, "T", a->T);
     nc_json_int(&j, "repeats", a->repeats);
+    nc_json_int(&j, "gpus", a->ranks);
     for (int i = 0; i < n; i++) {
         nc_json_open(&j, rows[i].mode, '{');
         nc_json_number(&j, "ms_per_batch", rows[i].ms);
@@ -432,8 +453,11 @@ static const char *precision_of(const nc_engine *e)
     return info && info->precision ? info->precision(e) : NULL;
 }
 
-static int bench(const bench_args *a, nc_net *net, int builtin)
+static int bench(bench_args *a, nc_net *net, int builtin)
 {
+    nc_error ranks_err = {0};
+    if (nc_ranks_for(a->engine, &nc_cli_engine_settings, 0, &a->ranks, &ranks_err) != NC_OK)
+        return nc_cli_error(&ranks_err);
     int rc = apply_precision(a);
     nc_engine *e = rc == 0 ? nc_cli_engine(a->engine, net, (int)a->threads) : NULL;
     if (!e)
@@ -510,9 +534,10 @@ int nc_cmd_bench(int argc, char **argv)
         {"mean", required_argument, NULL, NC_OPT_MEAN},     {"std", required_argument, NULL, NC_OPT_STD},
         {"precision", required_argument, NULL, OPT_PRECISION}, {"no-peak", no_argument, NULL, OPT_NO_PEAK},
         {"train", no_argument, NULL, OPT_TRAIN},            {"engine-opt", required_argument, NULL, NC_OPT_ENGINE_OPT},
+        {"gpus", required_argument, NULL, NC_OPT_GPUS},
         {"json", no_argument, NULL, NC_OPT_JSON},           {"help", no_argument, NULL, 'h'},
         {0}};
-    bench_args a = {.engine = "cpu", .batch = 64, .T = 8, .repeats = 20, .warmup = 3};
+    bench_args a = {.engine = "cpu", .batch = 64, .T = 8, .repeats = 20, .warmup = 3, .ranks = 1};
     nc_cli_data_init(&a.data);
     int opt;
     while ((opt = getopt_long(argc, argv, "hT:", options, NULL)) != -1) {

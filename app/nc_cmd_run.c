@@ -13,7 +13,7 @@
 
 static void usage(FILE *out)
 {
-    fputs("Usage: neurocuda run SNN [--data DATASET] [-T N] [--engine cpu] [--encoding direct|poisson]\n"
+    fputs("Usage: neurocuda run SNN [--data DATASET] [-T N] [--engine cpu] [--gpus N] [--encoding direct|poisson]\n"
           "                     [--seed N] [--limit N] [--batch B] [--record FILE.h5] [--plots DIR] [--json]\n"
           "\n"
           "Simulates the spiking network in SNN (a project written by `neurocuda convert`, or a NIR graph)\n"
@@ -26,6 +26,8 @@ static void usage(FILE *out)
           "                   in the project is used unless --mean/--std/--scale are given\n"
           "  -T N             timesteps (default 32)\n"
           "  --engine NAME    cpu (default) | gpu | loihi\n"
+          "  --gpus N|all     gpu engine: deal the test images over N GPUs and merge the results (the\n"
+          "                   same numbers as one GPU; several GPUs need NCCL)\n"
           "  --encoding E     direct (default: the analog image every step) | poisson (rate-coded spikes)\n"
           "  --seed N         Poisson seed (default 1)\n"
           "  --limit N        only the first N test images\n"

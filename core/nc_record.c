@@ -245,6 +245,14 @@ static int grow_batch(nc_record *rec, int64_t n)
     return 0;
 }
 
+nc_status nc_record_begin_batch_at(nc_record *rec, int64_t first, int64_t n, nc_error *err)
+{
+    if (first < 0)
+        return nc_fail(err, NC_ERR_ARGUMENT, "record: a batch cannot start at sample %lld", (long long)first);
+    rec->samples = first;
+    return nc_record_begin_batch(rec, n, err);
+}
+
 nc_status nc_record_begin_batch(nc_record *rec, int64_t n, nc_error *err)
 {
     rec->batch_open = 0;
@@ -441,19 +449,36 @@ static void add_pair(layer_acc *L, int T, float theta, int N, const float *a, co
     L->clipped += z > th;
 }
 
-static void fold_layer(layer_acc *L, int T, int64_t n)
+/* The batch that B observed enters L's totals (B = L for one record; a
+ * rank's record otherwise, nc_record_end_batch_into). */
+static void fold_layer(layer_acc *L, const layer_acc *B, int T, int64_t n)
 {
-    int has_z = L->steps_in == T;
+    int has_z = B->steps_in == T;
     for (int64_t s = 0; s < n; s++) {
         for (int64_t i = 0; i < L->numel; i++) {
             int64_t k = s * L->numel + i;
-            int N = L->count[k];
+            int N = B->count[k];
             L->spikes += N;
             L->chan_spikes[(i / L->inner) % L->channels] += N;
-            add_pair(L, T, theta_of(L, i), N, L->has_a ? &L->a[k] : NULL, has_z ? &L->zsum[k] : NULL);
+            add_pair(L, T, theta_of(L, i), N, B->has_a ? &B->a[k] : NULL, has_z ? &B->zsum[k] : NULL);
         }
     }
     L->pairs += n * L->numel;
+}
+
+/* The raster bits and trace values a rank's record kept of samples
+ * [first, first + n), copied to the same places of the total's. */
+static void copy_views(const nc_record *rec, layer_acc *L, const layer_acc *B, int64_t first, int64_t n)
+{
+    int T = rec->T;
+    for (int64_t g = first; g < first + n && g < rec->spec.raster_samples; g++)
+        for (int64_t b = g * L->rk * T; b < (g + 1) * L->rk * T; b++)
+            set_bit(L->r_bits, b, (B->r_bits[b >> 3] >> (b & 7)) & 1);
+    for (int64_t g = first; g < first + n && g < rec->spec.trace_samples; g++) {
+        size_t at = (size_t)(g * L->tk * T), count = (size_t)L->tk * (size_t)T;
+        memcpy(L->t_cur + at, B->t_cur + at, count * sizeof(float));
+        memcpy(L->t_spk + at, B->t_spk + at, count);
+    }
 }
 
 /* v_t from v_0, the inputs and the observed spikes (nc_record.h). */
@@ -493,8 +518,8 @@ static nc_status check_batch(nc_record *rec, const float *out, int64_t classes, 
     return NC_OK;
 }
 
-static nc_status add_accuracy(nc_record *rec, const int32_t *labels, const float *out, int64_t classes,
-                              nc_error *err)
+static nc_status add_accuracy(nc_record *rec, nc_record *total, const int32_t *labels, const float *out,
+                              int64_t classes, nc_error *err)
 {
     int64_t n = rec->batch_n, need = n * classes;
     if (need > rec->cum_cap) {
@@ -511,7 +536,7 @@ static nc_status add_accuracy(nc_record *rec, const int32_t *labels, const float
             double *c = rec->cum + s * classes;
             for (int64_t k = 0; k < classes; k++)
                 c[k] += step[s * classes + k];
-            rec->correct_by_step[t] += argmax_d(c, classes) == labels[s];
+            total->correct_by_step[t] += argmax_d(c, classes) == labels[s];
         }
     }
     return NC_OK;
@@ -520,27 +545,53 @@ static nc_status add_accuracy(nc_record *rec, const int32_t *labels, const float
 nc_status nc_record_end_batch(nc_record *rec, const int32_t *labels, const float *out, int64_t classes,
                               nc_error *err)
 {
+    return nc_record_end_batch_into(rec, rec, labels, out, classes, err);
+}
+
+/* A record that receives another's batches must be its twin: the same net,
+ * T and views, and its next sample must be the batch's first. */
+static nc_status check_twin(const nc_record *rec, const nc_record *total, nc_error *err)
+{
+    if (total == rec)
+        return NC_OK;
+    if (total->net != rec->net || total->T != rec->T || total->n_layers != rec->n_layers ||
+        total->spec.raster_samples != rec->spec.raster_samples || total->spec.trace_samples != rec->spec.trace_samples)
+        return nc_fail(err, NC_ERR_ARGUMENT, "record: a batch can only join a record of the same net, T and views");
+    if (total->samples != rec->samples)
+        return nc_fail(err, NC_ERR_ARGUMENT, "record: the batch starting at sample %lld came before the record's "
+                       "next (%lld): batches must join in order", (long long)rec->samples, (long long)total->samples);
+    return NC_OK;
+}
+
+nc_status nc_record_end_batch_into(nc_record *rec, nc_record *total, const int32_t *labels, const float *out,
+                                   int64_t classes, nc_error *err)
+{
     nc_status st = check_batch(rec, out, classes, err);
     if (st == NC_OK)
-        st = add_accuracy(rec, labels, out, classes, err);
+        st = check_twin(rec, total, err);
+    if (st == NC_OK)
+        st = add_accuracy(rec, total, labels, out, classes, err);
     if (st != NC_OK) {
         rec->batch_open = 0;
         return st;
     }
+    int64_t first = total->samples, n = rec->batch_n;
     for (int i = 0; i < rec->n_layers; i++) {
-        fold_layer(&rec->layers[i], rec->T, rec->batch_n);
-        reconstruct_traces(rec, &rec->layers[i], rec->samples, rec->batch_n);
+        if (total != rec)
+            copy_views(total, &total->layers[i], &rec->layers[i], first, n);
+        fold_layer(&total->layers[i], &rec->layers[i], rec->T, n);
+        reconstruct_traces(total, &total->layers[i], first, n);
     }
-    for (int i = 0; rec->spec.raster_sink && i < rec->n_layers; i++)
-        rec->spec.raster_sink(rec->spec.raster_sink_user, rec, i, rec->samples, rec->batch_n, rec->layers[i].rk,
-                              rec->T, rec->layers[i].b_bits);
+    for (int i = 0; total->spec.raster_sink && i < rec->n_layers; i++)
+        total->spec.raster_sink(total->spec.raster_sink_user, total, i, first, n, rec->layers[i].rk, rec->T,
+                                rec->layers[i].b_bits);
     for (int k = 0; k < 2; k++) {
         if (rec->batch_ref_seen[k]) {
-            rec->ref_correct[k] += rec->batch_ref_correct[k];
-            rec->ref_samples[k] += rec->batch_n;
+            total->ref_correct[k] += rec->batch_ref_correct[k];
+            total->ref_samples[k] += n;
         }
     }
-    rec->samples += rec->batch_n;
+    total->samples += n;
     rec->batch_open = 0;
     return NC_OK;
 }

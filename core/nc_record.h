@@ -138,6 +138,20 @@ nc_status nc_record_add_reference(nc_record *rec, nc_record_ref which, const flo
 nc_status nc_record_end_batch(nc_record *rec, const int32_t *labels, const float *out, int64_t classes,
                               nc_error *err);
 
+/* ---- a run split over ranks (sim/nc_shard.h) ----------------------------
+ * Each rank feeds a record of its own (made with the same net, T and spec)
+ * whose totals stay empty: it opens each batch at the batch's first sample
+ * of the whole run, its observers fill the batch, and the batch then joins
+ * the run's record `total` with nc_record_end_batch_into — in run order
+ * (total's next sample must be the batch's first; NC_ERR_ARGUMENT
+ * otherwise).  The totals are then added up exactly as one record fed every
+ * batch in that order adds them, bit for bit; raster and traces of the first
+ * samples land where one record puts them, and total's raster sink gets
+ * each batch.  nc_record_end_batch(rec) is nc_record_end_batch_into(rec, rec). */
+nc_status nc_record_begin_batch_at(nc_record *rec, int64_t first, int64_t n, nc_error *err);
+nc_status nc_record_end_batch_into(nc_record *rec, nc_record *total, const int32_t *labels, const float *out,
+                                   int64_t classes, nc_error *err);
+
 /* ---- reading a record -------------------------------------------------- */
 
 int nc_record_T(const nc_record *rec);

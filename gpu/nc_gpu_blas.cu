@@ -2,6 +2,7 @@
 // knows how each precision maps onto cuBLAS), the measured peak, and the
 // error helpers shared by gpu/.
 #include "gpu/nc_gpu_internal.h"
+#include "gpu/nc_gpu_nccl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +89,7 @@ extern "C" nc_status nc_gpu_measure_peak(nc_gpu_precision p, double *tflops, nc_
     if (n < 256 || n > 32768)
         n = 8192;
     peak_res r;
-    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, cudaSetDevice(nc_gpu_thread_device()));
     NC_CUDA_TRY(err, where, cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
     NC_CUBLAS_TRY(err, where, cublasCreate(&r.blas));
     NC_CUBLAS_TRY(err, where, cublasSetStream(r.blas, r.stream));

@@ -10,8 +10,10 @@
 #include "nc_gpu.h"
 #include "nc_gpu_options.h"
 
-/* The options, in the order of nc_gpu_options's fields. */
-enum { OPT_PRECISION, OPT_CONV, OPT_CHUNK_MB, OPT_PROFILE, OPT_PEAK_N, OPT_TRAIN_CHUNK_MB, OPT_FAULT, N_OPTIONS };
+/* The options, in the order of nc_gpu_options's fields; then "gpus", which
+ * the runner reads (sim/nc_ranks.h), not the engine. */
+enum { OPT_PRECISION, OPT_CONV, OPT_CHUNK_MB, OPT_PROFILE, OPT_PEAK_N, OPT_TRAIN_CHUNK_MB, OPT_FAULT, OPT_GPUS,
+       N_OPTIONS };
 
 _Static_assert((int)N_OPTIONS == (int)NC_GPU_N_OPTIONS, "nc_gpu_options.h counts the options");
 
@@ -40,6 +42,10 @@ const nc_engine_option nc_gpu_option_table[N_OPTIONS] = {
                             .env = "NC_GPU_TRAIN_CHUNK_MB"},
     [OPT_FAULT] = {.key = "fault", .type = NC_ENGINE_OPTION_TEXT, .default_value = "",
                    .help = "tests: inject faults, oom:N[+], launch:N and/or graph (nc_gpu.h)", .env = "NC_GPU_FAULT"},
+    [OPT_GPUS] = {.key = "gpus", .type = NC_ENGINE_OPTION_TEXT, .default_value = "1",
+                  .help = "GPUs of this machine a job spreads over, N or all (--gpus): measurements dealt over them, "
+                          "fine-tuning data-parallel through NCCL",
+                  .env = "NC_GPUS"},
 };
 
 static nc_engine_values chosen;      /* values set with --engine-opt        */
@@ -58,7 +64,9 @@ static void resolve_base(nc_engine_values *out)
  * at every call (tests change the variables between cases). */
 nc_gpu_options nc_gpu_options_get(void)
 {
-    static nc_engine_values current; /* the strings below point into it */
+    /* the strings below point into it; one per thread: the ranks of several
+     * GPUs create their engines at the same time (sim/nc_ranks.h) */
+    static _Thread_local nc_engine_values current;
     resolve_base(&current);
     for (int i = 0; i < N_OPTIONS; i++)
         if (chosen_explicit[i])

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "../sim/nc_engine_registry.h"
+#include "nc_config.h"
 #include "nc_gpu.h"
+#include "nc_gpu_nccl.h"
 #include "nc_gpu_options.h"
 
 static int gpu_available(char *why, size_t size)
@@ -72,6 +74,12 @@ static const nc_engine_info gpu_info = {
     .precision = gpu_precision,
     .measure_peak = gpu_peak,
     .describe_kernels = nc_engine_gpu_describe_convs,
+    /* several GPUs of this machine, one thread each (sim/nc_ranks.h) */
+    .device_count = nc_gpu_device_count,
+    .bind_device = nc_gpu_bind_device,
+#if NC_HAVE_NCCL
+    .allreduce_new = nc_gpu_nccl_new,
+#endif
 };
 
 __attribute__((constructor)) static void register_gpu(void) { nc_engine_register(&gpu_info); }

@@ -18,6 +18,8 @@
 #include "nc_engine.h"
 #include "nc_train_backend.h"
 
+struct nc_allreduce;
+
 typedef enum nc_engine_option_type {
     NC_ENGINE_OPTION_INT,
     NC_ENGINE_OPTION_BOOL,   /* 0 | 1 */
@@ -69,6 +71,15 @@ typedef struct nc_engine_info {
     nc_status (*measure_peak)(const nc_engine *e, double *tflops, nc_error *err);
     /* ... and which kernels ran the loaded net's layers (lines of text) */
     void (*describe_kernels)(const nc_engine *e, char *buf, size_t size);
+    /* Engines with several devices (NULL elsewhere; sim/nc_ranks.h): the
+     * devices this machine has that the engine can use ... */
+    int (*device_count)(void);
+    /* ... makes the calling thread use device `rank`, before it creates an
+     * engine or a trainer backend there ... */
+    nc_status (*bind_device)(int rank, nc_error *err);
+    /* ... and the gradient sums between them (sim/nc_allreduce.h); NULL when
+     * the build has none (several GPUs need NCCL) */
+    nc_status (*allreduce_new)(int ranks, struct nc_allreduce **out, nc_error *err);
 } nc_engine_info;
 
 /* Adds an engine, or replaces the entry of the same name (at most 8). */

@@ -51,6 +51,12 @@ static nc_tensor *batch_tensor(const nc_net *net, int64_t n)
 nc_status nc_evaluate(nc_engine *engine, const nc_dataset *ds, int batch, nc_mode mode,
                       nc_progress_fn progress, void *progress_user, nc_eval_result *result, nc_error *err)
 {
+    return nc_evaluate_dealt(engine, ds, batch, mode, 0, 1, progress, progress_user, result, err);
+}
+
+nc_status nc_evaluate_dealt(nc_engine *engine, const nc_dataset *ds, int batch, nc_mode mode, int rank, int ranks,
+                            nc_progress_fn progress, void *progress_user, nc_eval_result *result, nc_error *err)
+{
     const nc_net *net = engine->net;
     *result = (nc_eval_result){0};
     if (!net)
@@ -68,7 +74,7 @@ nc_status nc_evaluate(nc_engine *engine, const nc_dataset *ds, int batch, nc_mod
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for a batch of %d images", batch);
     }
     nc_run_options opts = {.mode = mode, .T = 1};
-    for (int64_t first = 0; first < ds->count && st == NC_OK; first += batch) {
+    for (int64_t first = (int64_t)rank * batch; first < ds->count && st == NC_OK; first += (int64_t)ranks * batch) {
         int64_t n = ds->count - first < batch ? ds->count - first : batch;
         input->shape[0] = n;
         nc_dataset_batch(ds, first, n, input->data, labels);

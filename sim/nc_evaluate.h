@@ -23,6 +23,12 @@ typedef struct nc_eval_result {
 nc_status nc_evaluate(nc_engine *engine, const nc_dataset *ds, int batch, nc_mode mode,
                       nc_progress_fn progress, void *progress_user, nc_eval_result *result, nc_error *err);
 
+/* The same over the batches numbered rank, rank + ranks, … only (one rank's
+ * part of a run split over ranks, sim/nc_shard.h); progress and the result
+ * count those. */
+nc_status nc_evaluate_dealt(nc_engine *engine, const nc_dataset *ds, int batch, nc_mode mode, int rank, int ranks,
+                            nc_progress_fn progress, void *progress_user, nc_eval_result *result, nc_error *err);
+
 /* The SNN's accuracy after T steps (argmax of the output summed over the
  * steps, direct encoding) on images [first, first + count) of ds, for the net
  * the engine holds — e.g. a held-out slice of the training split. */

@@ -10,6 +10,7 @@
 
 #include "nc_engine_registry.h"
 #include "nc_evaluate.h"
+#include "nc_shard.h"
 
 struct nc_runner {
     nc_runner_desc desc;
@@ -42,6 +43,9 @@ struct nc_runner {
     double best_accuracy;
     double held_out_accuracy[NC_RUNNER_MAX_ROWS];
     int ran;
+    int ranks;                          /* devices a measurement and a fine-tuning spread over */
+    nc_rank_pool *pool;                 /* ranks > 1: their threads ...           */
+    nc_engine *engines[NC_RANKS_MAX];   /* ... and engines ([0] = engine)          */
 };
 
 /* ---- policies ------------------------------------------------------------ */
@@ -192,10 +196,15 @@ nc_status nc_runner_new(const nc_runner_desc *desc, nc_runner **out, nc_error *e
     if ((desc->pipeline.calibrate_bias_T > 0 || desc->keep_best_T > 0) && (!converts || desc->n_methods > 0))
         return nc_fail(err, NC_ERR_ARGUMENT, "bias calibration and keeping the best stage work on one conversion: "
                                              "not a spiking network as it is, and not a sweep of threshold methods");
+    int ranks = 1;
+    nc_status st = nc_ranks_for(desc->engine, desc->engine_settings, desc->ranks, &ranks, err);
+    if (st != NC_OK)
+        return st;
     nc_runner *r = calloc(1, sizeof *r);
     if (!r)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for the pipeline runner");
     r->desc = *desc;
+    r->ranks = ranks;
     if (!r->desc.engine)
         r->desc.engine = "cpu";
     if (r->desc.batch_size <= 0)
@@ -218,6 +227,9 @@ void nc_runner_free(nc_runner *r)
         nc_net_free(r->row_nets[i]);
         free(r->rows[i].snn);
     }
+    if (r->pool)
+        nc_shard_engines_free(r->pool, r->engines);
+    nc_rank_pool_free(r->pool);
     if (r->engine != r->desc.engine_instance)
         nc_engine_free(r->engine);
     nc_dataset_free(r->own_train);
@@ -262,17 +274,23 @@ static void decide_training(nc_runner *r)
         t->teacher = r->desc.source;
     if (r->train_set && finetunes(&r->desc))
         t->val_count = nc_runner_held_out(r->desc.held_out, r->train_set->count);
+    t->ranks = r->ranks;
 }
 
+/* The engine, and with several ranks one more per rank on its own device
+ * (sim/nc_shard.h); rank 0's is the job's engine. */
 static nc_status make_engine(nc_runner *r, nc_error *err)
 {
-    if (r->desc.engine_instance) {
+    nc_status st = NC_OK;
+    if (r->desc.engine_instance)
         r->engine = r->desc.engine_instance;
-        return NC_OK;
-    }
-    nc_status st = nc_engine_new_with(r->desc.engine, r->desc.engine_settings, &r->engine, err);
-    if (st == NC_OK)
+    else if ((st = nc_engine_new_with(r->desc.engine, r->desc.engine_settings, &r->engine, err)) == NC_OK)
         r->engine->threads = r->desc.threads;
+    if (st == NC_OK && r->ranks > 1)
+        st = nc_rank_pool_new(r->desc.engine, r->ranks, &r->pool, err);
+    if (st == NC_OK && r->pool)
+        st = nc_shard_engines_new(r->pool, r->desc.engine, r->desc.engine_settings, r->desc.threads, r->engine,
+                                  r->engines, err);
     return st;
 }
 
@@ -489,18 +507,25 @@ static nc_status fill_row(nc_stage_row *row, const nc_record *rec, const nc_run_
     return NC_OK;
 }
 
+/* The test split in one mode, over the ranks when there are several. */
+static nc_status evaluate(nc_runner *r, nc_mode mode, const nc_runner_observer *obs, nc_eval_result *res,
+                          nc_error *err)
+{
+    if (r->pool)
+        return nc_evaluate_sharded(r->pool, r->engines, r->test_set, r->desc.batch_size, mode, obs->progress,
+                                   obs->user, res, err);
+    return nc_evaluate(r->engine, r->test_set, r->desc.batch_size, mode, obs->progress, obs->user, res, err);
+}
+
 /* No SNN steps asked for: the ANN and QCFS-ANN accuracy only. */
 static nc_status evaluate_row(nc_runner *r, const nc_run_stage *s, const nc_runner_observer *obs, nc_error *err)
 {
     nc_stage_row *row = &r->rows[s->row];
     nc_eval_result res = {0};
-    nc_status st = NC_OK;
-    if (s->ann && (st = nc_evaluate(r->engine, r->test_set, r->desc.batch_size, NC_MODE_ANN, obs->progress,
-                                    obs->user, &res, err)) == NC_OK)
+    nc_status st = r->pool ? nc_shard_engines_load(r->pool, r->engines, r->engine->net, err) : NC_OK;
+    if (st == NC_OK && s->ann && (st = evaluate(r, NC_MODE_ANN, obs, &res, err)) == NC_OK)
         row->ann = res.accuracy;
-    if (st == NC_OK && s->qcfs &&
-        (st = nc_evaluate(r->engine, r->test_set, r->desc.batch_size, NC_MODE_QCFS, obs->progress, obs->user, &res,
-                          err)) == NC_OK)
+    if (st == NC_OK && s->qcfs && (st = evaluate(r, NC_MODE_QCFS, obs, &res, err)) == NC_OK)
         row->qcfs = res.accuracy;
     row->images = r->test_set->count;
     return st;
@@ -530,7 +555,9 @@ static nc_status run_measure(nc_runner *r, int stage, const nc_runner_observer *
     if (st == NC_OK)
         st = notify(r, obs, stage, NC_RUNNER_RECORD_READY, err);
     if (st == NC_OK)
-        st = nc_simulate_into(r->engine, r->test_set, &so, obs->progress, obs->user, r->records[s->row], err);
+        st = r->pool ? nc_simulate_sharded(r->pool, r->engines, r->test_set, &so, obs->progress, obs->user,
+                                           r->records[s->row], err)
+                     : nc_simulate_into(r->engine, r->test_set, &so, obs->progress, obs->user, r->records[s->row], err);
     nc_status filled = r->records[s->row] ? fill_row(&r->rows[s->row], r->records[s->row], s, err) : NC_OK;
     if (!s->keep) {
         nc_record_free(r->records[s->row]);

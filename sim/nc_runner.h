@@ -99,6 +99,13 @@ typedef struct nc_runner_desc {
      * left less the measurements after it (the longest one so far, per
      * measurement); the trainer fits its epochs into that (nc_train.h). */
     double time_budget;
+    /* Devices the job spreads over (sim/nc_ranks.h): every measurement's test
+     * set is dealt over them and merged (sim/nc_shard.h; the same numbers as
+     * one device), fine-tuning shares each batch (sim/nc_train_dp.h);
+     * calibration runs on the first.  0: the engine's "gpus" option
+     * (`--gpus`), 1 without one; more than 0 on an engine without devices:
+     * that many CPU ranks (tests). */
+    int ranks;
 } nc_runner_desc;
 
 /* The defaults of every field (pipeline defaults, cpu engine, direct

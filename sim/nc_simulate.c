@@ -14,6 +14,7 @@ typedef struct sim_ctx {
     nc_record *rec;
     int64_t total, done;  /* images in the run, images finished */
     int cancelled;
+    const nc_simulate_shard *shard; /* NULL: every batch, into rec's own totals */
 } sim_ctx;
 
 static uint64_t splitmix64(uint64_t x)
@@ -93,7 +94,9 @@ static nc_status snn_pass(sim_ctx *c, const nc_tensor *input, const int32_t *lab
     nc_tensor *out = NULL;
     int64_t rows = (int64_t)c->opts->T * input->shape[0];
     nc_status st = forward(c, input, NC_MODE_SNN, &ob, splitmix64(c->opts->seed + (uint64_t)first), &out, err);
-    if (st == NC_OK)
+    if (st == NC_OK && c->shard)
+        st = c->shard->commit(c->shard->user, c->rec, labels, out->data, classes_of(out, rows), err);
+    else if (st == NC_OK)
         st = nc_record_end_batch(c->rec, labels, out->data, classes_of(out, rows), err);
     nc_tensor_free(out);
     return st;
@@ -104,7 +107,7 @@ static nc_status run_batch(sim_ctx *c, nc_tensor *input, int32_t *labels, int64_
 {
     input->shape[0] = n;
     nc_dataset_batch(c->ds, first, n, input->data, labels);
-    nc_status st = nc_record_begin_batch(c->rec, n, err);
+    nc_status st = c->shard ? nc_record_begin_batch_at(c->rec, first, n, err) : nc_record_begin_batch(c->rec, n, err);
     if (st == NC_OK && !c->opts->skip_ann)
         st = reference_pass(c, input, labels, NC_MODE_ANN, err);
     if (st == NC_OK && !c->opts->skip_qcfs)
@@ -151,7 +154,8 @@ static nc_status run_all(sim_ctx *c, int64_t batch, nc_error *err)
     int32_t *labels = malloc((size_t)batch * sizeof(int32_t));
     nc_status st = labels ? make_input(nc_record_net(c->rec), c->ds, batch, &input, err)
                           : nc_fail(err, NC_ERR_MEMORY, "out of memory");
-    for (int64_t first = 0; st == NC_OK && first < c->total; first += batch) {
+    int64_t start = c->shard ? c->shard->rank * batch : 0, step = c->shard ? c->shard->ranks * batch : batch;
+    for (int64_t first = start; st == NC_OK && first < c->total; first += step) {
         int64_t n = c->total - first < batch ? c->total - first : batch;
         st = run_batch(c, input, labels, first, n, err);
         if (st == NC_OK) {
@@ -173,10 +177,17 @@ static nc_status run_all(sim_ctx *c, int64_t batch, nc_error *err)
 nc_status nc_simulate_into(nc_engine *engine, const nc_dataset *ds, const nc_simulate_options *opts,
                            nc_progress_fn progress, void *progress_user, nc_record *rec, nc_error *err)
 {
+    return nc_simulate_shard_into(engine, ds, opts, NULL, progress, progress_user, rec, err);
+}
+
+nc_status nc_simulate_shard_into(nc_engine *engine, const nc_dataset *ds, const nc_simulate_options *opts,
+                                 const nc_simulate_shard *shard, nc_progress_fn progress, void *progress_user,
+                                 nc_record *rec, nc_error *err)
+{
     nc_status st = check_args(engine, ds, opts, rec, err);
     if (st != NC_OK)
         return st;
-    sim_ctx c = {engine, ds, opts, progress, progress_user, rec, 0, 0, 0};
+    sim_ctx c = {engine, ds, opts, progress, progress_user, rec, 0, 0, 0, shard};
     c.total = opts->limit > 0 && opts->limit < ds->count ? opts->limit : ds->count;
     int64_t batch = opts->batch_size > 0 ? opts->batch_size : NC_SIMULATE_DEFAULT_BATCH;
     if (batch > c.total)

@@ -55,4 +55,20 @@ nc_status nc_simulate(nc_engine *engine, const nc_net *net, const nc_dataset *ds
 nc_status nc_simulate_into(nc_engine *engine, const nc_dataset *ds, const nc_simulate_options *opts,
                            nc_progress_fn progress, void *progress_user, nc_record *rec, nc_error *err);
 
+/* One rank's part of a run split over ranks (sim/nc_shard.h): of the run's
+ * batches it simulates those numbered rank, rank + ranks, … into `rec` (its
+ * own record, opened at each batch's first sample), and hands each finished
+ * batch to commit, which joins it to the run's record in run order
+ * (nc_record_end_batch_into).  progress sees this rank's batches only. */
+typedef struct nc_simulate_shard {
+    int rank, ranks;
+    nc_status (*commit)(void *user, nc_record *rec, const int32_t *labels, const float *out, int64_t classes,
+                        nc_error *err);
+    void *user;
+} nc_simulate_shard;
+
+nc_status nc_simulate_shard_into(nc_engine *engine, const nc_dataset *ds, const nc_simulate_options *opts,
+                                 const nc_simulate_shard *shard, nc_progress_fn progress, void *progress_user,
+                                 nc_record *rec, nc_error *err);
+
 #endif

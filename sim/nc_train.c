@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nc_allreduce.h"
 #include "nc_config.h"
 #include "nc_evaluate.h"
 #include "nc_grad_ops.h"
@@ -35,6 +36,21 @@ typedef struct node_params {
     float *weight, *bias, *threshold;
     float *weight_grad, *bias_grad, *threshold_grad;
 } node_params;
+
+/* Data parallel (sim/nc_train_dp.h): the gradients of the nodes whose
+ * backward pass is done, waiting to be summed across the ranks together. */
+typedef struct grad_bucket {
+    nc_allreduce *comm;   /* NULL: one rank, nothing to sum           */
+    int rank;
+    double share;         /* this rank's images / the batch's images  */
+    int64_t cap;          /* floats that make a bucket full           */
+    int n;
+    int64_t floats;
+    float *bufs[NC_ALLREDUCE_MAX_BUFFERS];
+    int64_t counts[NC_ALLREDUCE_MAX_BUFFERS];
+    nc_status status;     /* the first failed sum of this batch       */
+    nc_error err;
+} grad_bucket;
 
 typedef struct opt_state {
     float *host;       /* the net's array: written by nc_trainer_sync_net */
@@ -73,6 +89,7 @@ struct nc_trainer {
     nc_net *teacher_net;
     nc_trainer *teacher;
     float *teacher_logits; /* host [max_batch, classes] */
+    grad_bucket bucket;
 };
 
 /* ---- names and defaults --------------------------------------------------- */
@@ -124,13 +141,6 @@ nc_train_options nc_train_options_default(nc_train_mode mode)
                               .optimizer = NC_OPTIMIZER_ADAM, .learning_rate = 0, .momentum = 0.9,
                               .weight_decay = 0, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-8,
                               .cosine = 1, .surrogate = NC_SURROGATE_TRIANGLE, .seed = 1};
-}
-
-static double learning_rate_of(const nc_train_options *o)
-{
-    if (o->learning_rate > 0)
-        return o->learning_rate;
-    return o->optimizer == NC_OPTIMIZER_SGD ? 1e-3 : 1e-4;
 }
 
 /* ---- what can be trained ----------------------------------------------------- */
@@ -236,12 +246,6 @@ static nc_status window_of(const nc_net *net, int i, nc_window *g, nc_error *err
 }
 
 /* ---- memory ------------------------------------------------------------------ */
-
-static double physical_memory(void)
-{
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    return pages > 0 && size > 0 ? (double)pages * (double)size : 8e9;
-}
 
 /* Floats per value, membranes, gradients and workspace, for max_batch. */
 typedef struct mem_plan {
@@ -522,6 +526,7 @@ nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, 
     tr->o = *o;
     tr->max_batch = max_batch;
     tr->T = o->mode == NC_TRAIN_BPTT ? o->T : 1;
+    tr->bucket.share = 1;
     tr->classes = (int)nc_node_numel(&net->nodes[net->output]);
     s = nc_train_backend_new(o->engine, &tr->be, err);
     if (s != NC_OK) {
@@ -954,6 +959,17 @@ static double batch_loss(nc_trainer *tr, const int32_t *labels, int dlogits, int
                            tr->o.distill_tau, d, correct);
 }
 
+/* A rank of a data-parallel run holds `share` of the batch: its mean loss
+ * enters the batch's mean with that weight, and so does its gradient. */
+static void scale_dlogits(nc_trainer *tr, int64_t per)
+{
+    if (tr->bucket.share == 1.0)
+        return;
+    float share = (float)tr->bucket.share;
+    for (int64_t k = 0; k < per; k++)
+        tr->dlogits[k] *= share;
+}
+
 /* The loss and dL/d(output) into grad[output].  One horizon (k = T): the
  * logits are the mean over T steps and each step gets dlogits / T.  Several
  * horizons k: loss = mean over k of CE(mean of the first k steps), so step t
@@ -966,6 +982,7 @@ static nc_status output_gradient(nc_trainer *tr, const int32_t *labels, double *
     int64_t right = 0;
     if (tr->o.n_horizons <= 0 || steps == 1) {
         double l = batch_loss(tr, labels, 1, &right);
+        scale_dlogits(tr, per);
         ops->upload(tr->be, tr->dlogits_dev, tr->dlogits, (size_t)per);
         ops->broadcast_steps(tr->be, (int)steps, per, tr->dlogits_dev, 1.0f / (float)steps, tr->grad[out]);
         tr->grad_live[out] = 1;
@@ -992,6 +1009,7 @@ static nc_status output_gradient(nc_trainer *tr, const int32_t *labels, double *
         if (s != NC_OK)
             return s;
         total += batch_loss(tr, labels, 1, NULL) / H;
+        scale_dlogits(tr, per);
         ops->upload(tr->be, tr->dlogits_dev, tr->dlogits, (size_t)per);
         ops->broadcast_steps(tr->be, k, per, tr->dlogits_dev, 1.0f / (float)(k * H), tr->temp);
         ops->add(tr->be, k * per, tr->grad[out], tr->temp, tr->grad[out]);
@@ -1003,9 +1021,90 @@ static nc_status output_gradient(nc_trainer *tr, const int32_t *labels, double *
     return NC_OK;
 }
 
+/* ---- data parallel: gradients summed across the ranks, bucket by bucket ---- */
+
+void nc_trainer_set_reducer(nc_trainer *tr, nc_allreduce *comm, int rank, int64_t bucket_floats)
+{
+    tr->bucket.comm = comm;
+    tr->bucket.rank = rank;
+    tr->bucket.cap = bucket_floats > 0 ? bucket_floats : NC_TRAIN_BUCKET_FLOATS;
+}
+
+void nc_trainer_set_share(nc_trainer *tr, double share) { tr->bucket.share = share; }
+
+/* Sums the bucket across the ranks (started; bucket_finish waits). */
+static void bucket_flush(nc_trainer *tr)
+{
+    grad_bucket *b = &tr->bucket;
+    if (b->n > 0 && b->status == NC_OK)
+        b->status = b->comm->ops->sum(b->comm, b->rank, tr->be, b->bufs, b->counts, b->n, &b->err);
+    b->n = 0;
+    b->floats = 0;
+}
+
+static void bucket_add(nc_trainer *tr, float *grad, int64_t count)
+{
+    grad_bucket *b = &tr->bucket;
+    if (!grad)
+        return;
+    if (b->n == NC_ALLREDUCE_MAX_BUFFERS)
+        bucket_flush(tr);
+    b->bufs[b->n] = grad;
+    b->counts[b->n++] = count;
+    b->floats += count;
+    if (b->floats >= b->cap)
+        bucket_flush(tr);
+}
+
+/* Node i's backward pass is done: its parameter gradients are final (no
+ * other node adds to them), so they may be summed while the rest runs. */
+static void bucket_node(nc_trainer *tr, int i)
+{
+    if (!tr->bucket.comm)
+        return;
+    const nc_node *n = &tr->net->nodes[i];
+    const node_params *np = &tr->np[i];
+    if (np->weight_grad)
+        bucket_add(tr, np->weight_grad, nc_tensor_numel(n->weight));
+    if (np->bias_grad)
+        bucket_add(tr, np->bias_grad, nc_tensor_numel(n->bias));
+    if (np->threshold_grad)
+        bucket_add(tr, np->threshold_grad, n->neuron.n_threshold);
+}
+
+static nc_status bucket_finish(nc_trainer *tr, nc_error *err)
+{
+    grad_bucket *b = &tr->bucket;
+    if (!b->comm)
+        return NC_OK;
+    bucket_flush(tr);
+    nc_status s = b->status;
+    if (s == NC_OK)
+        s = b->comm->ops->wait(b->comm, b->rank, &b->err);
+    b->status = NC_OK;
+    return s == NC_OK ? NC_OK : nc_fail(err, s, "%s", b->err.message);
+}
+
+/* A rank whose share of the batch is empty still takes part in every sum,
+ * with zero gradients. */
+static nc_status empty_share(nc_trainer *tr, double *loss, int64_t *correct, nc_error *err)
+{
+    zero_param_grads(tr);
+    for (int i = tr->net->n_nodes - 1; i >= 0; i--)
+        bucket_node(tr, i);
+    if (loss)
+        *loss = 0;
+    if (correct)
+        *correct = 0;
+    nc_status s = bucket_finish(tr, err);
+    return s == NC_OK ? tr->be->ops->sync(tr->be, err) : s;
+}
+
 nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_t *labels, int n,
                                double *loss, int64_t *correct, nc_error *err)
 {
+    if (n == 0 && tr->bucket.comm)
+        return empty_share(tr, loss, correct, err);
     for (int k = 0; k < n; k++)
         if (labels[k] < 0 || labels[k] >= tr->classes)
             return nc_fail(err, NC_ERR_ARGUMENT, "label %d of image %d is outside the model's %d classes",
@@ -1020,9 +1119,12 @@ nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_
     s = output_gradient(tr, labels, loss, correct, err);
     if (s != NC_OK)
         return s;
-    for (int i = tr->net->n_nodes - 1; i >= 0; i--)
+    for (int i = tr->net->n_nodes - 1; i >= 0; i--) {
         backward_node(tr, i);
-    return tr->be->ops->sync(tr->be, err);
+        bucket_node(tr, i);
+    }
+    s = bucket_finish(tr, err);
+    return s == NC_OK ? tr->be->ops->sync(tr->be, err) : s;
 }
 
 /* ---- optimiser ------------------------------------------------------------------- */
@@ -1069,287 +1171,4 @@ void nc_trainer_param(const nc_trainer *tr, int k, nc_train_param *out)
     tr->be->ops->sync(tr->be, NULL);
     *out = (nc_train_param){.node = p->node, .what = p->what, .value = p->host_value, .grad = p->host_grad,
                             .count = p->count};
-}
-
-/* ---- the epoch loop ------------------------------------------------------------- */
-
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static void shuffle(int64_t *order, int64_t n, uint64_t *rng)
-{
-    for (int64_t k = n - 1; k > 0; k--) {
-        int64_t j = (int64_t)(splitmix64(rng) % (uint64_t)(k + 1));
-        int64_t tmp = order[k];
-        order[k] = order[j];
-        order[j] = tmp;
-    }
-}
-
-/* One image into dst with the options' random crop and flip. */
-static void augment_image(const nc_dataset *ds, const float *src, const nc_train_options *o, uint64_t *rng,
-                          float *dst)
-{
-    int C = ds->channels, H = ds->height, W = ds->width, p = o->crop_padding;
-    int dy = p > 0 ? (int)(splitmix64(rng) % (uint64_t)(2 * p + 1)) - p : 0;
-    int dx = p > 0 ? (int)(splitmix64(rng) % (uint64_t)(2 * p + 1)) - p : 0;
-    int flip = o->flip && (splitmix64(rng) & 1);
-    for (int c = 0; c < C; c++)
-        for (int y = 0; y < H; y++)
-            for (int x = 0; x < W; x++) {
-                int sy = y + dy, sx = (flip ? W - 1 - x : x) + dx;
-                int inside = sy >= 0 && sy < H && sx >= 0 && sx < W;
-                dst[((int64_t)c * H + y) * W + x] = inside ? src[((int64_t)c * H + sy) * W + sx] : o->crop_fill;
-            }
-}
-
-typedef struct param_copy {
-    float **values;
-    int count;
-} param_copy;
-
-/* A host copy of the working parameters (the best epoch's). */
-static int params_save(const nc_trainer *tr, param_copy *pc)
-{
-    if (!pc->values) {
-        pc->count = tr->n_params;
-        pc->values = calloc((size_t)pc->count + 1, sizeof(float *));
-        if (!pc->values)
-            return -1;
-        for (int k = 0; k < pc->count; k++)
-            if (!(pc->values[k] = malloc((size_t)tr->params[k].count * sizeof(float))))
-                return -1;
-    }
-    for (int k = 0; k < pc->count; k++)
-        tr->be->ops->download(tr->be, pc->values[k], tr->params[k].value, (size_t)tr->params[k].count);
-    return tr->be->ops->sync(tr->be, NULL) == NC_OK ? 0 : -1;
-}
-
-/* Writes a saved copy into the net. */
-static void params_to_net(const nc_trainer *tr, const param_copy *pc)
-{
-    for (int k = 0; k < pc->count; k++)
-        memcpy(tr->params[k].host, pc->values[k], (size_t)tr->params[k].count * sizeof(float));
-}
-
-static void params_free(param_copy *pc)
-{
-    for (int k = 0; pc->values && k < pc->count; k++)
-        free(pc->values[k]);
-    free(pc->values);
-    pc->values = NULL;
-}
-
-/* Accuracy on images [first, first + count) of ds, from the trainer's logits. */
-static nc_status held_out_accuracy(nc_trainer *tr, const nc_dataset *ds, int64_t first, int64_t count,
-                                   float *images, int32_t *labels, double *accuracy, nc_error *err)
-{
-    int64_t right = 0;
-    for (int64_t b = 0; b < count; b += tr->max_batch) {
-        int n = (int)(count - b < tr->max_batch ? count - b : tr->max_batch);
-        nc_dataset_batch(ds, first + b, n, images, labels);
-        nc_status s = forward_batch(tr, images, n, err);
-        if (s != NC_OK)
-            return s;
-        for (int k = 0; k < n; k++)
-            right += nc_argmax(tr->logits + (int64_t)k * tr->classes, tr->classes) == labels[k];
-    }
-    *accuracy = count > 0 ? (double)right / (double)count : -1;
-    return NC_OK;
-}
-
-typedef struct run_state {
-    nc_trainer *tr;
-    const nc_dataset *ds;
-    const nc_train_options *o;
-    int64_t n_train, n_val, batches;
-    int64_t *order;
-    float *images;
-    float *raw;          /* a streamed set's batch before augmentation */
-    int32_t *labels;
-    uint64_t rng;
-    double start;
-    int epochs;          /* planned: o->epochs, fewer when the time budget says so */
-} run_state;
-
-/* Batch b of an epoch, augmented, into rs->images and rs->labels.  A set in
- * memory is read in the epoch's shuffled order; a stream is read in its own
- * order (its source shuffles, as a PyTorch DataLoader does). */
-static void gather_batch(run_state *rs, int64_t first, int n)
-{
-    const nc_dataset *ds = rs->ds;
-    int64_t feature = (int64_t)ds->channels * ds->height * ds->width;
-    if (ds->stream)
-        nc_dataset_batch(ds, first, n, rs->raw, rs->labels);
-    for (int k = 0; k < n; k++) {
-        int64_t index = rs->order[first + k];
-        const float *src = ds->stream ? rs->raw + k * feature : ds->images + index * feature;
-        augment_image(ds, src, rs->o, &rs->rng, rs->images + k * feature);
-        if (!ds->stream)
-            rs->labels[k] = ds->labels[index];
-    }
-}
-
-static nc_status run_epoch(run_state *rs, int epoch, nc_train_result *res, nc_error *err)
-{
-    const nc_train_options *o = rs->o;
-    nc_trainer *tr = rs->tr;
-    double lr0 = learning_rate_of(o), loss_sum = 0;
-    int64_t right = 0, seen = 0;
-    if (!rs->ds->stream)
-        shuffle(rs->order, rs->n_train, &rs->rng);
-    for (int64_t b = 0; b < rs->batches; b++) {
-        int64_t first = b * o->batch_size;
-        int n = (int)(rs->n_train - first < o->batch_size ? rs->n_train - first : o->batch_size);
-        gather_batch(rs, first, n);
-        double loss;
-        int64_t correct;
-        nc_status s = nc_trainer_gradients(tr, rs->images, rs->labels, n, &loss, &correct, err);
-        if (s != NC_OK)
-            return s;
-        double progress = (double)((epoch - 1) * rs->batches + b) / (double)(rs->epochs * rs->batches);
-        double lr = o->cosine ? lr0 * 0.5 * (1.0 + cos(3.14159265358979323846 * progress)) : lr0;
-        nc_trainer_apply(tr, lr);
-        loss_sum += loss * n;
-        right += correct;
-        seen += n;
-        res->final_loss = loss_sum / (double)seen;
-        nc_train_progress p = {.mode = o->mode, .epoch = epoch, .epochs = rs->epochs, .batch = b + 1,
-                               .batches = rs->batches, .loss = loss_sum / (double)seen,
-                               .train_accuracy = (double)right / (double)seen, .val_accuracy = -1,
-                               .learning_rate = lr, .seconds = nc_now() - rs->start};
-        if (b + 1 == rs->batches && rs->n_val > 0) {
-            s = held_out_accuracy(tr, rs->ds, rs->n_train, rs->n_val, rs->images, rs->labels, &p.val_accuracy, err);
-            if (s != NC_OK)
-                return s;
-        }
-        if (o->progress && o->progress(o->progress_user, &p))
-            return nc_fail(err, NC_ERR_CANCELLED, "fine-tuning cancelled in epoch %d, batch %lld", epoch,
-                           (long long)(b + 1));
-        if (b + 1 == rs->batches && p.val_accuracy > res->best_val_accuracy) {
-            res->best_val_accuracy = p.val_accuracy;
-            res->best_epoch = epoch;
-        }
-    }
-    return NC_OK;
-}
-
-/* With a time budget: the epochs that fit, judged by the mean epoch so far
- * (never fewer than those run, never more than asked for). */
-static void fit_epochs_to_budget(run_state *rs, int epochs_done)
-{
-    if (rs->o->time_budget <= 0)
-        return;
-    double per_epoch = (nc_now() - rs->start) / epochs_done;
-    int fit = per_epoch > 0 ? (int)(rs->o->time_budget / per_epoch) : rs->epochs;
-    if (fit < epochs_done)
-        fit = epochs_done;
-    if (fit < rs->epochs)
-        rs->epochs = fit;
-}
-
-static nc_status check_run(const nc_net *net, const nc_dataset *ds, const nc_train_options *o, int64_t *n_train,
-                           nc_error *err)
-{
-    if (o->epochs < 1 || o->batch_size < 1)
-        return nc_fail(err, NC_ERR_ARGUMENT, "fine-tuning needs at least 1 epoch and a batch of 1 image or more");
-    nc_status s = nc_check_dataset_fits(net, ds, err);
-    if (s != NC_OK)
-        return s;
-    if (o->val_count < 0 || o->val_count >= ds->count)
-        return nc_fail(err, NC_ERR_ARGUMENT, "%s: cannot hold out %lld of its %lld images for validation",
-                       ds->path, (long long)o->val_count, (long long)ds->count);
-    *n_train = ds->count - o->val_count;
-    if (o->train_count > 0 && o->train_count < *n_train)
-        *n_train = o->train_count;
-    return NC_OK;
-}
-
-/* The memory a run may use: the option, else 60 % of the host's memory
- * (cpu) or 90 % of the device's free memory (gpu). */
-static double default_budget(const nc_train_options *o)
-{
-    const nc_engine_info *info = o->engine ? nc_engine_find(o->engine) : NULL;
-    double device = info && info->train_memory ? info->train_memory() : 0;
-    return device > 0 ? device : 0.6 * physical_memory();
-}
-
-static nc_status check_budget(const nc_net *net, const nc_train_options *o, double *bytes, nc_error *err)
-{
-    nc_status s = nc_train_estimate(net, o, bytes, err);
-    if (s != NC_OK)
-        return s;
-    double budget = o->memory_budget > 0 ? o->memory_budget : default_budget(o);
-    int gpu = o->engine && strcmp(o->engine, "gpu") == 0;
-    if (*bytes > budget)
-        return nc_fail(err, NC_ERR_MEMORY,
-                       "fine-tuning %s with batch %d%s needs about %.2f GB but the %s budget is %.2f GB; use a "
-                       "smaller --batch%s",
-                       net->source_path, o->batch_size, o->mode == NC_TRAIN_BPTT ? " over T steps" : "",
-                       *bytes / 1e9, gpu ? "GPU" : "memory", budget / 1e9,
-                       o->mode == NC_TRAIN_BPTT ? " or --train-T" : "");
-    return NC_OK;
-}
-
-nc_status nc_train(nc_net *net, const nc_dataset *ds, const nc_train_options *o, nc_train_result *result,
-                   nc_error *err)
-{
-    *result = (nc_train_result){.best_val_accuracy = -1, .val_accuracy_before = -1};
-    run_state rs = {.ds = ds, .o = o, .rng = o->seed ^ 0x5EEDull, .start = nc_now(), .epochs = o->epochs};
-    nc_status s = check_run(net, ds, o, &rs.n_train, err);
-    if (s == NC_OK)
-        s = check_budget(net, o, &result->memory_bytes, err);
-    if (s != NC_OK)
-        return s;
-    rs.n_val = o->val_count;
-    rs.batches = (rs.n_train + o->batch_size - 1) / o->batch_size;
-    s = nc_trainer_new(net, o, o->batch_size, &rs.tr, err);
-    if (s != NC_OK)
-        return s;
-    /* The net is not touched until the run ends well: the backend trains a
-     * working copy, so a cancel or an error leaves the net as it was. */
-    param_copy best = {0};
-    rs.order = malloc((size_t)rs.n_train * sizeof(int64_t));
-    rs.images = malloc((size_t)o->batch_size * (size_t)(ds->channels * ds->height * ds->width) * sizeof(float));
-    rs.labels = malloc((size_t)o->batch_size * sizeof(int32_t));
-    rs.raw = ds->stream ? malloc((size_t)o->batch_size * (size_t)(ds->channels * ds->height * ds->width) * sizeof(float))
-                        : NULL;
-    if (!rs.order || !rs.images || !rs.labels || (ds->stream && !rs.raw))
-        s = nc_fail(err, NC_ERR_MEMORY, "out of memory for fine-tuning");
-    for (int64_t k = 0; s == NC_OK && k < rs.n_train; k++)
-        rs.order[k] = k;
-    if (s == NC_OK && rs.n_val > 0) {
-        s = held_out_accuracy(rs.tr, ds, rs.n_train, rs.n_val, rs.images, rs.labels, &result->val_accuracy_before,
-                              err);
-        result->best_val_accuracy = result->val_accuracy_before;
-        if (s == NC_OK && params_save(rs.tr, &best) != 0)
-            s = nc_fail(err, NC_ERR_MEMORY, "out of memory for the best checkpoint");
-    }
-    for (int epoch = 1; s == NC_OK && epoch <= rs.epochs; epoch++) {
-        int best_before = result->best_epoch;
-        s = run_epoch(&rs, epoch, result, err);
-        result->epochs_run = epoch;
-        fit_epochs_to_budget(&rs, epoch);
-        if (s == NC_OK && rs.n_val > 0 && result->best_epoch != best_before && params_save(rs.tr, &best) != 0)
-            s = nc_fail(err, NC_ERR_MEMORY, "out of memory for the best checkpoint");
-    }
-    if (s == NC_OK && rs.n_val > 0)
-        params_to_net(rs.tr, &best);
-    else if (s == NC_OK) {
-        result->best_epoch = result->epochs_run;
-        s = nc_trainer_sync_net(rs.tr, err);
-    }
-    result->seconds = nc_now() - rs.start;
-    params_free(&best);
-    free(rs.order);
-    free(rs.images);
-    free(rs.raw);
-    free(rs.labels);
-    nc_trainer_free(rs.tr);
-    return s;
 }

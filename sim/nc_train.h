@@ -95,6 +95,9 @@ typedef struct nc_train_options {
      * stops early when one more epoch of the same length would pass it; the
      * cosine schedule is re-planned over the epochs that fit. */
     double time_budget;
+    /* Data parallel (sim/nc_train_dp.h): the ranks (devices) that share every
+     * batch; ≤ 1: one.  nc_train splits each batch over them. */
+    int ranks;
     nc_train_progress_fn progress;
     void *progress_user;
 } nc_train_options;
@@ -149,6 +152,20 @@ nc_status nc_trainer_sync_net(nc_trainer *tr, nc_error *err);
  * T in BPTT). */
 nc_status nc_trainer_logits(nc_trainer *tr, const float *images, int n, float *logits,
                             nc_error *err);
+
+/* Data parallel (sim/nc_train_dp.h): this trainer is rank `rank` of a run
+ * whose gradients are summed through `comm` (borrowed) — each node's
+ * parameter gradients join a bucket when its backward pass is done, and a
+ * bucket of bucket_floats floats (0: NC_TRAIN_BUCKET_FLOATS) is summed while
+ * the backward pass goes on.  After nc_trainer_gradients every rank holds
+ * the sum.  A rank may then be given n = 0 images (it sums zeros). */
+struct nc_allreduce;
+#define NC_TRAIN_BUCKET_FLOATS (25 << 18) /* 25 MiB of floats, PyTorch DDP's bucket */
+void nc_trainer_set_reducer(nc_trainer *tr, struct nc_allreduce *comm, int rank, int64_t bucket_floats);
+/* The weight of this trainer's mean loss in the batch's mean (its images /
+ * the batch's images): the loss gradient is scaled by it, so that the sum
+ * over the ranks is the whole batch's gradient.  1 by default. */
+void nc_trainer_set_share(nc_trainer *tr, double share);
 
 /* The trainable parameters, in node order: for each trained node its weight,
  * then bias (then for neurons the threshold).  Returns the count; with

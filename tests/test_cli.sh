@@ -118,6 +118,20 @@ check "bench --train times a QCFS and a BPTT step and gives their memory" python
 import json,sys; d=json.loads([l for l in open('$WORK/out') if l.startswith('{')][-1])
 q,b=d['qcfs-step'],d['bptt-step']
 sys.exit(not (q['ms_per_batch'] > 0 and b['ms_per_batch'] > 0 and b['memory_bytes'] > q['memory_bytes'] > 0))"
+# --- several GPUs: refused clearly where they are not (no crash, no half run) ------------------
+expect "run --gpus 2 on the cpu engine is refused" 1 "$BIN" run "$WORK/cnn.ncsnn" -T 4 --limit 8 --gpus 2
+check "... saying --gpus is for the gpu engine" grep -q -- "--gpus 2: the cpu engine runs on this machine's cores" "$WORK/out"
+GPUS_LEFT=$("$BIN" engines --json | python3 -c "
+import json,sys; d=json.loads([l for l in sys.stdin if l.startswith('{')][-1])
+g=[e for e in d['engines'] if e['name'] == 'gpu'][0]; print(1 if g['available'] else 0)")
+if [ "$GPUS_LEFT" = 1 ]; then
+  expect "convert --gpus 64 on this machine is refused" 1 "$BIN" convert "$CNN" -o "$WORK/g.ncsnn" --engine gpu --gpus 64
+  check "... naming the GPUs it has" grep -q -- "--gpus 64: this machine has" "$WORK/out"
+else
+  expect "sweep --engine gpu --gpus 2 without a GPU engine is refused" 1 "$BIN" sweep "$CNN" --engine gpu --gpus 2
+  check "... saying why the GPU engine cannot run" grep -q -- "--gpus 2: the gpu engine cannot run here" "$WORK/out"
+fi
+expect "bench --gpus two is refused" 1 "$BIN" bench builtin:cnn-fmnist --engine gpu --gpus two
 expect "engines --json" 0 "$BIN" engines --json
 check "engines lists cpu as available" python3 -c "
 import json,sys; d=json.loads([l for l in open('$WORK/out') if l.startswith('{')][-1])

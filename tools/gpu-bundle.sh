@@ -32,6 +32,8 @@ targets=(app/neurocuda tests/test_gpu_kernels tests/test_gpu_engine)
 # the GPU trainer's test, once it exists in this build
 [ -f tests/test_gpu_train.c ] && targets+=(tests/test_gpu_train)
 [ -f tests/test_gpu_faults.c ] && targets+=(tests/test_gpu_faults)
+# several GPUs (tools/gpu-multi-run.sh): CPU ranks, and GPU ranks where there are GPUs
+[ -f tests/test_multi_rank.c ] && targets+=(tests/test_multi_rank)
 # the C library of the Python package (tools/gpu-python-run.sh)
 [ -f lib/neurocuda.h ] && targets+=(lib/libneurocuda.so.1.0.0)
 ninja -C "$builddir" "${targets[@]}"

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "../sim/nc_engine_registry.h"
 #include "../sim/nc_recipe.h"
 #include "nc-teach-record.h"
 
@@ -418,6 +419,9 @@ void nc_job_settings_describe_run(const NcJobSettings *s, const nc_net *source, 
     d->pp = s->pp;
     d->test_images = s->images;
     d->engine = s->engine;
+    const nc_engine_info *info = nc_engine_find(s->engine);
+    if (s->gpus > 1 && info && info->device_count) /* several GPUs: the runner deals the work over them */
+        d->ranks = s->gpus;
     d->pipeline = s->pipeline;
     d->held_out = s->pipeline.train.val_count;
     d->keep_records = 1;

@@ -34,6 +34,7 @@ typedef struct {
     int T;
     nc_encoding encoding;
     char *engine;             /* "cpu", "gpu", "loihi"                          */
+    int gpus;                 /* GPUs a gpu run spreads over (1: one)           */
     int batch_size;
     int raster_neurons;       /* also the traced neurons (up to NC_JOB_MAX_TRACED),
                                  so a raster row has a trace */

@@ -129,6 +129,37 @@ static void add_engine_rows(NcSettingsPane *self)
     }
 }
 
+/* The GPUs the gpu engine finds here (0 without one). */
+static int gpus_found(void)
+{
+    const nc_engine_info *gpu = nc_engine_find("gpu");
+    char why[256];
+    if (!gpu || !gpu->device_count || (gpu->available && !gpu->available(why, sizeof why)))
+        return 0;
+    return gpu->device_count();
+}
+
+/* "GPUs": how many of those found a gpu run spreads over; 1 (and nothing
+ * to choose) when the machine has one or none. */
+static void add_gpus_row(NcSettingsPane *self)
+{
+    int found = gpus_found();
+    GtkWidget *row = adw_action_row_new();
+    GtkWidget *spin = gtk_spin_button_new_with_range(1, MAX(found, 1), 1);
+    adw_preferences_row_set_title(ADW_PREFERENCES_ROW(row), "GPUs");
+    g_autofree char *subtitle =
+        found > 1 ? g_strdup_printf("%d found: the test images are dealt over them and fine-tuning shares each "
+                                    "batch (NCCL)", found)
+                  : g_strdup(found == 1 ? "one GPU found" : "no GPU found");
+    adw_action_row_set_subtitle(ADW_ACTION_ROW(row), subtitle);
+    gtk_widget_set_valign(spin, GTK_ALIGN_CENTER);
+    adw_action_row_add_suffix(ADW_ACTION_ROW(row), spin);
+    adw_action_row_set_activatable_widget(ADW_ACTION_ROW(row), spin);
+    gtk_widget_set_sensitive(row, found > 1);
+    g_settings_bind(self->settings, "gpus", spin, "value", G_SETTINGS_BIND_DEFAULT);
+    adw_preferences_group_add(self->engine_group, row);
+}
+
 /* Can `name` run `net`?  The reason comes from the engine itself. */
 static gboolean check_engine(const char *name, const nc_net *net, char *why, size_t size)
 {
@@ -301,6 +332,7 @@ gboolean nc_settings_pane_read(NcSettingsPane *self, NcJobSettings *out, GError 
         }
     out->dataset = g_settings_get_string(s, "dataset");
     out->engine = g_settings_get_string(s, "engine");
+    out->gpus = CLAMP(g_settings_get_int(s, "gpus"), 1, MAX(gpus_found(), 1)); /* a setting from a bigger machine */
     out->images = g_settings_get_int(s, "images");
     out->T = g_settings_get_int(s, "timesteps");
     out->batch_size = g_settings_get_int(s, "batch-size");
@@ -424,6 +456,7 @@ void nc_settings_pane_bind(NcSettingsPane *self, GSettings *settings)
     g_signal_connect_object(settings, "changed::finetune-bptt-epochs", G_CALLBACK(on_epochs_setting), self, 0);
     on_epochs_setting(settings, NULL, self);
     g_signal_connect_object(settings, "changed::engine", G_CALLBACK(on_engine_setting), self, 0);
+    add_gpus_row(self);
     sync_engine_selection(self);
 }
 
