@@ -14,6 +14,7 @@
 // Fine-tuning runs on the GPU trainer (nc_gpu_train.cu), which this engine's
 // registry entry names (nc_gpu_register.c).
 #include "gpu/nc_gpu_engine.h"
+#include "gpu/nc_gpu_nccl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,7 +205,7 @@ nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *
         s = check_input(st->net, input, opts, &seq, err);
     if (s != NC_OK)
         return s;
-    NC_CUDA_TRY(err, "gpu engine", cudaSetDevice(0));
+    NC_CUDA_TRY(err, "gpu engine", cudaSetDevice(st->device));
     r->e = e;
     r->st = st;
     r->net = st->net;
@@ -459,7 +460,7 @@ static nc_status gpu_load(nc_engine *e, const nc_net *net, nc_error *err)
     if (!net || net->n_nodes < 2 || net->input != 0 || net->output != net->n_nodes - 1)
         return nc_fail(err, NC_ERR_ARGUMENT,
                        "gpu engine: the network must start with its input node and end with its output node");
-    NC_CUDA_TRY(err, "gpu engine", cudaSetDevice(0));
+    NC_CUDA_TRY(err, "gpu engine", cudaSetDevice(st->device));
     std::vector<gnode> nodes((size_t)net->n_nodes);
     std::vector<void *> params;
     nc_status s = NC_OK;
@@ -539,7 +540,7 @@ void gpu_destroy(nc_engine *e)
     gpu_state *st = state_of(e);
     if (!st)
         return;
-    cudaSetDevice(0);
+    cudaSetDevice(st->device);
     if (st->stream)
         cudaStreamSynchronize(st->stream);
     free_params(st);
@@ -612,7 +613,7 @@ extern "C" nc_status nc_engine_gpu_set_precision(nc_engine *e, nc_gpu_precision 
         return nc_fail(err, NC_ERR_ARGUMENT, "gpu engine: unknown precision %d", (int)p);
     gpu_state *st = state_of(e);
     if (st->prec != p) {
-        cudaSetDevice(0);
+        cudaSetDevice(st->device);
         cudaStreamSynchronize(st->stream);
         for (gnode &g : st->nodes)
             free_caches(g);
@@ -687,8 +688,9 @@ extern "C" nc_status nc_engine_gpu_new(nc_engine **out, nc_error *err)
     }
     nc_status s = NC_OK;
     const char *where = "gpu engine";
+    st->device = nc_gpu_thread_device(); // one GPU per rank thread (gpu/nc_gpu_nccl.h); 0 with one GPU
     auto init = [&]() -> nc_status {
-        NC_CUDA_TRY(err, where, cudaSetDevice(0));
+        NC_CUDA_TRY(err, where, cudaSetDevice(st->device));
         NC_CUDA_TRY(err, where, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
         NC_CUBLAS_TRY(err, where, cublasCreate(&st->blas));
         NC_CUBLAS_TRY(err, where, cublasSetStream(st->blas, st->stream));

@@ -67,6 +67,7 @@ struct block {
 enum conv_impl { CONV_AUTO, CONV_CUDNN, CONV_IM2COL };
 
 struct gpu_state {
+    int device = 0;                     // the GPU of the thread that created the engine (nc_gpu_thread_device)
     cudaStream_t stream = nullptr;
     cublasHandle_t blas = nullptr;
     void *cudnn = nullptr;              // cuDNN handle, NULL without cuDNN

@@ -6,11 +6,9 @@
  * One thread per GPU: nc_gpu_bind_device makes the calling thread use device
  * `rank` and remembers it, and the engine and the trainer backend choose
  * nc_gpu_thread_device() when they are created on that thread (0 on a
- * thread that was never bound: one GPU, as before).  The measured peak
- * (nc_gpu_blas.cu) does; the engine (nc_engine_gpu.cu) and the trainer
- * backend (nc_gpu_train.cu) still call cudaSetDevice(0) when they are
- * created and must call cudaSetDevice(nc_gpu_thread_device()) instead before
- * several GPUs can run (test_multi_rank's GPU test says so by failing).
+ * thread that was never bound: one GPU, as before): the measured peak
+ * (nc_gpu_blas.cu), the engine (nc_engine_gpu.cu, which keeps its device for
+ * every later call) and the trainer backend (nc_gpu_train.cu).
  *
  * NCCL is opened from the CUDA toolkit at build time (meson: nccl.h and
  * libnccl beside cudart); NVLink SHARP multicast stays off

@@ -40,6 +40,7 @@
 // smaller --batch"), NC_ERR_DEVICE otherwise.  The failure stays; a new
 // backend starts clean.
 #include "gpu/nc_gpu_internal.h"
+#include "gpu/nc_gpu_nccl.h"
 #include "gpu/nc_gpu_train_conv.h"
 
 #include <limits.h>
@@ -1448,7 +1449,8 @@ extern "C" nc_status nc_train_backend_gpu_new(nc_train_backend **out, nc_error *
     g->chunk_floats = (mb << 20) / sizeof(float);
     const char *where = "gpu trainer";
     auto init = [&]() -> nc_status {
-        NC_CUDA_TRY(err, where, cudaSetDevice(0));
+        // the GPU of this rank's thread (gpu/nc_gpu_nccl.h); 0 with one GPU
+        NC_CUDA_TRY(err, where, cudaSetDevice(nc_gpu_thread_device()));
         NC_CUDA_TRY(err, where, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
         NC_CUBLAS_TRY(err, where, cublasCreate(&g->blas));
         NC_CUBLAS_TRY(err, where, cublasSetStream(g->blas, g->stream));
