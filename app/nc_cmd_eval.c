@@ -1,10 +1,11 @@
-/* nc_cmd_eval.c — `neurocuda eval MODEL`: test-set accuracy of the ANN. */
+/* nc_cmd_eval.c — `neurocuda eval MODEL`: test-set accuracy of the ANN, a
+ * measure-only job of the pipeline runner (nc_runner.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "nc_cli.h"
-#include "nc_evaluate.h"
+#include "nc_runner.h"
 
 static void usage(FILE *out)
 {
@@ -23,6 +24,30 @@ static void usage(FILE *out)
           "  --threads N      CPU threads (default: all cores)\n"
           "  --json           print one JSON object as the last line, with \"accuracy\" and \"images\"\n",
           out);
+}
+
+/* The measured row as `eval` has always printed it. */
+static int report(const nc_net *net, const nc_dataset *ds, const char *engine, const nc_stage_row *row, long batch,
+                  int json)
+{
+    printf("Model:    %s\nDataset:  %s (%s, %lld images)\nEngine:   %s\n", net->source_path, ds->path, ds->format,
+           (long long)ds->count, engine);
+    printf("Accuracy: %.4f (%lld / %lld)\nSpeed:    %.1f images/s (batch %ld)\n", row->ann,
+           (long long)row->ann_correct, (long long)row->images, row->ann_images_per_second, batch);
+    if (!json)
+        return 0;
+    nc_json j;
+    nc_json_begin(&j, stdout);
+    nc_json_string(&j, "model", net->source_path);
+    nc_json_string(&j, "dataset", ds->path);
+    nc_json_string(&j, "engine", engine);
+    nc_json_number(&j, "accuracy", row->ann);
+    nc_json_int(&j, "images", row->images);
+    nc_json_int(&j, "correct", row->ann_correct);
+    nc_json_number(&j, "images_per_second", row->ann_images_per_second);
+    nc_json_int(&j, "batch", batch);
+    nc_json_end(&j);
+    return 0;
 }
 
 int nc_cmd_eval(int argc, char **argv)
@@ -65,36 +90,24 @@ int nc_cmd_eval(int argc, char **argv)
         return 1;
     int rc = 1;
     nc_dataset *ds = nc_cli_open_data(&data, NC_SPLIT_TEST);
-    nc_engine *engine = ds ? nc_cli_engine(engine_name, net, (int)threads) : NULL;
-    if (engine) {
+    if (ds) {
+        /* the runner measures the net as it is: open → measure (ANN only) */
+        nc_runner_desc d = nc_runner_desc_default();
+        d.source = net, d.source_path = model;
+        d.dataset = NULL, d.test_data = ds;
+        d.engine = engine_name, d.engine_settings = &nc_cli_engine_settings, d.threads = (int)threads;
+        d.batch_size = (int)batch;
+        d.measure_only = 1, d.skip_qcfs = 1;
+        nc_runner_observer obs = {.progress = nc_cli_progress};
+        nc_runner *r = NULL;
         nc_error err = {0};
-        nc_eval_result r;
-        nc_cli_install_sigint();
-        nc_status st = nc_evaluate(engine, ds, (int)batch, NC_MODE_ANN, nc_cli_progress, NULL, &r, &err);
-        if (st != NC_OK) {
+        nc_status st = nc_cli_run_job(&d, &obs, &r, &err);
+        if (st != NC_OK)
             rc = nc_cli_error(&err);
-        } else {
-            printf("Model:    %s\nDataset:  %s (%s, %lld images)\nEngine:   %s\n", net->source_path, ds->path,
-                   ds->format, (long long)ds->count, engine->ops->name);
-            printf("Accuracy: %.4f (%lld / %lld)\nSpeed:    %.1f images/s (batch %ld)\n", r.accuracy,
-                   (long long)r.correct, (long long)r.images, r.images_per_second, batch);
-            if (json) {
-                nc_json j;
-                nc_json_begin(&j, stdout);
-                nc_json_string(&j, "model", net->source_path);
-                nc_json_string(&j, "dataset", ds->path);
-                nc_json_string(&j, "engine", engine->ops->name);
-                nc_json_number(&j, "accuracy", r.accuracy);
-                nc_json_int(&j, "images", r.images);
-                nc_json_int(&j, "correct", r.correct);
-                nc_json_number(&j, "images_per_second", r.images_per_second);
-                nc_json_int(&j, "batch", batch);
-                nc_json_end(&j);
-            }
-            rc = 0;
-        }
+        else
+            rc = report(net, ds, nc_runner_engine(r)->ops->name, nc_runner_row(r, 0), batch, json);
+        nc_runner_free(r);
     }
-    nc_engine_free(engine);
     nc_dataset_free(ds);
     nc_net_free(net);
     return rc;
