@@ -572,8 +572,7 @@ nc_status nc_thresholds_set(nc_thresholds *t, int node, int n, const float *valu
     return NC_OK;
 }
 
-static void warn(nc_thresholds *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(nc_thresholds *t, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void warn(nc_thresholds *t, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
