@@ -47,8 +47,7 @@ static nc_net *small_mlp(void)
 {
     uint64_t seed = 17;
     nc_net *net = nc_net_new();
-    int64_t shape[1] = {FIN};
-    int x = add_input(net, 1, shape);
+    int x = add_input(net, 1, (int64_t[]){FIN});
     int d1 = add_dense(net, "fc1", x, FIN, H1, &seed);
     int n1 = add_if(net, "if1", d1, 1.1f);
     int d2 = add_dense(net, "fc2", n1, H1, H2, &seed);
@@ -220,8 +219,7 @@ static void test_check_rule(void)
 static void test_carriers(void)
 {
     nc_net *net = nc_net_new();
-    int64_t shape[3] = {2, 4, 4};
-    int x = add_input(net, 3, shape);
+    int x = add_input(net, 3, (int64_t[]){2, 4, 4});
     int c1 = add1(net, NC_NODE_CONV2D, "c1", x);
     int64_t ws[4] = {2, 2, 1, 1};
     net->nodes[c1].weight = nc_tensor_new(4, ws);

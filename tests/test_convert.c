@@ -62,8 +62,7 @@ static int add_pool(nc_net *net, nc_node_kind kind, const char *name, int in)
 static nc_net *mlp_net(nc_neuron_model model)
 {
     nc_net *net = nc_net_new();
-    int64_t shape[1] = {6};
-    int x = add_input(net, 1, shape);
+    int x = add_input(net, 1, (int64_t[]){6});
     int h = add_dense(net, "fc1", x, 6, 5);
     int r = add_neuron(net, "act1", h, model);
     int o = add_dense(net, "fc2", r, 5, 3);
@@ -75,8 +74,7 @@ static nc_net *mlp_net(nc_neuron_model model)
 static nc_net *cnn_net(int two_pools)
 {
     nc_net *net = nc_net_new();
-    int64_t shape[3] = {2, 8, 8};
-    int x = add_input(net, 3, shape);
+    int x = add_input(net, 3, (int64_t[]){2, 8, 8});
     int c = add_conv(net, "conv", x, 2, 4);
     int r = add_neuron(net, "relu", c, NC_NEURON_RELU);
     int p = add_pool(net, NC_NODE_MAXPOOL, "pool", r);
@@ -217,8 +215,7 @@ static void test_channel_thresholds_and_clip(void)
 static void test_no_relu(void)
 {
     nc_net *net = nc_net_new();
-    int64_t shape[1] = {6};
-    int x = add_input(net, 1, shape);
+    int x = add_input(net, 1, (int64_t[]){6});
     int h = add_dense(net, "fc1", x, 6, 3);
     nc_net_add_node(net, NC_NODE_OUTPUT, "out", 1, &h);
     snprintf(net->source_path, sizeof net->source_path, "linear.onnx");

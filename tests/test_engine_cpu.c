@@ -80,8 +80,7 @@ static int compare(const char *what, const float *got, const float *ref, int64_t
 static void test_ann_cnn(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {2, 6, 6};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){2, 6, 6});
     int cv = add_conv(net, "conv", x, 3, 2, 3, 1);
     int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
     int mp = add1(net, NC_NODE_MAXPOOL, "pool", r);
@@ -127,8 +126,7 @@ static void test_ann_cnn(void)
 static void test_threads(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {3, 16, 16};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){3, 16, 16});
     int cv = add_conv(net, "conv", x, 8, 3, 3, 1);
     int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
     int ap = add1(net, NC_NODE_AVGPOOL, "pool", r);
@@ -165,8 +163,7 @@ static void test_threads(void)
 static void test_residual_concat(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {2, 4, 4};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){2, 4, 4});
     int cv = add_conv(net, "conv", x, 2, 2, 3, 1);
     int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
     int ad_in[2] = {r, x};
@@ -213,8 +210,7 @@ static void test_if_equals_qcfs(void)
 {
     enum { L = 8, C = 3, HW = 12 };
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {C, 3, 4};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){C, 3, 4});
     int nr = add_neuron(net, "if", x, NC_NEURON_IF);
     float th[C] = {1.0f, 0.5f, 2.0f};
     set_if(net, nr, C, th, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -254,8 +250,7 @@ static void spike_case(const char *what, const float *x, int n_th, const float *
                        nc_compare cmp, int T, const float *want /* [T, 2] */)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {2};
-    int in = add_input(net, 1, xs);
+    int in = add_input(net, 1, (int64_t[]){2});
     int nr = add_neuron(net, "if", in, NC_NEURON_IF);
     set_if(net, nr, n_th, th, v0, reset, cmp);
     add1(net, NC_NODE_OUTPUT, "y", nr);
@@ -294,8 +289,7 @@ static void test_spike_trains(void)
 static void test_two_layer_train(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {1};
-    int in = add_input(net, 1, xs);
+    int in = add_input(net, 1, (int64_t[]){1});
     int a = add_neuron(net, "if1", in, NC_NEURON_IF);
     float th1 = 1.0f, th2 = 1.5f;
     set_if(net, a, 1, &th1, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -328,8 +322,7 @@ static void test_event_driven(void)
 {
     enum { N = 5, T = 6, C0 = 4, H = 10, C1 = 12, C2 = 20, F = 30, O = 7 };
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {C0, H, H};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){C0, H, H});
     float th0[C0] = {1.5f, 2.0f, 2.5f, 3.0f}, th = 3.0f, th3 = 50.0f;
     int n0 = add_neuron(net, "if0", x, NC_NEURON_IF);
     set_if(net, n0, C0, th0, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -407,8 +400,7 @@ static void test_fused_conv_maxpool(void)
 {
     enum { N = 9, T = 7, C0 = 3, H = 12, C1 = 10, F = 6 };
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {C0, H, H};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){C0, H, H});
     float th0 = 1.5f, th1 = 2.0f;
     int n0 = add_neuron(net, "if0", x, NC_NEURON_IF);
     set_if(net, n0, 1, &th0, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -477,8 +469,7 @@ static double mean_abs_err(const nc_tensor *snn, const nc_tensor *ann, int T)
 static void test_snn_approaches_ann(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {1, 6, 6};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){1, 6, 6});
     int cv = add_conv(net, "conv", x, 4, 1, 3, 0);
     int r1 = add_neuron(net, "r1", cv, NC_NEURON_RELU);
     int ap = add1(net, NC_NODE_AVGPOOL, "pool", r1);
@@ -525,8 +516,7 @@ static void test_poisson(void)
 {
     enum { T = 2000, F = 4 };
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {F};
-    int x = add_input(net, 1, xs);
+    int x = add_input(net, 1, (int64_t[]){F});
     add1(net, NC_NODE_OUTPUT, "y", x);
     NC_CHECK(infer(net), "shapes");
     nc_tensor *in = nc_tensor_new2(2, F), *a = NULL, *b = NULL, *c = NULL;
@@ -575,8 +565,7 @@ static int on_progress(void *user, const nc_progress *p)
 static nc_net *small_mlp(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {2};
-    int x = add_input(net, 1, xs);
+    int x = add_input(net, 1, (int64_t[]){2});
     int d1 = add_dense(net, "fc1", x, 3, 2, -1, 1);
     int r = add_neuron(net, "r", d1, NC_NEURON_RELU);
     int d2 = add_dense(net, "fc2", r, 2, 3, -1, 1);
@@ -716,8 +705,7 @@ static void test_reuse(void)
 static void test_scale_node(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {3};
-    int x = add_input(net, 1, xs);
+    int x = add_input(net, 1, (int64_t[]){3});
     int sc = add1(net, NC_NODE_SCALE, "scale", x);
     net->nodes[sc].weight = nc_tensor_new1(3);
     const float w[3] = {2, -1, 0.5f};
@@ -740,8 +728,7 @@ static void test_scale_node(void)
 static void test_sequence_input(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {1};
-    int x = add_input(net, 1, xs);
+    int x = add_input(net, 1, (int64_t[]){1});
     int nr = add_neuron(net, "if", x, NC_NEURON_IF);
     float th = 1.0f;
     set_if(net, nr, 1, &th, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -771,8 +758,7 @@ static void test_sequence_input(void)
 static void test_recurrent(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {1};
-    int x = add_input(net, 1, xs);
+    int x = add_input(net, 1, (int64_t[]){1});
     int rec = nc_net_add_node(net, NC_NODE_RECURRENT, "rec", 0, NULL);
     net->nodes[rec].ndim = 1;
     net->nodes[rec].shape[0] = 1;
@@ -900,8 +886,7 @@ static void test_nir_lif(void)
 static void test_maxpool_strategies(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {1, 2, 2};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){1, 2, 2});
     int nr = add_neuron(net, "if", x, NC_NEURON_IF);
     float th = 1.0f;
     set_if(net, nr, 1, &th, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -960,8 +945,7 @@ static void test_errors(void)
 
     /* an impossible allocation: 2^31 steps × 1000 values */
     nc_net *big = nc_net_new();
-    int64_t xs[1] = {1000};
-    int x = add_input(big, 1, xs);
+    int x = add_input(big, 1, (int64_t[]){1000});
     int nr = add_neuron(big, "spiky", x, NC_NEURON_IF);
     float th = 1.0f;
     set_if(big, nr, 1, &th, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);

@@ -88,8 +88,7 @@ static void test_registry(void)
 static nc_net *ann_cnn(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {2, 10, 10};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){2, 10, 10});
     int c1 = add_conv(net, "conv1", x, 6, 2, 3, 1);
     int r1 = add_neuron(net, "relu1", c1, NC_NEURON_RELU);
     int mp = add_pool(net, NC_NODE_MAXPOOL, "pool", r1, 2, 2);
@@ -114,8 +113,7 @@ static nc_net *ann_cnn(void)
 static nc_net *ann_residual(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {3, 6, 6};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){3, 6, 6});
     int cv = add_conv(net, "conv", x, 3, 3, 3, 1);
     int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
     int af = add1(net, NC_NODE_AFFINE, "bn", x);
@@ -184,8 +182,7 @@ static void test_ann_nets(void)
 static nc_net *snn_net(int variant, nc_reset reset, nc_compare cmp, int *if_nodes, int *n_if)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {2, 12, 12};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){2, 12, 12});
     int c1 = add_conv(net, "conv1", x, 8, 2, 3, 1);
     int i1 = add_if(net, "if1", c1, 8, 0.4f, 1.2f, reset, cmp);
     int last;
@@ -624,8 +621,7 @@ static void test_cancel_and_reload(void)
 static void test_unsupported(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {8};
-    int x = add_input(net, 1, xs);
+    int x = add_input(net, 1, (int64_t[]){8});
     int lif = add_neuron(net, "lif", x, NC_NEURON_LIF);
     add1(net, NC_NODE_OUTPUT, "y", lif);
     nc_engine *e = NULL;
@@ -644,8 +640,7 @@ static void test_unsupported(void)
 static void test_out_of_memory(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {1, 1, 1};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){1, 1, 1});
     int p[4] = {20000, 20000, 20000, 20000};
     int cv = add_conv_full(net, "huge_conv", x, 1, 1, 1, 1, NULL, p, NULL, 1, 1.0f);
     int gap = add1(net, NC_NODE_GLOBAL_AVGPOOL, "gap", cv);

@@ -28,8 +28,7 @@ static nc_net *pool_dense_tail(nc_net *net, int spikes, int c)
 static nc_net *small_net(void)
 {
     nc_net *net = nc_net_new();
-    int64_t shape[3] = {1, 8, 8};
-    int x = add_input(net, 3, shape);
+    int x = add_input(net, 3, (int64_t[]){1, 8, 8});
     int c = add_conv(net, "conv", x, 4, 1, 3, 1);
     int s = add_if(net, "if", c, 4, 0.5f, 1.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
     return pool_dense_tail(net, s, 4);
@@ -164,8 +163,7 @@ static void describe_convs(const nc_engine *e, char *buf, size_t size)
 static nc_net *counts_net(void)
 {
     nc_net *net = nc_net_new();
-    int64_t shape[3] = {1, 8, 8};
-    int x = add_input(net, 3, shape);
+    int x = add_input(net, 3, (int64_t[]){1, 8, 8});
     int c1 = add_conv(net, "conv1", x, 8, 1, 3, 1);
     int s1 = add_if(net, "if1", c1, 8, 0.5f, 1.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
     int c2 = add_conv(net, "conv2", s1, 8, 8, 3, 1);

@@ -239,8 +239,7 @@ static void test_gemm_precisions(void)
 static nc_net *one_node_net(int c, int h, int w, nc_node_kind kind, int *node)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {c, h, w};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){c, h, w});
     *node = add1(net, kind, "op", x);
     return net;
 }
@@ -279,8 +278,7 @@ static void test_conv_kernels(void)
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         const conv_case *cc = &cases[k];
         nc_net *net = nc_net_new();
-        int64_t xs[3] = {cc->cin, cc->h, cc->w};
-        int x = add_input(net, 3, xs);
+        int x = add_input(net, 3, (int64_t[]){cc->cin, cc->h, cc->w});
         int cv = add_conv_full(net, "conv", x, cc->cout, cc->cin / cc->groups, cc->kh, cc->kw, cc->stride, cc->pad,
                                cc->dil, cc->groups, 0.5f);
         if (!(net = finish_net(net, cv))) {
@@ -442,8 +440,7 @@ static void test_elementwise_kernels(void)
     const int C = 4, H = 5, W = 6;
     const int64_t N = 3;
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {C, H, W};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){C, H, W});
     int af = add1(net, NC_NODE_AFFINE, "affine", x);
     int64_t cs[1] = {C}, vs[1] = {C * H * W}, one[1] = {1};
     net->nodes[af].weight = rnd_tensor(1, cs, 0.5f, 1.5f);
@@ -502,8 +499,7 @@ static void test_elementwise_kernels(void)
 static void test_gated_kernel(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {3, 9, 8};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){3, 9, 8});
     int sp = add_if(net, "if", x, 3, 0.3f, 0.9f, NC_RESET_SUBTRACT, NC_FIRE_GE);
     int mp = add_pool(net, NC_NODE_MAXPOOL, "gated", sp, 3, 2);
     net->nodes[mp].pad[0] = net->nodes[mp].pad[1] = net->nodes[mp].pad[2] = net->nodes[mp].pad[3] = 1;
