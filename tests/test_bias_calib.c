@@ -131,11 +131,24 @@ static void direct_means(const nc_net *net, const nc_dataset *ds, double ann[2][
         ann[0][j] /= IMAGES, ann[1][j] /= IMAGES, snn[0][j] /= IMAGES * T, snn[1][j] /= IMAGES * T;
 }
 
+/* small_mlp and a clone of it to compare with; 0 (reported) when either is
+ * missing. */
+static int mlp_and_clone(nc_net **net, nc_net **clone)
+{
+    *net = small_mlp();
+    *clone = *net ? nc_net_clone(*net) : NULL;
+    NC_CHECK(*net && *clone, "nets");
+    if (*net && *clone)
+        return 1;
+    nc_net_free(*net);
+    nc_net_free(*clone);
+    return 0;
+}
+
 static void test_matches_direct_computation(void)
 {
-    nc_net *net = small_mlp(), *copy = net ? nc_net_clone(net) : NULL;
-    NC_CHECK(net && copy, "nets");
-    if (!net || !copy)
+    nc_net *net, *copy;
+    if (!mlp_and_clone(&net, &copy))
         return;
     nc_dataset *ds = random_images();
     /* the direct computation: Δ1 from the net as it is, Δ2 after applying Δ1 */
@@ -181,9 +194,8 @@ static void test_matches_direct_computation(void)
  * after, and the net keeps the corrections exactly when it did not fall. */
 static void test_check_rule(void)
 {
-    nc_net *net = small_mlp(), *before = net ? nc_net_clone(net) : NULL;
-    NC_CHECK(net && before, "nets");
-    if (!net || !before)
+    nc_net *net, *before;
+    if (!mlp_and_clone(&net, &before))
         return;
     nc_dataset *ds = random_images();
     nc_engine *e = nc_engine_cpu_new();
