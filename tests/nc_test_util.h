@@ -129,6 +129,16 @@ static inline int infer(nc_net *net)
     return s == NC_OK;
 }
 
+/* A net built node by node, its shapes inferred; NULL (why printed, the net
+ * freed) when they do not fit. */
+static inline nc_net *inferred(nc_net *net)
+{
+    if (infer(net))
+        return net;
+    nc_net_free(net);
+    return NULL;
+}
+
 /* A fair ANN for quadrant_dataset: the mean of each 4×4 quadrant is its
  * class score, with a bias towards class 3 (so that it errs, and the stages
  * have something to change).  x[1,8,8] → conv 1×1 → ReLU → AvgPool 4 → flatten → dense → y */
@@ -155,7 +165,7 @@ static inline nc_net *quadrant_ann(void)
     net->output = add1(net, NC_NODE_OUTPUT, "y", fc);
     net->input = x;
     snprintf(net->source_path, sizeof net->source_path, "quadrant ann");
-    return infer(net) ? net : NULL;
+    return inferred(net);
 }
 
 /* ---- files and text ------------------------------------------------------------- */

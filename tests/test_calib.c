@@ -1,5 +1,6 @@
 /* test_calib.c — activation statistics and threshold selection (core/nc_calib). */
 #include "nc_test.h"
+#include "nc_test_util.h"
 
 #include "../core/nc_calib.h"
 
@@ -27,13 +28,7 @@ static nc_net *relu_net(int ndim, const int64_t *shape)
     int r = nc_net_add_node(net, NC_NODE_NEURON, "relu", 1, &in);
     net->nodes[r].neuron.model = NC_NEURON_RELU;
     nc_net_add_node(net, NC_NODE_OUTPUT, "out", 1, &r);
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) != NC_OK) {
-        printf("# %s\n", err.message);
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return inferred(net);
 }
 
 /* Runs both passes over data [rows, per_row] in batches of 100 rows. */

@@ -102,11 +102,7 @@ static nc_net *ann_cnn(void)
     int r2 = add_neuron(net, "relu2", d1, NC_NEURON_RELU);
     int d2 = add_dense(net, "fc2", r2, 5, 24);
     add1(net, NC_NODE_OUTPUT, "y", d2);
-    if (!infer(net)) {
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return inferred(net);
 }
 
 /* x [3, 6, 6] → conv → relu → add(relu, x·affine) → concat(add, conv) → gap → flatten → dense */
@@ -128,11 +124,7 @@ static nc_net *ann_residual(void)
     int fl = add1(net, NC_NODE_FLATTEN, "flat", gap);
     int d = add_dense(net, "fc", fl, 4, 6);
     add1(net, NC_NODE_OUTPUT, "y", d);
-    if (!infer(net)) {
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return inferred(net);
 }
 
 static void test_ann_nets(void)
@@ -216,11 +208,7 @@ static nc_net *snn_net(int variant, nc_reset reset, nc_compare cmp, int *if_node
     if_nodes[(*n_if)++] = i3;
     int d2 = add_dense(net, "fc2", i3, 10, 32);
     add1(net, NC_NODE_OUTPUT, "y", d2);
-    if (!infer(net)) {
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return inferred(net);
 }
 
 /* Runs net in SNN mode on both engines (gpu in precision p) and compares

@@ -17,11 +17,7 @@ static nc_net *pool_dense_tail(nc_net *net, int spikes, int c)
     int f = add1(net, NC_NODE_FLATTEN, "flat", p);
     int d = add_dense(net, "fc", f, 10, c * 16);
     add1(net, NC_NODE_OUTPUT, "out", d);
-    if (!infer(net)) {
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return inferred(net);
 }
 
 /* input [1, 8, 8] → conv 4×3×3 → IF → avgpool 2 → flatten → dense 10 → output */

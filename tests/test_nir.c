@@ -923,13 +923,7 @@ static nc_net *converted_net(int nir_semantics, nc_maxpool_strategy mp, int extr
     int i3 = add_if(net, "/relu5/Relu", f1, 1, th3, nir_semantics);
     int f2 = add_dense(net, "/fc2/Gemm", i3, 10, 3, 0);
     add_node_in(net, NC_NODE_OUTPUT, "logits", f2);
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) != NC_OK) {
-        printf("# infer: %s\n", err.message);
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return inferred(net);
 }
 
 /* input [2,4,4] → conv → IF (θ per channel) → global avgpool [3,1,1] →
@@ -954,13 +948,7 @@ static nc_net *odd_net(int nir_semantics)
     int i2 = add_if(net, "if2", a, 1, th2, nir_semantics);
     int o = add_dense(net, "fc2", i2, 5, 2, 1);
     add_node_in(net, NC_NODE_OUTPUT, "out", o);
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) != NC_OK) {
-        printf("# infer: %s\n", err.message);
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return inferred(net);
 }
 
 static nc_tensor *random_images(int64_t n, const nc_node *in)
