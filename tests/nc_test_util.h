@@ -168,6 +168,14 @@ static inline nc_net *quadrant_ann(void)
     return inferred(net);
 }
 
+/* Ends a net built node by node: its output node reads node `from`, then
+ * the shapes are inferred (inferred: NULL when they do not fit). */
+static inline nc_net *with_output(nc_net *net, const char *name, int from)
+{
+    add1(net, NC_NODE_OUTPUT, name, from);
+    return inferred(net);
+}
+
 /* ---- files and text ------------------------------------------------------------- */
 
 static inline int exists(const char *path)

@@ -101,8 +101,7 @@ static nc_net *ann_cnn(void)
     int d1 = add_dense(net, "fc1", fl, 24, 8 * 3 * 3);
     int r2 = add_neuron(net, "relu2", d1, NC_NEURON_RELU);
     int d2 = add_dense(net, "fc2", r2, 5, 24);
-    add1(net, NC_NODE_OUTPUT, "y", d2);
-    return inferred(net);
+    return with_output(net, "y", d2);
 }
 
 /* x [3, 6, 6] → conv → relu → add(relu, x·affine) → concat(add, conv) → gap → flatten → dense */
@@ -123,8 +122,7 @@ static nc_net *ann_residual(void)
     int gap = add1(net, NC_NODE_GLOBAL_AVGPOOL, "gap", cc);
     int fl = add1(net, NC_NODE_FLATTEN, "flat", gap);
     int d = add_dense(net, "fc", fl, 4, 6);
-    add1(net, NC_NODE_OUTPUT, "y", d);
-    return inferred(net);
+    return with_output(net, "y", d);
 }
 
 static void test_ann_nets(void)
@@ -207,8 +205,7 @@ static nc_net *snn_net(int variant, nc_reset reset, nc_compare cmp, int *if_node
     int i3 = add_if(net, "if3", d1, 32, 0.3f, 0.8f, reset, cmp);
     if_nodes[(*n_if)++] = i3;
     int d2 = add_dense(net, "fc2", i3, 10, 32);
-    add1(net, NC_NODE_OUTPUT, "y", d2);
-    return inferred(net);
+    return with_output(net, "y", d2);
 }
 
 /* Runs net in SNN mode on both engines (gpu in precision p) and compares

@@ -16,8 +16,7 @@ static nc_net *pool_dense_tail(nc_net *net, int spikes, int c)
     int p = add_pool(net, NC_NODE_AVGPOOL, "pool", spikes, 2, 2);
     int f = add1(net, NC_NODE_FLATTEN, "flat", p);
     int d = add_dense(net, "fc", f, 10, c * 16);
-    add1(net, NC_NODE_OUTPUT, "out", d);
-    return inferred(net);
+    return with_output(net, "out", d);
 }
 
 /* input [1, 8, 8] → conv 4×3×3 → IF → avgpool 2 → flatten → dense 10 → output */
