@@ -162,13 +162,23 @@ static const char *train_of(const capture *c, int i, char *buf)
 
 /* ---- quantisation rules ------------------------------------------------------------- */
 
-static void test_quantise_rules(void)
+/* chain_net(2, 2, 0.25, 0.5) (into *net) quantised for a threshold
+ * mantissa of 127; NULL (reported) when it is not. */
+static nc_loihi_net *quantised_chain(nc_net **net)
 {
-    nc_net *net = chain_net(2, 2.0f, 0.25f, 0.5f);
+    *net = chain_net(2, 2.0f, 0.25f, 0.5f);
     nc_loihi_quant_options qo = {127, 0};
     nc_loihi_net *q = NULL;
     nc_error err = {0};
-    NC_CHECK(net && nc_loihi_quantise(net, &qo, &q, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(*net && nc_loihi_quantise(*net, &qo, &q, &err) == NC_OK, "quantise: %s", err.message);
+    return q;
+}
+
+static void test_quantise_rules(void)
+{
+    nc_net *net;
+    nc_loihi_net *q = quantised_chain(&net);
+    nc_error err = {0};
     if (!q) {
         nc_net_free(net);
         return;
@@ -580,11 +590,9 @@ static float read_f32_0(hid_t f, const char *name)
 
 static void test_export_netx(void)
 {
-    nc_net *net = chain_net(2, 2.0f, 0.25f, 0.5f);
-    nc_loihi_quant_options qo = {127, 0};
-    nc_loihi_net *q = NULL;
+    nc_net *net;
+    nc_loihi_net *q = quantised_chain(&net);
     nc_error err = {0};
-    NC_CHECK(nc_loihi_quantise(net, &qo, &q, &err) == NC_OK, "%s", err.message);
     char path[256];
     snprintf(path, sizeof path, "/tmp/nc_test_loihi_%d.net", (int)getpid());
     nc_loihi_notes notes = {0};
