@@ -539,12 +539,8 @@ done:
 
 static void run_fixtures(void)
 {
-    nc_preprocess pp = fmnist_pp();
-    nc_dataset *train = NULL, *test = NULL;
-    nc_error err;
-    if (nc_dataset_open("fashion-mnist", NC_SPLIT_TRAIN, &pp, 500, &train, &err) != NC_OK ||
-        nc_dataset_open("fashion-mnist", NC_SPLIT_TEST, &pp, 1000, &test, &err) != NC_OK)
-        printf("# %s\n", err.message);
+    nc_dataset *train, *test;
+    fmnist_splits(500, 1000, &train, &test);
     check_fixture("cnn_maxpool", train, test);
     check_fixture("vgg_bn", train, test);
     nc_dataset_free(train);

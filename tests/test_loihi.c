@@ -845,14 +845,10 @@ static void check_fixture(const char *name, const nc_dataset *train, const nc_da
 
 static void run_fixtures(void)
 {
-    nc_preprocess pp = fmnist_pp();
-    nc_dataset *train = NULL, *test = NULL;
-    nc_error err = {0};
     const char *limit = getenv("NC_LOIHI_TEST_IMAGES");
     int64_t n = limit ? atoll(limit) : 1000;
-    if (nc_dataset_open("fashion-mnist", NC_SPLIT_TRAIN, &pp, 500, &train, &err) != NC_OK ||
-        nc_dataset_open("fashion-mnist", NC_SPLIT_TEST, &pp, n > 0 ? n : 1000, &test, &err) != NC_OK)
-        printf("# %s\n", err.message);
+    nc_dataset *train, *test;
+    fmnist_splits(500, n > 0 ? n : 1000, &train, &test);
     check_fixture("mlp", train, test);
     check_fixture("cnn_maxpool", train, test);
     check_fixture("vgg_bn", train, test);
