@@ -218,17 +218,23 @@ static inline nc_preprocess fmnist_pp(void)
     return pp;
 }
 
-/* The first train_n training and test_n test images of Fashion-MNIST,
- * preprocessed as the fixture models were trained; a split that cannot be
- * opened stays NULL (why printed). */
-static inline void fmnist_splits(int64_t train_n, int64_t test_n, nc_dataset **train, nc_dataset **test)
+/* check(name, train, test) for each of the n fixture models in names, on
+ * the first 500 training and test_n test images of Fashion-MNIST,
+ * preprocessed as the models were trained; a split that cannot be opened
+ * is passed as NULL (why printed). */
+static inline void check_fmnist_fixtures(const char *const *names, int n, int64_t test_n,
+                                         void (*check)(const char *, const nc_dataset *, const nc_dataset *))
 {
     nc_preprocess pp = fmnist_pp();
+    nc_dataset *train = NULL, *test = NULL;
     nc_error err = {0};
-    *train = *test = NULL;
-    if (nc_dataset_open("fashion-mnist", NC_SPLIT_TRAIN, &pp, train_n, train, &err) != NC_OK ||
-        nc_dataset_open("fashion-mnist", NC_SPLIT_TEST, &pp, test_n, test, &err) != NC_OK)
+    if (nc_dataset_open("fashion-mnist", NC_SPLIT_TRAIN, &pp, 500, &train, &err) != NC_OK ||
+        nc_dataset_open("fashion-mnist", NC_SPLIT_TEST, &pp, test_n, &test, &err) != NC_OK)
         printf("# %s\n", err.message);
+    for (int k = 0; k < n; k++)
+        check(names[k], train, test);
+    nc_dataset_free(train);
+    nc_dataset_free(test);
 }
 
 /* How many of the bs samples of an SNN's output [T, bs, classes] are right:

@@ -539,12 +539,8 @@ done:
 
 static void run_fixtures(void)
 {
-    nc_dataset *train, *test;
-    fmnist_splits(500, 1000, &train, &test);
-    check_fixture("cnn_maxpool", train, test);
-    check_fixture("vgg_bn", train, test);
-    nc_dataset_free(train);
-    nc_dataset_free(test);
+    static const char *const models[] = {"cnn_maxpool", "vgg_bn"};
+    check_fmnist_fixtures(models, 2, 1000, check_fixture);
 }
 
 int main(void)

@@ -564,29 +564,25 @@ static void test_two_layer_delay(void)
 
 /* ---- netx export, read back with our HDF5 reader ------------------------------------------ */
 
-static int64_t read_i64(hid_t f, const char *name)
+/* The first value of the int64 (or with f32, float32) dataset `name`, or
+ * −999999 (why printed). */
+static double read_first(hid_t f, const char *name, int f32)
 {
-    int64_t *v = NULL, out = -999999;
+    int64_t *i = NULL;
+    float *v = NULL;
     nc_error err;
-    if (nc_h5_read_i64(f, name, 1, NULL, NULL, &v, &err) == NC_OK)
-        out = v[0];
-    else
+    nc_status st = f32 ? nc_h5_read_f32(f, name, 4, NULL, NULL, &v, &err)
+                       : nc_h5_read_i64(f, name, 1, NULL, NULL, &i, &err);
+    double out = st != NC_OK ? -999999 : f32 ? v[0] : (double)i[0];
+    if (st != NC_OK)
         printf("# read %s: %s\n", name, err.message);
+    free(i);
     free(v);
     return out;
 }
 
-static float read_f32_0(hid_t f, const char *name)
-{
-    float *v = NULL, out = -999999;
-    nc_error err;
-    if (nc_h5_read_f32(f, name, 4, NULL, NULL, &v, &err) == NC_OK)
-        out = v[0];
-    else
-        printf("# read %s: %s\n", name, err.message);
-    free(v);
-    return out;
-}
+static int64_t read_i64(hid_t f, const char *name) { return (int64_t)read_first(f, name, 0); }
+static float read_f32_0(hid_t f, const char *name) { return (float)read_first(f, name, 1); }
 
 static void test_export_netx(void)
 {
@@ -847,13 +843,8 @@ static void run_fixtures(void)
 {
     const char *limit = getenv("NC_LOIHI_TEST_IMAGES");
     int64_t n = limit ? atoll(limit) : 1000;
-    nc_dataset *train, *test;
-    fmnist_splits(500, n > 0 ? n : 1000, &train, &test);
-    check_fixture("mlp", train, test);
-    check_fixture("cnn_maxpool", train, test);
-    check_fixture("vgg_bn", train, test);
-    nc_dataset_free(train);
-    nc_dataset_free(test);
+    static const char *const models[] = {"mlp", "cnn_maxpool", "vgg_bn"};
+    check_fmnist_fixtures(models, 3, n > 0 ? n : 1000, check_fixture);
 }
 
 int main(void)
