@@ -1028,8 +1028,9 @@ static nc_status load_layer(hid_t layers, const char *name, const nc_recording *
     return st;
 }
 
-static nc_status load_recording(hid_t file, nc_recording *r, nc_error *err)
+static nc_status load_recording(hid_t file, void *recording, nc_error *err)
 {
+    nc_recording *r = recording;
     char format[64];
     int64_t version, T;
     nc_status st = nc_h5_attr_get_string(file, "format", format, sizeof format, err);
@@ -1073,17 +1074,12 @@ static nc_status load_recording(hid_t file, nc_recording *r, nc_error *err)
 
 nc_status nc_recording_load(const char *path, nc_recording **out, nc_error *err)
 {
-    hid_t file;
     *out = NULL;
-    nc_status st = nc_h5_open_read(path, &file, err);
-    if (st != NC_OK)
-        return st;
     nc_recording *r = calloc(1, sizeof *r);
-    st = r ? load_recording(file, r, err) : nc_fail(err, NC_ERR_MEMORY, "out of memory");
-    nc_h5_close(&file);
+    nc_status st = r ? nc_h5_load(path, load_recording, r, "recording", err)
+                     : nc_fail(err, NC_ERR_MEMORY, "out of memory");
     if (st != NC_OK) {
         nc_recording_free(r);
-        nc_error_prefix(err, "cannot load recording '%s'", path);
         return st;
     }
     *out = r;
