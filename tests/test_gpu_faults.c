@@ -50,96 +50,114 @@ static void check_against_cpu(const nc_net *net, const nc_tensor *x, const nc_ru
     nc_tensor_free(ref);
 }
 
+/* What each fault test starts from: the small net, an input and a GPU
+ * engine; the output of its last pass. */
+typedef struct fault_case {
+    nc_net *net;
+    nc_tensor *x, *out;
+    nc_engine *e;
+    nc_error err;
+} fault_case;
+
+static void fault_case_free(fault_case *f)
+{
+    nc_tensor_free(f->out);
+    nc_engine_free(f->e);
+    nc_tensor_free(f->x);
+    nc_net_free(f->net);
+}
+
+/* 1 when the set-up is there (the engine loaded with the net when `load`);
+ * 0, reported and freed, when not. */
+static int fault_case_new(fault_case *f, int load)
+{
+    memset(f, 0, sizeof *f);
+    f->net = small_net();
+    f->x = small_input();
+    if (f->net && load)
+        f->e = engine_with("gpu", f->net);
+    else if (f->net)
+        nc_engine_new("gpu", &f->e, &f->err);
+    NC_CHECK(f->net && f->x && f->e, "set-up: %s", f->err.message);
+    if (f->net && f->x && f->e)
+        return 1;
+    fault_case_free(f);
+    return 0;
+}
+
+/* A pass with NC_GPU_FAULT = fault fails with `expected`, gives no output,
+ * and its message names the node and says `says`. */
+static void faulty_pass(fault_case *f, const nc_run_options *o, const char *fault, nc_status expected, const char *says)
+{
+    setenv("NC_GPU_FAULT", fault, 1);
+    nc_status st = nc_engine_forward(f->e, f->x, o, &f->out, &f->err);
+    unsetenv("NC_GPU_FAULT");
+    NC_CHECK(st == expected, "fault %s: status %d, got %d: %s", fault, (int)expected, (int)st, f->err.message);
+    NC_CHECK(f->out == NULL, "no output from a failed pass");
+    NC_CHECK(strstr(f->err.message, "gpu engine, node '") != NULL && strstr(f->err.message, says),
+             "the message names the node and says '%s': %s", says, f->err.message);
+    printf("# %s\n", f->err.message);
+}
+
+/* After a fault the same engine runs the pass again and matches the CPU. */
+static void runs_again(fault_case *f, const nc_run_options *o, const char *what)
+{
+    nc_tensor_free(f->out);
+    f->out = NULL;
+    NC_CHECK(nc_engine_forward(f->e, f->x, o, &f->out, &f->err) == NC_OK, "%s: the same engine runs again: %s", what,
+             f->err.message);
+    check_against_cpu(f->net, f->x, o, f->out, what);
+}
+
 static void test_oom_at_load(void)
 {
-    nc_net *net = small_net();
-    nc_tensor *x = small_input(), *out = NULL;
-    nc_engine *e = NULL;
-    nc_error err = {0};
-    NC_CHECK(net && x && nc_engine_new("gpu", &e, &err) == NC_OK, "set-up: %s", err.message);
-    if (!e)
-        goto done;
+    fault_case f;
+    if (!fault_case_new(&f, 0))
+        return;
     setenv("NC_GPU_FAULT", "oom:2", 1); /* the second parameter upload */
-    nc_status st = nc_engine_load(e, net, &err);
+    nc_status st = nc_engine_load(f.e, f.net, &f.err);
     unsetenv("NC_GPU_FAULT");
-    NC_CHECK(st == NC_ERR_MEMORY, "an allocation failing at load is NC_ERR_MEMORY, got %d: %s", (int)st, err.message);
-    NC_CHECK(strstr(err.message, "gpu engine, loading node 'conv'") != NULL, "the message names the node: %s",
-             err.message);
-    NC_CHECK(strstr(err.message, "out of memory") != NULL, "the message says out of memory: %s", err.message);
-    printf("# %s\n", err.message);
+    NC_CHECK(st == NC_ERR_MEMORY, "an allocation failing at load is NC_ERR_MEMORY, got %d: %s", (int)st,
+             f.err.message);
+    NC_CHECK(strstr(f.err.message, "gpu engine, loading node 'conv'") != NULL, "the message names the node: %s",
+             f.err.message);
+    NC_CHECK(strstr(f.err.message, "out of memory") != NULL, "the message says out of memory: %s", f.err.message);
+    printf("# %s\n", f.err.message);
     /* the same engine loads and runs once the memory is there */
     nc_run_options o = {.mode = NC_MODE_ANN};
-    NC_CHECK(nc_engine_load(e, net, &err) == NC_OK, "load again: %s", err.message);
-    NC_CHECK(nc_engine_forward(e, x, &o, &out, &err) == NC_OK, "a pass after the failed load: %s", err.message);
-    check_against_cpu(net, x, &o, out, "after an OOM at load");
-done:
-    nc_tensor_free(out);
-    nc_engine_free(e);
-    nc_tensor_free(x);
-    nc_net_free(net);
+    NC_CHECK(nc_engine_load(f.e, f.net, &f.err) == NC_OK, "load again: %s", f.err.message);
+    runs_again(&f, &o, "after an OOM at load");
+    fault_case_free(&f);
 }
 
 static void test_oom_in_pass(void)
 {
-    nc_net *net = small_net();
-    nc_tensor *x = small_input(), *out = NULL;
-    nc_engine *e = net ? engine_with("gpu", net) : NULL;
-    nc_error err = {0};
-    NC_CHECK(e && x, "set-up");
-    if (!e)
-        goto done;
+    fault_case f;
     nc_run_options o = {.mode = NC_MODE_SNN, .T = 4};
-    setenv("NC_GPU_FAULT", "oom:2+", 1); /* the device is full from the first node's output on */
-    nc_status st = nc_engine_forward(e, x, &o, &out, &err);
-    unsetenv("NC_GPU_FAULT");
-    NC_CHECK(st == NC_ERR_MEMORY, "a full device in a pass is NC_ERR_MEMORY, got %d: %s", (int)st, err.message);
-    NC_CHECK(out == NULL, "no output from a failed pass");
-    NC_CHECK(strstr(err.message, "gpu engine, node '") != NULL && strstr(err.message, "out of device memory"),
-             "the message names the node and says out of device memory: %s", err.message);
-    NC_CHECK(strstr(err.message, "smaller batch") != NULL, "the message says what to do: %s", err.message);
-    printf("# %s\n", err.message);
-    nc_tensor_free(out);
-    out = NULL;
-    NC_CHECK(nc_engine_forward(e, x, &o, &out, &err) == NC_OK, "the same engine runs again: %s", err.message);
-    check_against_cpu(net, x, &o, out, "after an OOM in a pass");
-done:
-    nc_tensor_free(out);
-    nc_engine_free(e);
-    nc_tensor_free(x);
-    nc_net_free(net);
+    if (!fault_case_new(&f, 1))
+        return;
+    /* the device is full from the first node's output on */
+    faulty_pass(&f, &o, "oom:2+", NC_ERR_MEMORY, "out of device memory");
+    NC_CHECK(strstr(f.err.message, "smaller batch") != NULL, "the message says what to do: %s", f.err.message);
+    runs_again(&f, &o, "after an OOM in a pass");
+    fault_case_free(&f);
 }
 
 static void test_launch_failure(void)
 {
-    nc_net *net = small_net();
-    nc_tensor *x = small_input(), *out = NULL;
-    nc_engine *e = net ? engine_with("gpu", net) : NULL;
-    nc_error err = {0};
-    NC_CHECK(e && x, "set-up");
-    if (!e)
-        goto done;
+    fault_case f;
     nc_run_options o = {.mode = NC_MODE_SNN, .T = 4};
-    setenv("NC_GPU_FAULT", "launch:2", 1);
-    nc_status st = nc_engine_forward(e, x, &o, &out, &err);
-    unsetenv("NC_GPU_FAULT");
-    NC_CHECK(st == NC_ERR_DEVICE, "a failed launch is NC_ERR_DEVICE, got %d: %s", (int)st, err.message);
-    NC_CHECK(out == NULL, "no output from a failed pass");
-    NC_CHECK(strstr(err.message, "gpu engine, node '") != NULL && strstr(err.message, "cudaErrorLaunchFailure"),
-             "the message names the node and the CUDA error: %s", err.message);
-    printf("# %s\n", err.message);
-    NC_CHECK(nc_engine_forward(e, x, &o, &out, &err) == NC_OK, "the same engine runs again: %s", err.message);
-    check_against_cpu(net, x, &o, out, "after a launch failure");
+    if (!fault_case_new(&f, 1))
+        return;
+    faulty_pass(&f, &o, "launch:2", NC_ERR_DEVICE, "cudaErrorLaunchFailure");
+    runs_again(&f, &o, "after a launch failure");
     /* the GUI's way out: drop the GPU engine, run the CPU one */
-    nc_engine_free(e);
-    e = NULL;
-    nc_tensor *cpu = run_on("cpu", net, x, &o);
+    nc_engine_free(f.e);
+    f.e = NULL;
+    nc_tensor *cpu = run_on("cpu", f.net, f.x, &o);
     NC_CHECK(cpu != NULL, "a CPU engine runs after the GPU engine is freed");
     nc_tensor_free(cpu);
-done:
-    nc_tensor_free(out);
-    nc_engine_free(e);
-    nc_tensor_free(x);
-    nc_net_free(net);
+    fault_case_free(&f);
 }
 
 /* The engine's plan of each conv, through its entry in the engine table
