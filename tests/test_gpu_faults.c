@@ -130,34 +130,34 @@ static void test_oom_at_load(void)
     fault_case_free(&f);
 }
 
-static void test_oom_in_pass(void)
+/* A full device from the first node's output on, and a failed launch: each
+ * pass fails with a message that names the node, the same engine then runs
+ * again, and (the GUI's way out) a CPU engine runs once it is freed. */
+static void test_faults_in_a_pass(void)
 {
-    fault_case f;
+    static const struct {
+        const char *fault, *says, *also;
+        nc_status status;
+    } cases[] = {
+        {"oom:2+", "out of device memory", "smaller batch", NC_ERR_MEMORY},
+        {"launch:2", "cudaErrorLaunchFailure", NULL, NC_ERR_DEVICE},
+    };
     nc_run_options o = {.mode = NC_MODE_SNN, .T = 4};
-    if (!fault_case_new(&f, 1))
-        return;
-    /* the device is full from the first node's output on */
-    faulty_pass(&f, &o, "oom:2+", NC_ERR_MEMORY, "out of device memory");
-    NC_CHECK(strstr(f.err.message, "smaller batch") != NULL, "the message says what to do: %s", f.err.message);
-    runs_again(&f, &o, "after an OOM in a pass");
-    fault_case_free(&f);
-}
-
-static void test_launch_failure(void)
-{
-    fault_case f;
-    nc_run_options o = {.mode = NC_MODE_SNN, .T = 4};
-    if (!fault_case_new(&f, 1))
-        return;
-    faulty_pass(&f, &o, "launch:2", NC_ERR_DEVICE, "cudaErrorLaunchFailure");
-    runs_again(&f, &o, "after a launch failure");
-    /* the GUI's way out: drop the GPU engine, run the CPU one */
-    nc_engine_free(f.e);
-    f.e = NULL;
-    nc_tensor *cpu = run_on("cpu", f.net, f.x, &o);
-    NC_CHECK(cpu != NULL, "a CPU engine runs after the GPU engine is freed");
-    nc_tensor_free(cpu);
-    fault_case_free(&f);
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        fault_case f;
+        if (!fault_case_new(&f, 1))
+            return;
+        faulty_pass(&f, &o, cases[k].fault, cases[k].status, cases[k].says);
+        if (cases[k].also)
+            NC_CHECK(strstr(f.err.message, cases[k].also) != NULL, "the message says what to do: %s", f.err.message);
+        runs_again(&f, &o, cases[k].fault);
+        nc_engine_free(f.e);
+        f.e = NULL;
+        nc_tensor *cpu = run_on("cpu", f.net, f.x, &o);
+        NC_CHECK(cpu != NULL, "a CPU engine runs after the GPU engine is freed");
+        nc_tensor_free(cpu);
+        fault_case_free(&f);
+    }
 }
 
 /* The engine's plan of each conv, through its entry in the engine table
@@ -241,8 +241,7 @@ int main(void)
 {
     const char *skip = gpu_skip_reason();
     GPU_RUN(test_oom_at_load, skip);
-    GPU_RUN(test_oom_in_pass, skip);
-    GPU_RUN(test_launch_failure, skip);
+    GPU_RUN(test_faults_in_a_pass, skip);
     GPU_RUN(test_graph_refused, skip);
     return nc_test_done();
 }
