@@ -184,55 +184,56 @@ static nc_net *counts_net(void)
     return pool_dense_tail(net, s2, 8);
 }
 
+/* A GPU engine loaded with net after one pass of x that matches the CPU
+ * (`what`), with the plan of its convs in plans; NULL (reported) when it
+ * does not load. */
+static nc_engine *planned_pass(const nc_net *net, const nc_tensor *x, const nc_run_options *o, char *plans,
+                               size_t size, const char *what)
+{
+    nc_engine *e = engine_with("gpu", net);
+    NC_CHECK(e != NULL, "%s: a GPU engine loads the net", what);
+    if (!e)
+        return NULL;
+    nc_tensor *out = NULL;
+    nc_error err = {0};
+    NC_CHECK(nc_engine_forward(e, x, o, &out, &err) == NC_OK, "%s: a pass: %s", what, err.message);
+    describe_convs(e, plans, size);
+    printf("# %s", plans);
+    check_against_cpu(net, x, o, out, what);
+    nc_tensor_free(out);
+    return e;
+}
+
 /* When cuDNN's graph API refuses the exact convolution on bf16 parts, the
  * conv runs one TF32 pass per weight part instead, from the counts the IF
  * already wrote for it, says so in its plan, and still matches the CPU. */
 static void test_graph_refused(void)
 {
     nc_net *net = counts_net();
-    nc_tensor *x = small_input(), *out = NULL;
+    nc_tensor *x = small_input();
     nc_run_options o = {.mode = NC_MODE_SNN, .T = 4};
-    nc_error err = {0};
     char plans[2048];
     NC_CHECK(net && x, "set-up");
-    if (!net || !x)
-        goto done;
     /* without the fault: conv2 runs on bf16 parts through the graph API */
-    nc_engine *e = engine_with("gpu", net);
-    NC_CHECK(e != NULL, "a GPU engine loads the net");
-    if (e) {
-        NC_CHECK(nc_engine_forward(e, x, &o, &out, &err) == NC_OK, "a pass: %s", err.message);
-        describe_convs(e, plans, sizeof plans);
-        printf("# %s", plans);
-        if (!strstr(plans, "no cuDNN"))
-            NC_CHECK(strstr(plans, "conv2: cuDNN graph engines") != NULL, "conv2 runs on bf16 parts: %s", plans);
-        check_against_cpu(net, x, &o, out, "exact fp32 on bf16 parts");
-        nc_tensor_free(out);
-        out = NULL;
-        nc_engine_free(e);
-    }
+    nc_engine *e = net && x ? planned_pass(net, x, &o, plans, sizeof plans, "exact fp32 on bf16 parts") : NULL;
+    if (e && !strstr(plans, "no cuDNN"))
+        NC_CHECK(strstr(plans, "conv2: cuDNN graph engines") != NULL, "conv2 runs on bf16 parts: %s", plans);
+    nc_engine_free(e);
     setenv("NC_GPU_FAULT", "graph", 1);
-    e = engine_with("gpu", net);
-    NC_CHECK(e != NULL, "a GPU engine loads the net");
-    if (e) {
-        NC_CHECK(nc_engine_forward(e, x, &o, &out, &err) == NC_OK, "a pass with the graph API refused: %s", err.message);
-        describe_convs(e, plans, sizeof plans);
-        printf("# %s", plans);
-        if (!strstr(plans, "no cuDNN"))
-            NC_CHECK(strstr(plans, "conv2: cuDNN") && strstr(plans, "TF32 weight parts") &&
-                         strstr(plans, "instead of bf16 parts"),
-                     "conv2 says it ran by TF32 parts instead of bf16 parts: %s", plans);
-        check_against_cpu(net, x, &o, out, "exact fp32 by TF32 parts");
-        nc_tensor_free(out);
-        out = NULL;
-        /* later passes plan by parts from the start (the IF writes fp32 counts) */
+    e = net && x ? planned_pass(net, x, &o, plans, sizeof plans, "exact fp32 by TF32 parts") : NULL;
+    if (e && !strstr(plans, "no cuDNN"))
+        NC_CHECK(strstr(plans, "conv2: cuDNN") && strstr(plans, "TF32 weight parts") &&
+                     strstr(plans, "instead of bf16 parts"),
+                 "conv2 says it ran by TF32 parts instead of bf16 parts: %s", plans);
+    if (e) { /* later passes plan by parts from the start (the IF writes fp32 counts) */
+        nc_tensor *out = NULL;
+        nc_error err = {0};
         NC_CHECK(nc_engine_forward(e, x, &o, &out, &err) == NC_OK, "a second pass: %s", err.message);
         check_against_cpu(net, x, &o, out, "exact fp32 by TF32 parts, second pass");
-        nc_engine_free(e);
+        nc_tensor_free(out);
     }
+    nc_engine_free(e);
     unsetenv("NC_GPU_FAULT");
-done:
-    nc_tensor_free(out);
     nc_tensor_free(x);
     nc_net_free(net);
 }
