@@ -119,6 +119,15 @@ static inline int add_neuron(nc_net *net, const char *name, int in, nc_neuron_mo
     return i;
 }
 
+/* The residual tail of the engine tests: add(a, b) → concat(add, c) →
+ * global average pool → flatten; returns the flatten node. */
+static inline int add_concat_gap(nc_net *net, int a, int b, int c)
+{
+    int ad = nc_net_add_node(net, NC_NODE_ADD, "add", 2, (int[]){a, b});
+    int cc = nc_net_add_node(net, NC_NODE_CONCAT, "cat", 2, (int[]){ad, c});
+    return add1(net, NC_NODE_FLATTEN, "flat", add1(net, NC_NODE_GLOBAL_AVGPOOL, "gap", cc));
+}
+
 /* Infers the shapes; prints why not. */
 static inline int infer(nc_net *net)
 {

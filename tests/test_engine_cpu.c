@@ -166,15 +166,10 @@ static void test_residual_concat(void)
     int x = add_input(net, 3, (int64_t[]){2, 4, 4});
     int cv = add_conv(net, "conv", x, 2, 2, 3, 1);
     int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
-    int ad_in[2] = {r, x};
-    int ad = nc_net_add_node(net, NC_NODE_ADD, "add", 2, ad_in);
-    int cc_in[2] = {ad, cv};
-    int cc = nc_net_add_node(net, NC_NODE_CONCAT, "cat", 2, cc_in);
-    int gap = add1(net, NC_NODE_GLOBAL_AVGPOOL, "gap", cc);
-    int fl = add1(net, NC_NODE_FLATTEN, "flat", gap);
+    int fl = add_concat_gap(net, r, x, cv);
     add1(net, NC_NODE_OUTPUT, "y", fl);
     NC_CHECK(infer(net), "shapes");
-    NC_CHECK(net->nodes[cc].shape[0] == 4, "concat has 4 channels");
+    NC_CHECK(net->nodes[nc_net_find(net, "cat")].shape[0] == 4, "concat has 4 channels");
 
     int64_t bs[4] = {2, 2, 4, 4};
     nc_tensor *in = rnd_tensor(4, bs, -1, 1), *out = NULL;

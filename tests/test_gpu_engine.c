@@ -115,12 +115,7 @@ static nc_net *ann_residual(void)
     int64_t cs[1] = {3};
     net->nodes[af].weight = rnd_tensor(1, cs, 0.5f, 1.5f);
     net->nodes[af].bias = rnd_tensor(1, cs, -0.3f, 0.3f);
-    int ad_in[2] = {r, af};
-    int ad = nc_net_add_node(net, NC_NODE_ADD, "add", 2, ad_in);
-    int cc_in[2] = {ad, cv};
-    int cc = nc_net_add_node(net, NC_NODE_CONCAT, "cat", 2, cc_in);
-    int gap = add1(net, NC_NODE_GLOBAL_AVGPOOL, "gap", cc);
-    int fl = add1(net, NC_NODE_FLATTEN, "flat", gap);
+    int fl = add_concat_gap(net, r, af, cv);
     int d = add_dense(net, "fc", fl, 4, 6);
     return with_output(net, "y", d);
 }
