@@ -50,6 +50,27 @@ static int report(const nc_net *net, const nc_dataset *ds, const char *engine, c
     return 0;
 }
 
+/* The runner measures the net as it is (a measure-only job: open →
+ * measure, ANN accuracy only); the exit code. */
+static int evaluate(const nc_net *net, const char *model, const nc_dataset *ds, const char *engine, int threads,
+                    long batch, int json)
+{
+    nc_runner_desc d = nc_runner_desc_default();
+    d.source = net, d.source_path = model;
+    d.dataset = NULL, d.test_data = ds;
+    d.engine = engine, d.engine_settings = &nc_cli_engine_settings, d.threads = threads;
+    d.batch_size = (int)batch;
+    d.measure_only = 1, d.skip_qcfs = 1;
+    nc_runner_observer obs = {.progress = nc_cli_progress};
+    nc_runner *r = NULL;
+    nc_error err = {0};
+    nc_status st = nc_cli_run_job(&d, &obs, &r, &err);
+    int rc = st != NC_OK ? nc_cli_error(&err)
+                         : report(net, ds, nc_runner_engine(r)->ops->name, nc_runner_row(r, 0), batch, json);
+    nc_runner_free(r);
+    return rc;
+}
+
 int nc_cmd_eval(int argc, char **argv)
 {
     static const struct option options[] = {
@@ -88,26 +109,8 @@ int nc_cmd_eval(int argc, char **argv)
     nc_net *net = nc_cli_load_model(model);
     if (!net)
         return 1;
-    int rc = 1;
     nc_dataset *ds = nc_cli_open_data(&data, NC_SPLIT_TEST);
-    if (ds) {
-        /* the runner measures the net as it is: open → measure (ANN only) */
-        nc_runner_desc d = nc_runner_desc_default();
-        d.source = net, d.source_path = model;
-        d.dataset = NULL, d.test_data = ds;
-        d.engine = engine_name, d.engine_settings = &nc_cli_engine_settings, d.threads = (int)threads;
-        d.batch_size = (int)batch;
-        d.measure_only = 1, d.skip_qcfs = 1;
-        nc_runner_observer obs = {.progress = nc_cli_progress};
-        nc_runner *r = NULL;
-        nc_error err = {0};
-        nc_status st = nc_cli_run_job(&d, &obs, &r, &err);
-        if (st != NC_OK)
-            rc = nc_cli_error(&err);
-        else
-            rc = report(net, ds, nc_runner_engine(r)->ops->name, nc_runner_row(r, 0), batch, json);
-        nc_runner_free(r);
-    }
+    int rc = ds ? evaluate(net, model, ds, engine_name, (int)threads, batch, json) : 1;
     nc_dataset_free(ds);
     nc_net_free(net);
     return rc;

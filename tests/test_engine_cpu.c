@@ -984,8 +984,7 @@ static void test_registry(void)
 
 int main(void)
 {
-    if (nc_test_cpu_path_skip())
-        return 0;
+    nc_test_cpu_path_or_skip();
     NC_RUN(test_cpu_path_taken);
     NC_RUN(test_ann_cnn);
     NC_RUN(test_residual_concat);
