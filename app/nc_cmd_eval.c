@@ -84,11 +84,6 @@ int nc_cmd_eval(int argc, char **argv)
     long batch = 64, threads = 0;
     int json = 0, opt;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        int used = nc_cli_data_option(&data, opt, optarg);
-        if (used < 0)
-            return 2;
-        if (used)
-            continue;
         switch (opt) {
         case NC_OPT_ENGINE: engine_name = optarg; break;
         case NC_OPT_BATCH:
@@ -100,7 +95,11 @@ int nc_cmd_eval(int argc, char **argv)
                 return 2;
             break;
         case NC_OPT_JSON: json = 1; break;
-        default: return nc_cli_usage_exit(opt, usage);
+        default: { /* --data and the preprocessing, else not an option of eval */
+            int used = nc_cli_data_option(&data, opt, optarg);
+            if (used <= 0)
+                return used < 0 ? 2 : nc_cli_usage_exit(opt, usage);
+        }
         }
     }
     const char *model = nc_cli_operand(argc, argv, 1, "eval: give exactly one MODEL file", usage);

@@ -583,53 +583,43 @@ double nc_node_fanout(const nc_net *net, int index)
 
 /* ---- names ---------------------------------------------------------------- */
 
+/* names[v] of a table of n names, one per value of an enum from 0; "unknown"
+ * for a value outside it. */
+static const char *name_of(const char *const *names, size_t n, int v)
+{
+    return v >= 0 && (size_t)v < n ? names[v] : "unknown";
+}
+
+#define NAME_OF(names, v) name_of(names, sizeof names / sizeof *names, (int)(v))
+
 const char *nc_node_kind_name(nc_node_kind kind)
 {
-    static const char *names[NC_NODE_KIND_COUNT] = {
-        "input", "conv2d", "dense", "avgpool", "maxpool", "global-avgpool",
-        "flatten", "add", "concat", "affine", "neuron", "output", "scale", "recurrent"};
-    return (unsigned)kind < NC_NODE_KIND_COUNT ? names[kind] : "unknown";
+    static const char *const names[] = {"input",  "conv2d", "dense",  "avgpool", "maxpool", "global-avgpool", "flatten",
+                                        "add",    "concat", "affine", "neuron",  "output",  "scale",          "recurrent"};
+    _Static_assert(sizeof names / sizeof *names == NC_NODE_KIND_COUNT, "a name per node kind");
+    return NAME_OF(names, kind);
 }
 
 const char *nc_neuron_model_name(nc_neuron_model m)
 {
-    switch (m) {
-    case NC_NEURON_RELU: return "relu";
-    case NC_NEURON_CLIP: return "clip";
-    case NC_NEURON_QCFS: return "qcfs";
-    case NC_NEURON_IF: return "if";
-    case NC_NEURON_LIF: return "lif";
-    case NC_NEURON_CUBA_LIF: return "cuba-lif";
-    case NC_NEURON_LI: return "li";
-    case NC_NEURON_CUBA_LI: return "cuba-li";
-    case NC_NEURON_INTEGRATOR: return "integrator";
-    case NC_NEURON_NIR_IF: return "nir-if";
-    case NC_NEURON_THRESHOLD: return "threshold";
-    case NC_NEURON_DELAY: return "delay";
-    }
-    return "unknown";
+    static const char *const names[] = {"relu", "clip",    "qcfs",       "if",     "lif",       "cuba-lif",
+                                        "li",   "cuba-li", "integrator", "nir-if", "threshold", "delay"};
+    _Static_assert(sizeof names / sizeof *names == NC_NEURON_DELAY + 1, "a name per neuron model");
+    return NAME_OF(names, m);
 }
 
 const char *nc_support_name(nc_support s)
 {
-    switch (s) {
-    case NC_SUPPORT_CONVERTED: return "converted";
-    case NC_SUPPORT_FOLDED: return "folded";
-    case NC_SUPPORT_REMOVED: return "removed";
-    case NC_SUPPORT_APPROXIMATED: return "approximated";
-    case NC_SUPPORT_UNSUPPORTED: return "unsupported";
-    }
-    return "unknown";
+    static const char *const names[] = {"converted", "folded", "removed", "approximated", "unsupported"};
+    _Static_assert(sizeof names / sizeof *names == NC_SUPPORT_UNSUPPORTED + 1, "a name per support level");
+    return NAME_OF(names, s);
 }
 
 const char *nc_maxpool_strategy_name(nc_maxpool_strategy s)
 {
-    switch (s) {
-    case NC_MAXPOOL_AVG: return "avg";
-    case NC_MAXPOOL_PRE_SPIKE: return "pre-spike";
-    case NC_MAXPOOL_GATED: return "gated";
-    }
-    return "unknown";
+    static const char *const names[] = {"avg", "pre-spike", "gated"};
+    _Static_assert(sizeof names / sizeof *names == NC_MAXPOOL_GATED + 1, "a name per MaxPool strategy");
+    return NAME_OF(names, s);
 }
 
 int nc_maxpool_strategy_parse(const char *text, nc_maxpool_strategy *out)
