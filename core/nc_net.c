@@ -232,27 +232,32 @@ static nc_status infer_window(nc_node *node, const nc_node *in, int64_t out_chan
     return NC_OK;
 }
 
-/* Every dimension of a weight in 1..NC_MAX_DIM (a zero dimension would let
- * the others be anything). */
-static int weight_dims_ok(const nc_tensor *w)
+/* The node has a weight of `ndim` dimensions (`layout` names them), each in
+ * 1..NC_MAX_DIM (a zero dimension would let the others be anything). */
+static nc_status check_weight(nc_node *node, int ndim, const char *layout, nc_error *err)
 {
+    const nc_tensor *w = node->weight;
+    if (!w || w->ndim != ndim) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "needs a %d-d weight %s", ndim, layout);
+        return node_fail(err, NC_ERR_SHAPE, node, msg);
+    }
     for (int i = 0; i < w->ndim; i++)
         if (w->shape[i] < 1 || w->shape[i] > NC_MAX_DIM)
-            return 0;
-    return 1;
+            return node_fail(err, NC_ERR_SHAPE, node, "weight has an empty or oversized dimension");
+    return NC_OK;
 }
 
 static nc_status infer_conv(nc_node *node, const nc_node *in, nc_error *err)
 {
-    char msg[256];
+    nc_status st = check_weight(node, 4, "[Cout, Cin/groups, KH, KW]", err);
+    if (st != NC_OK)
+        return st;
     const nc_tensor *w = node->weight;
-    if (!w || w->ndim != 4)
-        return node_fail(err, NC_ERR_SHAPE, node, "needs a 4-d weight [Cout, Cin/groups, KH, KW]");
-    if (!weight_dims_ok(w))
-        return node_fail(err, NC_ERR_SHAPE, node, "weight has an empty or oversized dimension");
     if (node->groups < 1 || w->shape[0] % node->groups != 0)
         return node_fail(err, NC_ERR_SHAPE, node, "output channels are not divisible by groups");
     if (in->ndim == 3 && w->shape[1] * node->groups != in->shape[0]) {
+        char msg[256];
         snprintf(msg, sizeof msg, "weight expects %lld input channels (groups %d), input has %lld",
                  (long long)(w->shape[1] * node->groups), node->groups, (long long)in->shape[0]);
         return node_fail(err, NC_ERR_SHAPE, node, msg);
@@ -266,13 +271,12 @@ static nc_status infer_conv(nc_node *node, const nc_node *in, nc_error *err)
 
 static nc_status infer_dense(nc_node *node, const nc_node *in, nc_error *err)
 {
-    char msg[256];
+    nc_status st = check_weight(node, 2, "[Fout, Fin]", err);
+    if (st != NC_OK)
+        return st;
     const nc_tensor *w = node->weight;
-    if (!w || w->ndim != 2)
-        return node_fail(err, NC_ERR_SHAPE, node, "needs a 2-d weight [Fout, Fin]");
-    if (!weight_dims_ok(w))
-        return node_fail(err, NC_ERR_SHAPE, node, "weight has an empty or oversized dimension");
     if (nc_node_numel(in) != w->shape[1]) {
+        char msg[256];
         snprintf(msg, sizeof msg, "weight expects %lld inputs, '%s' gives %lld", (long long)w->shape[1], in->name,
                  (long long)nc_node_numel(in));
         return node_fail(err, NC_ERR_SHAPE, node, msg);
