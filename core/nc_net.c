@@ -163,6 +163,16 @@ nc_status nc_neuron_set_threshold(nc_neuron *neuron, int n, const float *values,
     return NC_OK;
 }
 
+void nc_node_copy_window(nc_node *dst, const nc_node *src)
+{
+    memcpy(dst->kernel, src->kernel, sizeof src->kernel);
+    memcpy(dst->stride, src->stride, sizeof src->stride);
+    memcpy(dst->dilation, src->dilation, sizeof src->dilation);
+    memcpy(dst->pad, src->pad, sizeof src->pad);
+    dst->ceil_mode = src->ceil_mode;
+    dst->count_include_pad = src->count_include_pad;
+}
+
 int64_t nc_node_numel(const nc_node *node) { return nc_shape_numel(node->ndim, node->shape); }
 
 int nc_node_channels(const nc_node *node) { return node->ndim > 0 ? (int)node->shape[0] : 1; }

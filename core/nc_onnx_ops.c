@@ -659,16 +659,6 @@ static nc_status window_params(nctx *c, const value *x, const int *kernel, nc_no
     return window_pads(c, x, t->kernel, t->stride, t->dilation, t->pad);
 }
 
-static void copy_window(nc_node *dst, const nc_node *t)
-{
-    memcpy(dst->kernel, t->kernel, sizeof t->kernel);
-    memcpy(dst->stride, t->stride, sizeof t->stride);
-    memcpy(dst->dilation, t->dilation, sizeof t->dilation);
-    memcpy(dst->pad, t->pad, sizeof t->pad);
-    dst->ceil_mode = t->ceil_mode;
-    dst->count_include_pad = t->count_include_pad;
-}
-
 static nc_status conv_weights(nctx *c, const value *x, cval **w, cval **b, int *groups)
 {
     TRY(onnx_need_const(c, 1, w));
@@ -722,7 +712,7 @@ nc_status onnx_op_conv(nctx *c)
         return st;
     }
     nc_node *n = onnx_ir_node(c->imp, ir);
-    copy_window(n, &t);
+    nc_node_copy_window(n, &t);
     n->groups = groups;
     n->weight = wt;
     n->bias = bt;
@@ -842,7 +832,7 @@ nc_status onnx_op_pool(nctx *c)
     t.count_include_pad = (int)onnx_attr_int(c, "count_include_pad", 0) != 0;
     TRY(window_shape(c, x, x->dims[0], &t, dims));
     TRY(onnx_emit(c, is_max ? NC_NODE_MAXPOOL : NC_NODE_AVGPOOL, 1, &x, 3, dims, &ir));
-    copy_window(onnx_ir_node(c->imp, ir), &t);
+    nc_node_copy_window(onnx_ir_node(c->imp, ir), &t);
     return NC_OK;
 }
 
@@ -946,6 +936,6 @@ nc_status onnx_op_pad(nctx *c)
     int64_t dims[3];
     TRY(window_shape(c, x, x->dims[0], &t, dims));
     TRY(onnx_emit(c, NC_NODE_AVGPOOL, 1, &x, 3, dims, &ir));
-    copy_window(onnx_ir_node(c->imp, ir), &t);
+    nc_node_copy_window(onnx_ir_node(c->imp, ir), &t);
     return NC_OK;
 }

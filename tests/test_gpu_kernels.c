@@ -342,20 +342,27 @@ static void test_conv_kernels(void)
 typedef struct pool_case {
     const char *name;
     nc_node_kind kind;
-    int k[2], stride[2], pad[4], dil[2], ceil, cip;
+    nc_node w; /* its window */
 } pool_case;
+
+#define POOL_WINDOW(k, s, p, d, ceil, cip)                                                                   \
+    {.kernel = {k, k}, .stride = {s, s}, .pad = {p, p, p, p}, .dilation = {d, d}, .ceil_mode = ceil,         \
+     .count_include_pad = cip}
 
 static void test_pool_kernels(void)
 {
     static const pool_case cases[] = {
-        {"avg 2x2", NC_NODE_AVGPOOL, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
-        {"avg 3x3 s2 pad 1", NC_NODE_AVGPOOL, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0},
-        {"avg 3x3 s2 pad 1 cip", NC_NODE_AVGPOOL, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 1},
-        {"avg 3x3 s2 ceil", NC_NODE_AVGPOOL, {3, 3}, {2, 2}, {0, 1, 1, 0}, {1, 1}, 1, 1},
-        {"avg 2x3 s(1,2) ceil", NC_NODE_AVGPOOL, {2, 3}, {1, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0},
-        {"max 2x2", NC_NODE_MAXPOOL, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
-        {"max 3x3 s2 pad 1 ceil", NC_NODE_MAXPOOL, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 0},
-        {"max 3x3 dilation 2", NC_NODE_MAXPOOL, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 0, 0},
+        {"avg 2x2", NC_NODE_AVGPOOL, POOL_WINDOW(2, 2, 0, 1, 0, 0)},
+        {"avg 3x3 s2 pad 1", NC_NODE_AVGPOOL, POOL_WINDOW(3, 2, 1, 1, 0, 0)},
+        {"avg 3x3 s2 pad 1 cip", NC_NODE_AVGPOOL, POOL_WINDOW(3, 2, 1, 1, 0, 1)},
+        {"avg 3x3 s2 ceil", NC_NODE_AVGPOOL,
+         {.kernel = {3, 3}, .stride = {2, 2}, .pad = {0, 1, 1, 0}, .dilation = {1, 1}, .ceil_mode = 1,
+          .count_include_pad = 1}},
+        {"avg 2x3 s(1,2) ceil", NC_NODE_AVGPOOL,
+         {.kernel = {2, 3}, .stride = {1, 2}, .dilation = {1, 1}, .ceil_mode = 1}},
+        {"max 2x2", NC_NODE_MAXPOOL, POOL_WINDOW(2, 2, 0, 1, 0, 0)},
+        {"max 3x3 s2 pad 1 ceil", NC_NODE_MAXPOOL, POOL_WINDOW(3, 2, 1, 1, 1, 0)},
+        {"max 3x3 dilation 2", NC_NODE_MAXPOOL, POOL_WINDOW(3, 1, 2, 2, 0, 0)},
     };
     const int C = 3, H = 11, W = 10;
     const int64_t N = 4;
@@ -364,24 +371,19 @@ static void test_pool_kernels(void)
         int node;
         nc_net *net = one_node_net(C, H, W, pc->kind, &node);
         nc_node *n = &net->nodes[node];
-        memcpy(n->kernel, pc->k, sizeof n->kernel);
-        memcpy(n->stride, pc->stride, sizeof n->stride);
-        memcpy(n->pad, pc->pad, sizeof n->pad);
-        memcpy(n->dilation, pc->dil, sizeof n->dilation);
-        n->ceil_mode = pc->ceil;
-        n->count_include_pad = pc->cip;
+        nc_node_copy_window(n, &pc->w);
         if (!(net = finish_net(net, node))) {
             NC_CHECK(0, "%s: shapes", pc->name);
             continue;
         }
         nc_window g;
-        nc_window_init(&g, C, H, W, pc->k, pc->stride, pc->pad, pc->dil, pc->ceil);
+        nc_window_init(&g, C, H, W, pc->w.kernel, pc->w.stride, pc->w.pad, pc->w.dilation, pc->w.ceil_mode);
         int64_t out_numel = nc_node_numel(&net->nodes[node]);
         int64_t bs[4] = {N, C, H, W};
         nc_tensor *in = rnd_tensor(4, bs, -1, 1);
         float *ref = malloc((size_t)(N * out_numel) * sizeof(float));
         if (pc->kind == NC_NODE_AVGPOOL)
-            nc_ref_avgpool(&g, pc->cip, N, in->data, ref);
+            nc_ref_avgpool(&g, pc->w.count_include_pad, N, in->data, ref);
         else
             nc_ref_maxpool(&g, N, in->data, ref);
         nc_tensor *out = run_on("gpu", net, in, NULL), *cpu = run_on("cpu", net, in, NULL);
@@ -397,8 +399,8 @@ static void test_pool_kernels(void)
         if (cpu) { /* the channels-last kernels: the same sums and maxima, bit for bit */
             float *got = malloc((size_t)(N * out_numel) * sizeof(float));
             nc_error err = {0};
-            nc_status s = nc_gpu_test_pool_nhwc(pc->kind == NC_NODE_MAXPOOL, N, C, H, W, pc->k, pc->stride, pc->pad,
-                                                pc->dil, pc->ceil, pc->cip, in->data, got, &err);
+            nc_status s = nc_gpu_test_pool_nhwc(pc->kind == NC_NODE_MAXPOOL, N, C, H, W, pc->w.kernel, pc->w.stride, pc->w.pad,
+                                                pc->w.dilation, pc->w.ceil_mode, pc->w.count_include_pad, in->data, got, &err);
             NC_CHECK(s == NC_OK, "%s channels last: %s", pc->name, err.message);
             char what[96];
             snprintf(what, sizeof what, "%s channels last vs cpu engine (bit-identical)", pc->name);
