@@ -112,6 +112,15 @@ static inline int add_input(nc_net *net, int ndim, const int64_t *shape)
     return i;
 }
 
+/* A k×k pool of `kind` (avg or max) with this stride on both axes, no padding. */
+static inline int add_pool(nc_net *net, nc_node_kind kind, const char *name, int in, int k, int stride)
+{
+    int i = add1(net, kind, name, in);
+    net->nodes[i].kernel[0] = net->nodes[i].kernel[1] = k;
+    net->nodes[i].stride[0] = net->nodes[i].stride[1] = stride;
+    return i;
+}
+
 static inline int add_neuron(nc_net *net, const char *name, int in, nc_neuron_model model)
 {
     int i = add1(net, NC_NODE_NEURON, name, in);
@@ -161,9 +170,7 @@ static inline nc_net *quadrant_ann(void)
     net->nodes[c].bias = nc_tensor_new(1, bs);
     net->nodes[c].weight->data[0] = 1.0f, net->nodes[c].bias->data[0] = 0.0f;
     int relu = add_neuron(net, "relu", c, NC_NEURON_RELU);
-    int ap = add1(net, NC_NODE_AVGPOOL, "pool", relu);
-    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 4;
-    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 4;
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "pool", relu, 4, 4);
     int fc = add1(net, NC_NODE_DENSE, "fc", add1(net, NC_NODE_FLATTEN, "flat", ap));
     net->nodes[fc].weight = nc_tensor_new(2, fs);
     net->nodes[fc].bias = nc_tensor_new(1, fb);

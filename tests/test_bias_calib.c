@@ -241,17 +241,13 @@ static void test_carriers(void)
     int inputs[2] = {c2, n1};
     int sum = nc_net_add_node(net, NC_NODE_ADD, "sum", 2, inputs);
     int n2 = add_if(net, "n2", sum, 1.0f);
-    int ap = add1(net, NC_NODE_AVGPOOL, "ap", n2);
-    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 3;
-    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 1;
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "ap", n2, 3, 1);
     for (int p = 0; p < 4; p++)
         net->nodes[ap].pad[p] = 1;
     int n3 = add_if(net, "n3", ap, 1.0f);
     int c4 = add1(net, NC_NODE_CONV2D, "c4", n3);
     net->nodes[c4].weight = nc_tensor_new(4, ws);
-    int mp = add1(net, NC_NODE_MAXPOOL, "mp", c4);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
-    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "mp", c4, 2, 2);
     int n4 = add_if(net, "n4", mp, 1.0f);
     net->output = add1(net, NC_NODE_OUTPUT, "y", add1(net, NC_NODE_FLATTEN, "f", n4));
     net->input = x;

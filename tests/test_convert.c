@@ -50,14 +50,6 @@ static int add_conv(nc_net *net, const char *name, int in, int64_t cin, int64_t 
     return i;
 }
 
-static int add_pool(nc_net *net, nc_node_kind kind, const char *name, int in)
-{
-    int i = nc_net_add_node(net, kind, name, 1, &in);
-    net->nodes[i].kernel[0] = net->nodes[i].kernel[1] = 2;
-    net->nodes[i].stride[0] = net->nodes[i].stride[1] = 2;
-    return i;
-}
-
 /* x[6] → fc1[5] → relu → fc2[3] → out. */
 static nc_net *mlp_net(nc_neuron_model model)
 {
@@ -77,9 +69,9 @@ static nc_net *cnn_net(int two_pools)
     int x = add_input(net, 3, (int64_t[]){2, 8, 8});
     int c = add_conv(net, "conv", x, 2, 4);
     int r = add_neuron(net, "relu", c, NC_NEURON_RELU);
-    int p = add_pool(net, NC_NODE_MAXPOOL, "pool", r);
+    int p = add_pool(net, NC_NODE_MAXPOOL, "pool", r, 2, 2);
     if (two_pools)
-        p = add_pool(net, NC_NODE_MAXPOOL, "pool2", p);
+        p = add_pool(net, NC_NODE_MAXPOOL, "pool2", p, 2, 2);
     int f = nc_net_add_node(net, NC_NODE_FLATTEN, "flat", 1, &p);
     int64_t fin = two_pools ? 4 * 2 * 2 : 4 * 4 * 4;
     int o = add_dense(net, "fc", f, fin, 3);
@@ -288,11 +280,11 @@ static void test_maxpool_avg_and_gated(void)
     int x = add_input(net, 3, shape);
     int c = add_conv(net, "conv", x, 2, 2);
     int r = add_neuron(net, "relu", c, NC_NEURON_RELU);
-    int p = add_pool(net, NC_NODE_MAXPOOL, "pool", r);
-    int q = add_pool(net, NC_NODE_AVGPOOL, "avg", r);
+    int p = add_pool(net, NC_NODE_MAXPOOL, "pool", r, 2, 2);
+    int q = add_pool(net, NC_NODE_AVGPOOL, "avg", r, 2, 2);
     int in2[2] = {p, q};
     int a = nc_net_add_node(net, NC_NODE_ADD, "add", 2, in2);
-    int m = add_pool(net, NC_NODE_MAXPOOL, "pool_on_conv", x); /* on the analog input: exact */
+    int m = add_pool(net, NC_NODE_MAXPOOL, "pool_on_conv", x, 2, 2); /* on the analog input: exact */
     (void)m;
     nc_net_add_node(net, NC_NODE_OUTPUT, "out", 1, &a);
     NC_CHECK(infer(net), "shapes");

@@ -83,9 +83,7 @@ static void test_ann_cnn(void)
     int x = add_input(net, 3, (int64_t[]){2, 6, 6});
     int cv = add_conv(net, "conv", x, 3, 2, 3, 1);
     int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
-    int mp = add1(net, NC_NODE_MAXPOOL, "pool", r);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
-    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "pool", r, 2, 2);
     int fl = add1(net, NC_NODE_FLATTEN, "flat", mp);
     int fc = add_dense(net, "fc", fl, 4, 27, -0.5f, 0.5f);
     add1(net, NC_NODE_OUTPUT, "y", fc);
@@ -129,9 +127,7 @@ static void test_threads(void)
     int x = add_input(net, 3, (int64_t[]){3, 16, 16});
     int cv = add_conv(net, "conv", x, 8, 3, 3, 1);
     int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
-    int ap = add1(net, NC_NODE_AVGPOOL, "pool", r);
-    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 2;
-    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 2;
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "pool", r, 2, 2);
     add1(net, NC_NODE_OUTPUT, "y", ap);
     NC_CHECK(infer(net), "shapes");
     enum { N = 37 };
@@ -400,9 +396,7 @@ static void test_fused_conv_maxpool(void)
     int n0 = add_neuron(net, "if0", x, NC_NEURON_IF);
     set_if(net, n0, 1, &th0, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
     int cv = add_conv(net, "conv", n0, C1, C0, 3, 1);
-    int mp = add1(net, NC_NODE_MAXPOOL, "pool", cv);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
-    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "pool", cv, 2, 2);
     net->nodes[mp].maxpool_strategy = NC_MAXPOOL_PRE_SPIKE;
     int n1 = add_neuron(net, "if1", mp, NC_NEURON_IF);
     set_if(net, n1, 1, &th1, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -467,9 +461,7 @@ static void test_snn_approaches_ann(void)
     int x = add_input(net, 3, (int64_t[]){1, 6, 6});
     int cv = add_conv(net, "conv", x, 4, 1, 3, 0);
     int r1 = add_neuron(net, "r1", cv, NC_NEURON_RELU);
-    int ap = add1(net, NC_NODE_AVGPOOL, "pool", r1);
-    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 2;
-    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 2;
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "pool", r1, 2, 2);
     int fl = add1(net, NC_NODE_FLATTEN, "flat", ap);
     int d1 = add_dense(net, "fc1", fl, 12, 16, -0.3f, 0.6f);
     int r2 = add_neuron(net, "r2", d1, NC_NEURON_RELU);
@@ -885,9 +877,7 @@ static void test_maxpool_strategies(void)
     int nr = add_neuron(net, "if", x, NC_NEURON_IF);
     float th = 1.0f;
     set_if(net, nr, 1, &th, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
-    int mp = add1(net, NC_NODE_MAXPOOL, "pool", nr);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
-    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "pool", nr, 2, 2);
     int fl = add1(net, NC_NODE_FLATTEN, "flat", mp);
     add1(net, NC_NODE_OUTPUT, "y", fl);
     NC_CHECK(infer(net), "shapes");

@@ -131,14 +131,6 @@ static inline int add_dense(nc_net *net, const char *name, int in, int fout, int
     return i;
 }
 
-static inline int add_pool(nc_net *net, nc_node_kind kind, const char *name, int in, int k, int stride)
-{
-    int i = add1(net, kind, name, in);
-    net->nodes[i].kernel[0] = net->nodes[i].kernel[1] = k;
-    net->nodes[i].stride[0] = net->nodes[i].stride[1] = stride;
-    return i;
-}
-
 /* An IF neuron with n thresholds drawn from [lo, hi]. */
 static inline int add_if(nc_net *net, const char *name, int in, int n, float lo, float hi, nc_reset reset, nc_compare cmp)
 {

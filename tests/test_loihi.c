@@ -647,15 +647,13 @@ static nc_net *small_cnn(void)
         net->nodes[c].bias->data[k] = 0.05f * (float)k;
     for (int p = 0; p < 4; p++)
         net->nodes[c].pad[p] = 1;
-    int mp = add1(net, NC_NODE_MAXPOOL, "pool", c);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "pool", c, 2, 2);
     net->nodes[mp].maxpool_strategy = NC_MAXPOOL_PRE_SPIKE;
     float th[4] = {0.6f, 0.7f, 0.8f, 0.9f};
     int s = add1(net, NC_NODE_NEURON, "if", mp);
     net->nodes[s].neuron.model = NC_NEURON_IF;
     nc_neuron_set_threshold(&net->nodes[s].neuron, 4, th, NULL);
-    int ap = add1(net, NC_NODE_AVGPOOL, "avg", s);
-    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 3;
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "avg", s, 3, 3);
     int f = add1(net, NC_NODE_FLATTEN, "flat", ap);
     float w[12];
     for (int k = 0; k < 12; k++)

@@ -878,14 +878,6 @@ static int add_if(nc_net *net, const char *name, int in, int n, const float *the
     return i;
 }
 
-static int add_pool(nc_net *net, nc_node_kind kind, const char *name, int in)
-{
-    int i = add_node_in(net, kind, name, in);
-    net->nodes[i].kernel[0] = net->nodes[i].kernel[1] = 2;
-    net->nodes[i].stride[0] = net->nodes[i].stride[1] = 2;
-    return i;
-}
-
 /* input [2,8,8] → conv1 → if1 (θ per channel) → pool1 (avg) → conv2 → if2 →
  * mp (max, strategy `mp`) → /flat → fc1 → if3 → fc2 (no bias) → out, plus a
  * residual add and a per-channel affine when `extras`. */
@@ -899,7 +891,7 @@ static nc_net *converted_net(int nir_semantics, nc_maxpool_strategy mp, int extr
     float th1[4] = {0.5f, 1.0f, 0.75f, 2.0f}, th2[1] = {0.75f}, th3[1] = {1.25f};
     int c1 = add_conv(net, "/conv1/Conv", x, 2, 4, 1);
     int i1 = add_if(net, "/relu1/Relu", c1, 4, th1, nir_semantics);
-    int p1 = add_pool(net, NC_NODE_AVGPOOL, "/pool1/AveragePool", i1);
+    int p1 = add_pool(net, NC_NODE_AVGPOOL, "/pool1/AveragePool", i1, 2, 2);
     int c2 = add_conv(net, "/conv2/Conv", p1, 4, 6, 0);
     int i2 = add_if(net, "/relu2/Relu", c2, 1, th2, nir_semantics);
     int last = i2;
@@ -916,7 +908,7 @@ static nc_net *converted_net(int nir_semantics, nc_maxpool_strategy mp, int extr
         net->nodes[bn].bias = random_tensor(1, &six, 0.2f);
         last = add_if(net, "/relu4/Relu", bn, 1, th3, nir_semantics);
     }
-    int mpool = add_pool(net, NC_NODE_MAXPOOL, "/pool2/MaxPool", last);
+    int mpool = add_pool(net, NC_NODE_MAXPOOL, "/pool2/MaxPool", last, 2, 2);
     net->nodes[mpool].maxpool_strategy = mp;
     int fl = add_node_in(net, NC_NODE_FLATTEN, "/flat/Flatten", mpool);
     int f1 = add_dense(net, "/fc1/Gemm", fl, 6 * 2 * 2, 10, 1);

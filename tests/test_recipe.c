@@ -77,9 +77,7 @@ static nc_net *residual_net(void)
     int in[2] = {c2, r1};
     int sum = nc_net_add_node(net, NC_NODE_ADD, "sum", 2, in);
     int r2 = add_neuron(net, "r2", sum, NC_NEURON_RELU);
-    int mp = add1(net, NC_NODE_MAXPOOL, "mp", r2);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
-    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "mp", r2, 2, 2);
     int fc = add1(net, NC_NODE_DENSE, "fc", add1(net, NC_NODE_FLATTEN, "f", mp));
     int64_t fs[2] = {2, 4};
     net->nodes[fc].weight = nc_tensor_new(2, fs);
