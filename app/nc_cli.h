@@ -81,7 +81,8 @@ int nc_cli_data_option(nc_cli_data *d, int opt, const char *arg);
 /* Opens the dataset (printing the error on failure). */
 nc_dataset *nc_cli_open_data(const nc_cli_data *d, nc_split split);
 /* Creates and loads an engine by name for `net` (printing errors), with the
- * --engine-opt settings of the command line. */
+ * --engine-opt settings of the command line; threads > 0 overrides its
+ * threads setting. */
 nc_engine *nc_cli_engine(const char *name, const nc_net *net, int threads);
 /* The pipeline runner's description of `convert ARGS` (argv[0] = "convert")
  * for `net`, without running it: what the command would run.  0, or the

@@ -172,7 +172,8 @@ nc_engine *nc_cli_engine(const char *name, const nc_net *net, int threads)
         nc_cli_error(&err);
         return NULL;
     }
-    e->threads = threads;
+    if (threads > 0) /* else --engine-opt threads=N (or all cores) holds */
+        e->threads = threads;
     if (nc_engine_check(e, net, &err) != NC_OK || nc_engine_load(e, net, &err) != NC_OK) {
         nc_cli_error(&err);
         nc_engine_free(e);

@@ -12,7 +12,7 @@
 #include "nc_cli.h"
 #include "nc_engine_registry.h"
 #include "nc_evaluate.h"
-#include "nc_pipeline.h"
+#include "nc_runner.h"
 #include "nc_train.h"
 #include "nc_train_dp.h"
 #include "nc_ranks.h"
@@ -190,18 +190,34 @@ static nc_tensor *first_batch(const nc_net *net, const nc_dataset *ds, long batc
     return t;
 }
 
-static int convert_with(nc_engine *e, nc_net *net, const nc_dataset *train)
+/* Converts *net (p99.9 thresholds from up to 256 images of `train`) as a
+ * job of the pipeline runner on the bench's engine, and replaces *net with
+ * the converted net, loaded on the engine. */
+static int convert_with(nc_engine *e, nc_net **net, const nc_dataset *train)
 {
-    nc_pipeline_options o = nc_pipeline_options_default();
-    o.calib_images = train->count < 256 ? train->count : 256;
-    nc_pipeline_result r = {0};
+    nc_runner_desc d = nc_runner_desc_default();
+    d.source = *net, d.source_path = (*net)->source_path;
+    d.dataset = NULL, d.train_data = train; /* no test split: nothing is measured */
+    d.engine_instance = e;
+    d.pipeline.calib_images = train->count < 256 ? train->count : 256;
+    nc_runner *r = NULL;
     nc_error err = {0};
-    nc_status st = nc_pipeline_convert(e, net, train, &o, NULL, NULL, &r, &err);
-    nc_pipeline_result_clear(&r);
+    nc_status st = nc_runner_new(&d, &r, &err);
+    if (st == NC_OK)
+        st = nc_runner_run(r, NULL, &err);
+    nc_net *converted = st == NC_OK ? nc_net_clone(nc_runner_net(r)) : NULL;
+    if (st == NC_OK && !converted)
+        st = nc_fail(&err, NC_ERR_MEMORY, "out of memory for a copy of the converted network");
+    nc_runner_free(r);
+    if (st == NC_OK) { /* the engine held the runner's copy: it loads the one we keep */
+        nc_net_free(*net);
+        *net = converted;
+        st = nc_engine_load(e, *net, &err);
+    }
     return st == NC_OK ? 0 : nc_cli_error(&err);
 }
 
-static int convert_for_bench(nc_engine *e, nc_net *net, const bench_args *a)
+static int convert_for_bench(nc_engine *e, nc_net **net, const bench_args *a)
 {
     nc_cli_data train_spec = a->data;
     train_spec.limit = 256;
@@ -453,8 +469,9 @@ static const char *precision_of(const nc_engine *e)
     return info && info->precision ? info->precision(e) : NULL;
 }
 
-static int bench(bench_args *a, nc_net *net, int builtin)
+static int bench(bench_args *a, nc_net **netp, int builtin)
 {
+    nc_net *net = *netp;
     nc_error ranks_err = {0};
     if (nc_ranks_for(a->engine, &nc_cli_engine_settings, 0, &a->ranks, &ranks_err) != NC_OK)
         return nc_cli_error(&ranks_err);
@@ -470,11 +487,12 @@ static int bench(bench_args *a, nc_net *net, int builtin)
             fputs("neurocuda bench: out of memory for the random images\n", stderr);
             rc = 1;
         } else if (!nc_cli_is_snn(net))
-            rc = convert_with(e, net, ds);
+            rc = convert_with(e, netp, ds);
     } else if (rc == 0) {
-        rc = nc_cli_is_snn(net) ? 0 : convert_for_bench(e, net, a);
+        rc = nc_cli_is_snn(net) ? 0 : convert_for_bench(e, netp, a);
         ds = rc == 0 ? nc_cli_open_data(&a->data, NC_SPLIT_TEST) : NULL;
     }
+    net = *netp; /* the converted net */
     nc_tensor *input = ds && rc == 0 ? first_batch(net, ds, a->batch) : NULL;
     if (!input) {
         nc_dataset_free(ds);
@@ -576,7 +594,7 @@ int nc_cmd_bench(int argc, char **argv)
         return 1;
     if (has_stored && a.data.pp.n_mean == 0 && a.data.pp.n_std == 0)
         a.data.pp = stored;
-    int rc = bench(&a, net, builtin);
+    int rc = bench(&a, &net, builtin);
     nc_net_free(net);
     return rc;
 }

@@ -1,11 +1,11 @@
-/* nc_cmd_eval.c — `neurocuda eval MODEL`: test-set accuracy of the ANN. */
+/* nc_cmd_eval.c — `neurocuda eval MODEL`: test-set accuracy of the ANN, a
+ * measure-only job of the pipeline runner (nc_runner.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "nc_cli.h"
-#include "nc_evaluate.h"
-#include "nc_shard.h"
+#include "nc_runner.h"
 
 static void usage(FILE *out)
 {
@@ -27,26 +27,49 @@ static void usage(FILE *out)
           out);
 }
 
-/* The ANN's accuracy, dealt over the GPUs that --gpus asks for. */
-static nc_status evaluate(const char *name, nc_engine *e, const nc_dataset *ds, int batch, int *ranks,
-                          nc_eval_result *r, nc_error *err)
+/* The measured row as `eval` has always printed it. */
+static int report(const nc_net *net, const nc_dataset *ds, const char *engine, const nc_stage_row *row, long batch,
+                  int json)
 {
-    nc_status st = nc_ranks_for(name, &nc_cli_engine_settings, 0, ranks, err);
-    if (st != NC_OK || *ranks == 1)
-        return st != NC_OK ? st : nc_evaluate(e, ds, batch, NC_MODE_ANN, nc_cli_progress, NULL, r, err);
-    nc_rank_pool *pool = NULL;
-    nc_engine *engines[NC_RANKS_MAX] = {0};
-    st = nc_rank_pool_new(name, *ranks, &pool, err);
-    if (st == NC_OK)
-        st = nc_shard_engines_new(pool, name, &nc_cli_engine_settings, e->threads, e, engines, err);
-    if (st == NC_OK)
-        st = nc_shard_engines_load(pool, engines, e->net, err);
-    if (st == NC_OK)
-        st = nc_evaluate_sharded(pool, engines, ds, batch, NC_MODE_ANN, nc_cli_progress, NULL, r, err);
-    if (pool)
-        nc_shard_engines_free(pool, engines);
-    nc_rank_pool_free(pool);
-    return st;
+    printf("Model:    %s\nDataset:  %s (%s, %lld images)\nEngine:   %s\n", net->source_path, ds->path, ds->format,
+           (long long)ds->count, engine);
+    printf("Accuracy: %.4f (%lld / %lld)\nSpeed:    %.1f images/s (batch %ld)\n", row->ann,
+           (long long)row->ann_correct, (long long)row->images, row->ann_images_per_second, batch);
+    if (!json)
+        return 0;
+    nc_json j;
+    nc_json_begin(&j, stdout);
+    nc_json_string(&j, "model", net->source_path);
+    nc_json_string(&j, "dataset", ds->path);
+    nc_json_string(&j, "engine", engine);
+    nc_json_number(&j, "accuracy", row->ann);
+    nc_json_int(&j, "images", row->images);
+    nc_json_int(&j, "correct", row->ann_correct);
+    nc_json_number(&j, "images_per_second", row->ann_images_per_second);
+    nc_json_int(&j, "batch", batch);
+    nc_json_end(&j);
+    return 0;
+}
+
+/* The runner measures the net as it is (a measure-only job: open →
+ * measure, ANN accuracy only); the exit code. */
+static int evaluate(const nc_net *net, const char *model, const nc_dataset *ds, const char *engine, int threads,
+                    long batch, int json)
+{
+    nc_runner_desc d = nc_runner_desc_default();
+    d.source = net, d.source_path = model;
+    d.dataset = NULL, d.test_data = ds;
+    d.engine = engine, d.engine_settings = &nc_cli_engine_settings, d.threads = threads;
+    d.batch_size = (int)batch;
+    d.measure_only = 1, d.skip_qcfs = 1;
+    nc_runner_observer obs = {.progress = nc_cli_progress};
+    nc_runner *r = NULL;
+    nc_error err = {0};
+    nc_status st = nc_cli_run_job(&d, &obs, &r, &err);
+    int rc = st != NC_OK ? nc_cli_error(&err)
+                         : report(net, ds, nc_runner_engine(r)->ops->name, nc_runner_row(r, 0), batch, json);
+    nc_runner_free(r);
+    return rc;
 }
 
 int nc_cmd_eval(int argc, char **argv)
@@ -62,11 +85,6 @@ int nc_cmd_eval(int argc, char **argv)
     long batch = 64, threads = 0;
     int json = 0, opt;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        int used = nc_cli_data_option(&data, opt, optarg);
-        if (used < 0)
-            return 2;
-        if (used)
-            continue;
         switch (opt) {
         case NC_OPT_ENGINE: engine_name = optarg; break;
         case NC_OPT_BATCH:
@@ -78,7 +96,11 @@ int nc_cmd_eval(int argc, char **argv)
                 return 2;
             break;
         case NC_OPT_JSON: json = 1; break;
-        default: return nc_cli_usage_exit(opt, usage);
+        default: { /* --data and the preprocessing, else not an option of eval */
+            int used = nc_cli_data_option(&data, opt, optarg);
+            if (used <= 0)
+                return used < 0 ? 2 : nc_cli_usage_exit(opt, usage);
+        }
         }
     }
     const char *model = nc_cli_operand(argc, argv, 1, "eval: give exactly one MODEL file", usage);
@@ -87,48 +109,8 @@ int nc_cmd_eval(int argc, char **argv)
     nc_net *net = nc_cli_load_model(model);
     if (!net)
         return 1;
-    int rc = 1;
     nc_dataset *ds = nc_cli_open_data(&data, NC_SPLIT_TEST);
-    int ranks = 1;
-    nc_error ranks_err = {0};
-    if (nc_ranks_for(engine_name, &nc_cli_engine_settings, 0, &ranks, &ranks_err) != NC_OK) {
-        nc_dataset_free(ds); /* the machine cannot do what --gpus asks: say so before anything runs */
-        ds = NULL;
-        nc_cli_error(&ranks_err);
-    }
-    nc_engine *engine = ds ? nc_cli_engine(engine_name, net, (int)threads) : NULL;
-    if (engine) {
-        nc_error err = {0};
-        nc_eval_result r;
-        nc_cli_install_sigint();
-        nc_status st = evaluate(engine_name, engine, ds, (int)batch, &ranks, &r, &err);
-        if (st != NC_OK) {
-            rc = nc_cli_error(&err);
-        } else {
-            printf("Model:    %s\nDataset:  %s (%s, %lld images)\nEngine:   %s", net->source_path, ds->path,
-                   ds->format, (long long)ds->count, engine->ops->name);
-            if (ranks > 1)
-                printf(" (%d GPUs)", ranks);
-            printf("\n");
-            printf("Accuracy: %.4f (%lld / %lld)\nSpeed:    %.1f images/s (batch %ld)\n", r.accuracy,
-                   (long long)r.correct, (long long)r.images, r.images_per_second, batch);
-            if (json) {
-                nc_json j;
-                nc_json_begin(&j, stdout);
-                nc_json_string(&j, "model", net->source_path);
-                nc_json_string(&j, "dataset", ds->path);
-                nc_json_string(&j, "engine", engine->ops->name);
-                nc_json_number(&j, "accuracy", r.accuracy);
-                nc_json_int(&j, "images", r.images);
-                nc_json_int(&j, "correct", r.correct);
-                nc_json_number(&j, "images_per_second", r.images_per_second);
-                nc_json_int(&j, "batch", batch);
-                nc_json_end(&j);
-            }
-            rc = 0;
-        }
-    }
-    nc_engine_free(engine);
+    int rc = ds ? evaluate(net, model, ds, engine_name, (int)threads, batch, json) : 1;
     nc_dataset_free(ds);
     nc_net_free(net);
     return rc;

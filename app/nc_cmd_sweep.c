@@ -211,9 +211,7 @@ int nc_cmd_sweep(int argc, char **argv)
     if (rc >= 0)
         return rc;
     nc_net *net = nc_cli_load_model(a.model);
-    if (!net)
-        return 1;
-    rc = sweep(&a, net);
+    rc = net ? sweep(&a, net) : 1;
     nc_net_free(net);
     return rc;
 }

@@ -572,17 +572,12 @@ nc_status nc_thresholds_set(nc_thresholds *t, int node, int n, const float *valu
     return NC_OK;
 }
 
-static void warn(nc_thresholds *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(nc_thresholds *t, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void warn(nc_thresholds *t, const char *fmt, ...)
 {
-    size_t used = strlen(t->warnings);
-    if (used + 2 >= sizeof t->warnings)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(t->warnings + used, sizeof t->warnings - used - 1, fmt, ap);
+    nc_append_linev(t->warnings, sizeof t->warnings, fmt, ap);
     va_end(ap);
-    strcat(t->warnings, "\n");
 }
 
 /* θ for one layer, layer-wise or per channel, with the dead fallbacks. */

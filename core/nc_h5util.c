@@ -618,6 +618,20 @@ nc_status nc_h5_open_read(const char *path, hid_t *file, nc_error *err)
     return NC_OK;
 }
 
+nc_status nc_h5_load(const char *path, nc_status (*load)(hid_t file, void *obj, nc_error *err), void *obj,
+                     const char *what, nc_error *err)
+{
+    hid_t file;
+    nc_status st = nc_h5_open_read(path, &file, err);
+    if (st != NC_OK)
+        return st;
+    st = load(file, obj, err);
+    nc_h5_close(&file);
+    if (st != NC_OK)
+        nc_error_prefix(err, "cannot load %s '%s'", what, path);
+    return st;
+}
+
 /* ---- writing objects -------------------------------------------------------- */
 
 static nc_status write_fail(nc_error *err, const char *what, const char *name)

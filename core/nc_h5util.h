@@ -84,6 +84,12 @@ void nc_h5_discard(nc_h5_writer *w);
  * is first read by nc_h5_probe_file. */
 nc_status nc_h5_open_read(const char *path, hid_t *file, nc_error *err);
 
+/* Opens path (nc_h5_open_read), fills obj with load(file, obj, err) and
+ * closes the file; a failure of load is prefixed "cannot load <what>
+ * '<path>'". */
+nc_status nc_h5_load(const char *path, nc_status (*load)(hid_t file, void *obj, nc_error *err), void *obj,
+                     const char *what, nc_error *err);
+
 /* libhdf5 1.10 crashes or loops forever on some damaged files (it trusts
  * sizes and addresses in them).  This reads every object, link, attribute
  * and dataset of the file through libhdf5 in a child process (fork; stderr

@@ -163,6 +163,16 @@ nc_status nc_neuron_set_threshold(nc_neuron *neuron, int n, const float *values,
     return NC_OK;
 }
 
+void nc_node_copy_window(nc_node *dst, const nc_node *src)
+{
+    memcpy(dst->kernel, src->kernel, sizeof src->kernel);
+    memcpy(dst->stride, src->stride, sizeof src->stride);
+    memcpy(dst->dilation, src->dilation, sizeof src->dilation);
+    memcpy(dst->pad, src->pad, sizeof src->pad);
+    dst->ceil_mode = src->ceil_mode;
+    dst->count_include_pad = src->count_include_pad;
+}
+
 int64_t nc_node_numel(const nc_node *node) { return nc_shape_numel(node->ndim, node->shape); }
 
 int nc_node_channels(const nc_node *node) { return node->ndim > 0 ? (int)node->shape[0] : 1; }
@@ -232,27 +242,32 @@ static nc_status infer_window(nc_node *node, const nc_node *in, int64_t out_chan
     return NC_OK;
 }
 
-/* Every dimension of a weight in 1..NC_MAX_DIM (a zero dimension would let
- * the others be anything). */
-static int weight_dims_ok(const nc_tensor *w)
+/* The node has a weight of `ndim` dimensions (`layout` names them), each in
+ * 1..NC_MAX_DIM (a zero dimension would let the others be anything). */
+static nc_status check_weight(nc_node *node, int ndim, const char *layout, nc_error *err)
 {
+    const nc_tensor *w = node->weight;
+    if (!w || w->ndim != ndim) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "needs a %d-d weight %s", ndim, layout);
+        return node_fail(err, NC_ERR_SHAPE, node, msg);
+    }
     for (int i = 0; i < w->ndim; i++)
         if (w->shape[i] < 1 || w->shape[i] > NC_MAX_DIM)
-            return 0;
-    return 1;
+            return node_fail(err, NC_ERR_SHAPE, node, "weight has an empty or oversized dimension");
+    return NC_OK;
 }
 
 static nc_status infer_conv(nc_node *node, const nc_node *in, nc_error *err)
 {
-    char msg[256];
+    nc_status st = check_weight(node, 4, "[Cout, Cin/groups, KH, KW]", err);
+    if (st != NC_OK)
+        return st;
     const nc_tensor *w = node->weight;
-    if (!w || w->ndim != 4)
-        return node_fail(err, NC_ERR_SHAPE, node, "needs a 4-d weight [Cout, Cin/groups, KH, KW]");
-    if (!weight_dims_ok(w))
-        return node_fail(err, NC_ERR_SHAPE, node, "weight has an empty or oversized dimension");
     if (node->groups < 1 || w->shape[0] % node->groups != 0)
         return node_fail(err, NC_ERR_SHAPE, node, "output channels are not divisible by groups");
     if (in->ndim == 3 && w->shape[1] * node->groups != in->shape[0]) {
+        char msg[256];
         snprintf(msg, sizeof msg, "weight expects %lld input channels (groups %d), input has %lld",
                  (long long)(w->shape[1] * node->groups), node->groups, (long long)in->shape[0]);
         return node_fail(err, NC_ERR_SHAPE, node, msg);
@@ -266,13 +281,12 @@ static nc_status infer_conv(nc_node *node, const nc_node *in, nc_error *err)
 
 static nc_status infer_dense(nc_node *node, const nc_node *in, nc_error *err)
 {
-    char msg[256];
+    nc_status st = check_weight(node, 2, "[Fout, Fin]", err);
+    if (st != NC_OK)
+        return st;
     const nc_tensor *w = node->weight;
-    if (!w || w->ndim != 2)
-        return node_fail(err, NC_ERR_SHAPE, node, "needs a 2-d weight [Fout, Fin]");
-    if (!weight_dims_ok(w))
-        return node_fail(err, NC_ERR_SHAPE, node, "weight has an empty or oversized dimension");
     if (nc_node_numel(in) != w->shape[1]) {
+        char msg[256];
         snprintf(msg, sizeof msg, "weight expects %lld inputs, '%s' gives %lld", (long long)w->shape[1], in->name,
                  (long long)nc_node_numel(in));
         return node_fail(err, NC_ERR_SHAPE, node, msg);
@@ -583,53 +597,43 @@ double nc_node_fanout(const nc_net *net, int index)
 
 /* ---- names ---------------------------------------------------------------- */
 
+/* names[v] of a table of n names, one per value of an enum from 0; "unknown"
+ * for a value outside it. */
+static const char *name_of(const char *const *names, size_t n, int v)
+{
+    return v >= 0 && (size_t)v < n ? names[v] : "unknown";
+}
+
+#define NAME_OF(names, v) name_of(names, sizeof names / sizeof *names, (int)(v))
+
 const char *nc_node_kind_name(nc_node_kind kind)
 {
-    static const char *names[NC_NODE_KIND_COUNT] = {
-        "input", "conv2d", "dense", "avgpool", "maxpool", "global-avgpool",
-        "flatten", "add", "concat", "affine", "neuron", "output", "scale", "recurrent"};
-    return (unsigned)kind < NC_NODE_KIND_COUNT ? names[kind] : "unknown";
+    static const char *const names[] = {"input",  "conv2d", "dense",  "avgpool", "maxpool", "global-avgpool", "flatten",
+                                        "add",    "concat", "affine", "neuron",  "output",  "scale",          "recurrent"};
+    _Static_assert(sizeof names / sizeof *names == NC_NODE_KIND_COUNT, "a name per node kind");
+    return NAME_OF(names, kind);
 }
 
 const char *nc_neuron_model_name(nc_neuron_model m)
 {
-    switch (m) {
-    case NC_NEURON_RELU: return "relu";
-    case NC_NEURON_CLIP: return "clip";
-    case NC_NEURON_QCFS: return "qcfs";
-    case NC_NEURON_IF: return "if";
-    case NC_NEURON_LIF: return "lif";
-    case NC_NEURON_CUBA_LIF: return "cuba-lif";
-    case NC_NEURON_LI: return "li";
-    case NC_NEURON_CUBA_LI: return "cuba-li";
-    case NC_NEURON_INTEGRATOR: return "integrator";
-    case NC_NEURON_NIR_IF: return "nir-if";
-    case NC_NEURON_THRESHOLD: return "threshold";
-    case NC_NEURON_DELAY: return "delay";
-    }
-    return "unknown";
+    static const char *const names[] = {"relu", "clip",    "qcfs",       "if",     "lif",       "cuba-lif",
+                                        "li",   "cuba-li", "integrator", "nir-if", "threshold", "delay"};
+    _Static_assert(sizeof names / sizeof *names == NC_NEURON_DELAY + 1, "a name per neuron model");
+    return NAME_OF(names, m);
 }
 
 const char *nc_support_name(nc_support s)
 {
-    switch (s) {
-    case NC_SUPPORT_CONVERTED: return "converted";
-    case NC_SUPPORT_FOLDED: return "folded";
-    case NC_SUPPORT_REMOVED: return "removed";
-    case NC_SUPPORT_APPROXIMATED: return "approximated";
-    case NC_SUPPORT_UNSUPPORTED: return "unsupported";
-    }
-    return "unknown";
+    static const char *const names[] = {"converted", "folded", "removed", "approximated", "unsupported"};
+    _Static_assert(sizeof names / sizeof *names == NC_SUPPORT_UNSUPPORTED + 1, "a name per support level");
+    return NAME_OF(names, s);
 }
 
 const char *nc_maxpool_strategy_name(nc_maxpool_strategy s)
 {
-    switch (s) {
-    case NC_MAXPOOL_AVG: return "avg";
-    case NC_MAXPOOL_PRE_SPIKE: return "pre-spike";
-    case NC_MAXPOOL_GATED: return "gated";
-    }
-    return "unknown";
+    static const char *const names[] = {"avg", "pre-spike", "gated"};
+    _Static_assert(sizeof names / sizeof *names == NC_MAXPOOL_GATED + 1, "a name per MaxPool strategy");
+    return NAME_OF(names, s);
 }
 
 int nc_maxpool_strategy_parse(const char *text, nc_maxpool_strategy *out)

@@ -200,6 +200,9 @@ int nc_net_consumers(const nc_net *net, int node);
 double nc_node_fanout(const nc_net *net, int node);
 
 int64_t nc_node_numel(const nc_node *node); /* elements per sample */
+/* Copies the window of a conv or pool (kernel, stride, pad, dilation,
+ * ceil_mode, count_include_pad) from src to dst. */
+void nc_node_copy_window(nc_node *dst, const nc_node *src);
 
 /* The structural checks every engine makes before it runs node i: a shape,
  * inputs that come before it, and weights, thresholds and parameters of the

@@ -218,6 +218,23 @@ static void adj_free(adj *a)
     memset(a, 0, sizeof *a);
 }
 
+/* The Input (output = 0) in front of node `next`, or the Output after it,
+ * that a graph without one gets, with a note saying so. */
+static nc_status add_end_node(imp *c, int output, int next)
+{
+    int k = add_fnode(c, output ? "output" : "input", NULL, output ? "Output" : "Input", output ? F_OUTPUT : F_INPUT);
+    if (k < 0 || (output ? add_fedge(c, next, k) : add_fedge(c, k, next)) != 0)
+        return nc_fail(c->err, NC_ERR_MEMORY, "out of memory");
+    if (output)
+        c->output = k;
+    else
+        c->input = k;
+    nir_note(c->notes, NC_NIR_NOTE_WARNING, c->n[next].name,
+             output ? "the graph has no Output node: one is added after this node"
+                    : "the graph has no Input node: one is added in front of this node");
+    return NC_OK;
+}
+
 static int adj_build(const imp *c, adj *a)
 {
     memset(a, 0, sizeof *a);
@@ -398,16 +415,8 @@ nc_status nirimp_find_ends(imp *c)
             st = nc_fail(c->err, NC_ERR_UNSUPPORTED,
                          "the graph has no Input node and %d nodes that nothing feeds ('%s', ...); add an Input node",
                          roots, c->n[root].name);
-        else {
-            int k = add_fnode(c, "input", NULL, "Input", F_INPUT);
-            if (k < 0 || add_fedge(c, k, root) != 0)
-                st = nc_fail(c->err, NC_ERR_MEMORY, "out of memory");
-            else {
-                c->input = k;
-                nir_note(c->notes, NC_NIR_NOTE_WARNING, c->n[root].name,
-                         "the graph has no Input node: one is added in front of this node");
-            }
-        }
+        else
+            st = add_end_node(c, 0, root);
     }
     if (st == NC_OK && c->output < 0) {
         int leaf = -1, leaves = 0;
@@ -419,16 +428,8 @@ nc_status nirimp_find_ends(imp *c)
         if (leaves != 1)
             st = nc_fail(c->err, leaves ? NC_ERR_UNSUPPORTED : NC_ERR_FORMAT,
                          "the graph has no Output node and %d nodes that feed nothing; add an Output node", leaves);
-        else {
-            int k = add_fnode(c, "output", NULL, "Output", F_OUTPUT);
-            if (k < 0 || add_fedge(c, leaf, k) != 0)
-                st = nc_fail(c->err, NC_ERR_MEMORY, "out of memory");
-            else {
-                c->output = k;
-                nir_note(c->notes, NC_NIR_NOTE_WARNING, c->n[leaf].name,
-                         "the graph has no Output node: one is added after this node");
-            }
-        }
+        else
+            st = add_end_node(c, 1, leaf);
     }
     free(in_deg);
     free(out_deg);

@@ -9,24 +9,32 @@
 #include <string.h>
 
 /* ==== the importer ========================================================= */
+/* The message "<file>: <where><text>". */
+static nc_status fail_at(importer *imp, nc_status code, const char *where, const char *fmt, va_list ap)
+{
+    char text[NC_ERROR_MESSAGE_MAX];
+    vsnprintf(text, sizeof text, fmt, ap);
+    return nc_fail(imp->err, code, "%s: %s%s", imp->L.path, where, text);
+}
+
 nc_status onnx_ifail(importer *imp, nc_status code, const char *fmt, ...)
 {
-    char text[NC_ERROR_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    nc_status st = fail_at(imp, code, "", fmt, ap);
     va_end(ap);
-    return nc_fail(imp->err, code, "%s: %s", imp->L.path, text);
+    return st;
 }
+
 nc_status onnx_node_fail(nctx *c, nc_status code, const char *fmt, ...)
 {
-    char text[NC_ERROR_MESSAGE_MAX];
+    char where[NC_ERROR_MESSAGE_MAX];
+    snprintf(where, sizeof where, "node '%s' (%s, opset %d): ", c->name, c->op, c->imp->opset);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    nc_status st = fail_at(c->imp, code, where, fmt, ap);
     va_end(ap);
-    return nc_fail(c->imp->err, code, "%s: node '%s' (%s, opset %d): %s", c->imp->L.path, c->name, c->op,
-                   c->imp->opset, text);
+    return st;
 }
 nc_status onnx_unsup(nctx *c, const char *fmt, ...)
 {

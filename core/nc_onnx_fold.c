@@ -397,16 +397,6 @@ static nc_status c_reshaped(nctx *c, const cval *a, int ndim, const int64_t *dim
     return NC_OK;
 }
 
-nc_status onnx_c_squeeze(nctx *c)
-{
-    cval *a;
-    int n;
-    int64_t dims[CV_MAX_DIMS];
-    TRY(onnx_need_const(c, 0, &a));
-    TRY(onnx_squeeze_shape(c, !strcmp(c->op, "Unsqueeze"), a->ndim, a->dims, &n, dims));
-    return c_reshaped(c, a, n, dims);
-}
-
 nc_status onnx_c_flatten(nctx *c)
 {
     cval *a;
@@ -455,13 +445,17 @@ nc_status onnx_reshape_target(nctx *c, int rank, const int64_t *in, int64_t nume
     return NC_OK;
 }
 
+/* Reshape, Squeeze and Unsqueeze of a constant: its values in a new shape. */
 nc_status onnx_c_reshape(nctx *c)
 {
     cval *a;
     int n;
     int64_t dims[CV_MAX_DIMS];
     TRY(onnx_need_const(c, 0, &a));
-    TRY(onnx_reshape_target(c, a->ndim, a->dims, a->n, &n, dims));
+    if (!strcmp(c->op, "Reshape"))
+        TRY(onnx_reshape_target(c, a->ndim, a->dims, a->n, &n, dims));
+    else
+        TRY(onnx_squeeze_shape(c, !strcmp(c->op, "Unsqueeze"), a->ndim, a->dims, &n, dims));
     return c_reshaped(c, a, n, dims);
 }
 

@@ -187,7 +187,6 @@ nc_status onnx_op_shape(nctx *c);
 nc_status onnx_c_gather(nctx *c);
 nc_status onnx_axes_arg(nctx *c, int64_t *axes, int *n);
 nc_status onnx_squeeze_shape(nctx *c, int unsq, int rank, const int64_t *dims, int *out_rank, int64_t *out);
-nc_status onnx_c_squeeze(nctx *c);
 nc_status onnx_c_flatten(nctx *c);
 nc_status onnx_reshape_target(nctx *c, int rank, const int64_t *in, int64_t numel, int *out_rank,
                               int64_t *out);

@@ -323,13 +323,40 @@ static nc_status emit_qcfs(nctx *c, value *x, const cval *lambda, const qcfs_mat
 
 /* ---- arithmetic with the data ---- */
 
+/* The two inputs of Add, Sub, Mul or Div. */
+static nc_status two_inputs(nctx *c, value **a, value **b)
+{
+    *a = onnx_in_value(c, 0), *b = onnx_in_value(c, 1);
+    return *a && *b ? NC_OK : onnx_node_fail(c, NC_ERR_FORMAT, "needs two inputs");
+}
+
+/* The computed input *x of a binary op with one constant input, and that
+ * constant's value per channel of x in *k (a new array). */
+static nc_status constant_side(nctx *c, value *a, value *b, value **x, float **k)
+{
+    *x = a->c ? b : a;
+    return per_channel(c, (a->c ? a : b)->c, *x, k);
+}
+
+/* Sub and Mul: the computed input *x and the constant input's value per
+ * channel in *k; *k_first says the constant is the first input.  Two
+ * computed inputs are refused with `both`. */
+static nc_status constant_operand(nctx *c, const char *both, value **x, float **k, int *k_first)
+{
+    value *a, *b;
+    TRY(two_inputs(c, &a, &b));
+    if (!a->c && !b->c)
+        return onnx_unsup(c, "%s", both);
+    *k_first = a->c != NULL;
+    return constant_side(c, a, b, x, k);
+}
+
 nc_status onnx_op_add(nctx *c)
 {
-    value *a = onnx_in_value(c, 0), *b = onnx_in_value(c, 1);
+    value *a, *b, *x;
     char ba[96], bb[96];
     int ir;
-    if (!a || !b)
-        return onnx_node_fail(c, NC_ERR_FORMAT, "needs two inputs");
+    TRY(two_inputs(c, &a, &b));
     if (!a->c && !b->c) {
         value *in[2] = {a, b};
         int same = a->ndim == b->ndim && !memcmp(a->dims, b->dims, (size_t)a->ndim * sizeof(int64_t));
@@ -338,24 +365,19 @@ nc_status onnx_op_add(nctx *c)
                               onnx_dims_str(a->ndim, a->dims, ba, 96), onnx_dims_str(b->ndim, b->dims, bb, 96));
         return onnx_emit(c, NC_NODE_ADD, 2, in, a->ndim, a->dims, &ir);
     }
-    value *x = a->c ? b : a;
     float *shift;
-    TRY(per_channel(c, (a->c ? a : b)->c, x, &shift));
+    TRY(constant_side(c, a, b, &x, &shift));
     return affine_op(c, x, NULL, shift, "the constant");
 }
 
 nc_status onnx_op_sub(nctx *c)
 {
-    value *a = onnx_in_value(c, 0), *b = onnx_in_value(c, 1);
-    if (!a || !b)
-        return onnx_node_fail(c, NC_ERR_FORMAT, "needs two inputs");
-    if (!a->c && !b->c)
-        return onnx_unsup(c, "Sub of two computed values has no spiking equivalent");
-    value *x = a->c ? b : a;
+    value *x;
     float *shift, *scale = NULL;
-    TRY(per_channel(c, (a->c ? a : b)->c, x, &shift));
+    int k_first;
+    TRY(constant_operand(c, "Sub of two computed values has no spiking equivalent", &x, &shift, &k_first));
     int64_t C = x->dims[0];
-    if (a->c) { /* k − x */
+    if (k_first) { /* k − x */
         if (!(scale = float_array(C))) {
             free(shift);
             return onnx_oom(c->imp);
@@ -371,22 +393,17 @@ nc_status onnx_op_sub(nctx *c)
 
 nc_status onnx_op_mul(nctx *c)
 {
-    value *a = onnx_in_value(c, 0), *b = onnx_in_value(c, 1);
-    if (!a || !b)
-        return onnx_node_fail(c, NC_ERR_FORMAT, "needs two inputs");
-    if (!a->c && !b->c)
-        return onnx_unsup(c, "the product of two computed values has no spiking equivalent");
-    value *x = a->c ? b : a;
+    value *x;
     float *scale;
-    TRY(per_channel(c, (a->c ? a : b)->c, x, &scale));
+    int k_first;
+    TRY(constant_operand(c, "the product of two computed values has no spiking equivalent", &x, &scale, &k_first));
     return affine_op(c, x, scale, NULL, "the constant factor");
 }
 
 nc_status onnx_op_div(nctx *c)
 {
-    value *a = onnx_in_value(c, 0), *b = onnx_in_value(c, 1);
-    if (!a || !b)
-        return onnx_node_fail(c, NC_ERR_FORMAT, "needs two inputs");
+    value *a, *b;
+    TRY(two_inputs(c, &a, &b));
     if (a->c || !b->c)
         return onnx_unsup(c, "division by a computed value has no spiking equivalent");
     value *o = onnx_out_value(c, 0);
@@ -642,16 +659,6 @@ static nc_status window_params(nctx *c, const value *x, const int *kernel, nc_no
     return window_pads(c, x, t->kernel, t->stride, t->dilation, t->pad);
 }
 
-static void copy_window(nc_node *dst, const nc_node *t)
-{
-    memcpy(dst->kernel, t->kernel, sizeof t->kernel);
-    memcpy(dst->stride, t->stride, sizeof t->stride);
-    memcpy(dst->dilation, t->dilation, sizeof t->dilation);
-    memcpy(dst->pad, t->pad, sizeof t->pad);
-    dst->ceil_mode = t->ceil_mode;
-    dst->count_include_pad = t->count_include_pad;
-}
-
 static nc_status conv_weights(nctx *c, const value *x, cval **w, cval **b, int *groups)
 {
     TRY(onnx_need_const(c, 1, w));
@@ -705,7 +712,7 @@ nc_status onnx_op_conv(nctx *c)
         return st;
     }
     nc_node *n = onnx_ir_node(c->imp, ir);
-    copy_window(n, &t);
+    nc_node_copy_window(n, &t);
     n->groups = groups;
     n->weight = wt;
     n->bias = bt;
@@ -825,7 +832,7 @@ nc_status onnx_op_pool(nctx *c)
     t.count_include_pad = (int)onnx_attr_int(c, "count_include_pad", 0) != 0;
     TRY(window_shape(c, x, x->dims[0], &t, dims));
     TRY(onnx_emit(c, is_max ? NC_NODE_MAXPOOL : NC_NODE_AVGPOOL, 1, &x, 3, dims, &ir));
-    copy_window(onnx_ir_node(c->imp, ir), &t);
+    nc_node_copy_window(onnx_ir_node(c->imp, ir), &t);
     return NC_OK;
 }
 
@@ -929,6 +936,6 @@ nc_status onnx_op_pad(nctx *c)
     int64_t dims[3];
     TRY(window_shape(c, x, x->dims[0], &t, dims));
     TRY(onnx_emit(c, NC_NODE_AVGPOOL, 1, &x, 3, dims, &ir));
-    copy_window(onnx_ir_node(c->imp, ir), &t);
+    nc_node_copy_window(onnx_ir_node(c->imp, ir), &t);
     return NC_OK;
 }

@@ -827,8 +827,9 @@ static nc_status check_header(hid_t file, nc_error *err)
     return NC_OK;
 }
 
-static nc_status load_all(hid_t file, nc_project *p, nc_error *err)
+static nc_status load_all(hid_t file, void *project, nc_error *err)
 {
+    nc_project *p = project;
     nc_status st = check_header(file, err);
     if (st == NC_OK) st = load_net(file, &p->net, err);
     if (st == NC_OK) st = load_report(file, &p->net->report, err);
@@ -842,17 +843,11 @@ static nc_status load_all(hid_t file, nc_project *p, nc_error *err)
 
 nc_status nc_project_load(const char *path, nc_project **out, nc_error *err)
 {
-    hid_t file;
     *out = NULL;
-    nc_status st = nc_h5_open_read(path, &file, err);
-    if (st != NC_OK)
-        return st;
     nc_project *p = nc_project_new();
-    st = p ? load_all(file, p, err) : nc_fail(err, NC_ERR_MEMORY, "out of memory");
-    nc_h5_close(&file);
+    nc_status st = p ? nc_h5_load(path, load_all, p, "project", err) : nc_fail(err, NC_ERR_MEMORY, "out of memory");
     if (st != NC_OK) {
         nc_project_free(p);
-        nc_error_prefix(err, "cannot load project '%s'", path);
         return st;
     }
     *out = p;

@@ -340,47 +340,56 @@ static void keep_spike_views(nc_record *rec, layer_acc *L, int64_t g, int t, con
         set_bit(L->b_bits, (s * L->rk + j) * T + t, row[L->r_index[j]] != 0.0f);
 }
 
-void nc_record_observe_snn(void *user, int node, const float *data, int64_t rows, int64_t per_row)
+/* One step t of sample s (within the batch) of an IF layer's output:
+ * spike counts, raster and trace bits. */
+static void add_spikes(nc_record *rec, layer_acc *L, int64_t s, int t, const float *row)
 {
-    nc_record *rec = user;
+    uint16_t *count = L->count + s * L->numel;
+    for (int64_t i = 0; i < L->numel; i++)
+        count[i] += row[i] != 0.0f;
+    keep_spike_views(rec, L, rec->samples + s, t, row);
+}
+
+/* One step t of sample s of an IF layer's input current: its sum over the
+ * steps and the traced neurons' currents. */
+static void add_input(nc_record *rec, layer_acc *L, int64_t s, int t, const float *row)
+{
+    int64_t g = rec->samples + s;
+    float *z = L->zsum + s * L->numel;
+    for (int64_t i = 0; i < L->numel; i++)
+        z[i] += row[i];
+    for (int j = 0; g < rec->spec.trace_samples && j < L->tk; j++)
+        L->t_cur[(g * L->tk + j) * rec->T + t] = row[L->t_index[j]];
+}
+
+/* The next steps of an IF layer's output (or, with input, its input), [steps, batch, per_row]. */
+static void observe_steps(nc_record *rec, int node, const float *data, int64_t rows, int64_t per_row, int input)
+{
     int steps;
     layer_acc *L = observed_layer(rec, node, rows, per_row, 1, &steps);
-    if (!L || too_many_steps(rec, L, L->steps_spk, steps))
+    int *done = L ? (input ? &L->steps_in : &L->steps_spk) : NULL;
+    if (!L || too_many_steps(rec, L, *done, steps))
         return;
-    int64_t n = rec->batch_n, first = rec->samples;
-    for (int k = 0; k < steps; k++) {
+    int64_t n = rec->batch_n;
+    for (int k = 0; k < steps; k++)
         for (int64_t s = 0; s < n; s++) {
             const float *row = data + ((int64_t)k * n + s) * per_row;
-            uint16_t *count = L->count + s * per_row;
-            for (int64_t i = 0; i < per_row; i++)
-                count[i] += row[i] != 0.0f;
-            keep_spike_views(rec, L, first + s, L->steps_spk + k, row);
+            if (input)
+                add_input(rec, L, s, *done + k, row);
+            else
+                add_spikes(rec, L, s, *done + k, row);
         }
-    }
-    L->steps_spk += steps;
+    *done += steps;
+}
+
+void nc_record_observe_snn(void *user, int node, const float *data, int64_t rows, int64_t per_row)
+{
+    observe_steps(user, node, data, rows, per_row, 0);
 }
 
 void nc_record_observe_snn_input(void *user, int node, const float *data, int64_t rows, int64_t per_row)
 {
-    nc_record *rec = user;
-    int steps;
-    layer_acc *L = observed_layer(rec, node, rows, per_row, 1, &steps);
-    if (!L || too_many_steps(rec, L, L->steps_in, steps))
-        return;
-    int64_t n = rec->batch_n, first = rec->samples;
-    int T = rec->T;
-    for (int k = 0; k < steps; k++) {
-        int t = L->steps_in + k;
-        for (int64_t s = 0; s < n; s++) {
-            const float *row = data + ((int64_t)k * n + s) * per_row;
-            float *z = L->zsum + s * per_row;
-            for (int64_t i = 0; i < per_row; i++)
-                z[i] += row[i];
-            for (int j = 0; first + s < rec->spec.trace_samples && j < L->tk; j++)
-                L->t_cur[((first + s) * L->tk + j) * T + t] = row[L->t_index[j]];
-        }
-    }
-    L->steps_in += steps;
+    observe_steps(user, node, data, rows, per_row, 1);
 }
 
 /* First index of the largest value; NaN never wins. */
@@ -1079,8 +1088,9 @@ static nc_status load_layer(hid_t layers, const char *name, const nc_recording *
     return st;
 }
 
-static nc_status load_recording(hid_t file, nc_recording *r, nc_error *err)
+static nc_status load_recording(hid_t file, void *recording, nc_error *err)
 {
+    nc_recording *r = recording;
     char format[64];
     int64_t version, T;
     nc_status st = nc_h5_attr_get_string(file, "format", format, sizeof format, err);
@@ -1124,17 +1134,12 @@ static nc_status load_recording(hid_t file, nc_recording *r, nc_error *err)
 
 nc_status nc_recording_load(const char *path, nc_recording **out, nc_error *err)
 {
-    hid_t file;
     *out = NULL;
-    nc_status st = nc_h5_open_read(path, &file, err);
-    if (st != NC_OK)
-        return st;
     nc_recording *r = calloc(1, sizeof *r);
-    st = r ? load_recording(file, r, err) : nc_fail(err, NC_ERR_MEMORY, "out of memory");
-    nc_h5_close(&file);
+    nc_status st = r ? nc_h5_load(path, load_recording, r, "recording", err)
+                     : nc_fail(err, NC_ERR_MEMORY, "out of memory");
     if (st != NC_OK) {
         nc_recording_free(r);
-        nc_error_prefix(err, "cannot load recording '%s'", path);
         return st;
     }
     *out = r;

@@ -16,17 +16,32 @@ static void one_line(char *text)
             *p = '?';
 }
 
-nc_status nc_fail(nc_error *err, nc_status code, const char *fmt, ...)
+nc_status nc_failv(nc_error *err, nc_status code, const char *fmt, va_list ap)
 {
     if (err) {
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
         one_line(err->message);
         err->code = code;
     }
     return code;
+}
+
+nc_status nc_fail(nc_error *err, nc_status code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    nc_failv(err, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void nc_append_linev(char *buf, size_t size, const char *fmt, va_list ap)
+{
+    size_t used = strlen(buf);
+    if (used + 2 >= size)
+        return;
+    vsnprintf(buf + used, size - used - 1, fmt, ap);
+    strcat(buf, "\n");
 }
 
 void nc_error_prefix(nc_error *err, const char *fmt, ...)

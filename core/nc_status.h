@@ -37,6 +37,9 @@ typedef struct nc_error {
  * message is kept on one line (control characters become '?'). */
 nc_status nc_fail(nc_error *err, nc_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* nc_fail with the arguments as a va_list (for functions that add context
+ * to a message of their caller's). */
+nc_status nc_failv(nc_error *err, nc_status code, const char *fmt, va_list ap);
 
 /* Prepends "context: " to an existing message (e.g. the file name). */
 void nc_error_prefix(nc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -57,6 +60,9 @@ void *nc_grow(void *items, int n, int *cap, int first, size_t size);
  * nc_strings_add appends a copy of text, nc_strings_addv of what fmt formats
  * (up to 1 023 bytes); 0, or −1 when memory runs out (nothing added).
  * nc_strings_free frees the n strings and the array (NULL: nothing). */
+/* Appends what fmt formats and a newline to the text in buf (size bytes):
+ * as much of it as fits before the newline; nothing once buf is full. */
+void nc_append_linev(char *buf, size_t size, const char *fmt, va_list ap);
 int nc_strings_addv(char ***items, int *count, int *cap, const char *fmt, va_list ap);
 int nc_strings_add(char ***items, int *count, int *cap, const char *text);
 void nc_strings_free(char **items, int n);

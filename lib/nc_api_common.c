@@ -37,14 +37,12 @@ int nc_api_error(neurocuda_error *out, const nc_error *err, nc_status st)
 
 int nc_api_fail(neurocuda_error *out, nc_status st, const char *fmt, ...)
 {
-    if (out) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(out->message, sizeof out->message, fmt, ap);
-        va_end(ap);
-        out->status = st;
-    }
-    return st;
+    nc_error e = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    nc_failv(&e, st, fmt, ap);
+    va_end(ap);
+    return nc_api_error(out, &e, st);
 }
 
 int neurocuda_engine_count(void) { return nc_engine_count(); }

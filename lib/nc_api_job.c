@@ -208,6 +208,23 @@ static nc_status run_job(nc_runner_desc *d, neurocuda_progress_fn progress, void
     return st;
 }
 
+/* The job of model m with options o (the defaults, made in *defaults for
+ * the caller to free, when o is NULL) on the caller's data; the options in
+ * use, or NULL when the defaults cannot be made. */
+static const neurocuda_options *describe_job(const neurocuda_options *o, const neurocuda_model *m,
+                                             neurocuda_data *train, neurocuda_data *test, nc_runner_desc *d,
+                                             neurocuda_options **defaults)
+{
+    *defaults = o ? NULL : neurocuda_options_new();
+    const neurocuda_options *opts = o ? o : *defaults;
+    if (!opts)
+        return NULL;
+    *d = nc_api_describe(opts, m);
+    d->train_data = train ? train->ds : NULL;
+    d->test_data = test ? test->ds : NULL;
+    return opts;
+}
+
 int neurocuda_convert(const neurocuda_model *ann, const neurocuda_options *o, neurocuda_data *train,
                       neurocuda_data *test, neurocuda_progress_fn progress, void *user, neurocuda_model **snn,
                       neurocuda_results **results, neurocuda_error *err)
@@ -221,13 +238,11 @@ int neurocuda_convert(const neurocuda_model *ann, const neurocuda_options *o, ne
     if (nc_runner_is_spiking(ann->net))
         return nc_api_fail(err, NC_ERR_ARGUMENT, "%s is already a spiking network; evaluate it instead",
                            ann->path[0] ? ann->path : "the model");
-    neurocuda_options *defaults = o ? NULL : neurocuda_options_new();
-    if (!o && !defaults)
+    neurocuda_options *defaults;
+    nc_runner_desc d;
+    const neurocuda_options *opts = describe_job(o, ann, train, test, &d, &defaults);
+    if (!opts)
         return nc_api_fail(err, NC_ERR_MEMORY, "out of memory for the options");
-    const neurocuda_options *opts = o ? o : defaults;
-    nc_runner_desc d = nc_api_describe(opts, ann);
-    d.train_data = train ? train->ds : NULL;
-    d.test_data = test ? test->ds : NULL;
     nc_recipe plan; /* target-T: the recipe decides, as `neurocuda convert --target-T` */
     nc_status st = opts->target_T > 0 ? nc_recipe_describe(ann->net, opts->target_T, opts->time_budget, &d, &plan, &e)
                                       : NC_OK;
@@ -252,12 +267,11 @@ int neurocuda_evaluate(neurocuda_model *m, const neurocuda_options *o, neurocuda
     nc_error e = {0};
     if (!m)
         return nc_api_fail(err, NC_ERR_ARGUMENT, "neurocuda_evaluate: no model");
-    neurocuda_options *defaults = o ? NULL : neurocuda_options_new();
-    if (!o && !defaults)
+    neurocuda_options *defaults;
+    nc_runner_desc d;
+    const neurocuda_options *opts = describe_job(o, m, NULL, test, &d, &defaults);
+    if (!opts)
         return nc_api_fail(err, NC_ERR_MEMORY, "out of memory for the options");
-    const neurocuda_options *opts = o ? o : defaults;
-    nc_runner_desc d = nc_api_describe(opts, m);
-    d.test_data = test ? test->ds : NULL;
     d.output = NULL;
     int spiking = nc_runner_is_spiking(m->net);
     if (spiking) { /* simulated with its record: the layers' numbers */

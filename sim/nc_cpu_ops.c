@@ -7,6 +7,7 @@
  * named by NC_CPU_KERNELS_TABLE, for sim/nc_cpu_dispatch.c to choose from.
  * The references are in nc_cpu_ref_ops.c. */
 #include "nc_cpu_kernels.h"
+#include "nc_im2col.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -24,13 +25,6 @@
 #include "nc_cpu_avx512.h"
 #endif
 
-/* Bytes of im2col columns per chunk: about half the 1 MiB L2 of the target
- * machines, so that the GEMM reads its B panel from cache (chunks of 128 KiB
- * to 2 MiB measured within noise of each other on a 28×28 CNN). */
-#ifndef NC_CONV_CHUNK_BYTES
-#define NC_CONV_CHUNK_BYTES (512 * 1024)
-#endif
-
 /* Neurons per IF block: their membranes and thresholds stay in L1 while the
  * block walks over all T steps. */
 #define NC_IF_BLOCK 256
@@ -38,19 +32,6 @@
 
 /* ---- conv2d ------------------------------------------------------------- */
 
-static int64_t conv_k_group(const nc_window *g, int groups)
-{
-    return (int64_t)(g->c / groups) * g->kernel[0] * g->kernel[1];
-}
-
-static int64_t conv_samples_per_chunk(const nc_window *g, int groups, int64_t rows)
-{
-    int64_t col_bytes = conv_k_group(g, groups) * g->oh * g->ow * (int64_t)sizeof(float);
-    int64_t nb = NC_CONV_CHUNK_BYTES / (col_bytes > 0 ? col_bytes : 1);
-    if (nb < 1)
-        nb = 1;
-    return nb < rows ? nb : rows;
-}
 
 /* A conv over few input channels (Cin·kh·kw ≤ 32: an image's first layer),
  * stride 1, no dilation, groups 1, outputs at least 16 wide: im2col would
@@ -141,58 +122,7 @@ static size_t fast_conv2d_work_floats(const nc_window *g, int cout, int groups, 
         return 0;
     if (conv_is_thin(g, groups))
         return (size_t)(g->c * thin_rows(g) * thin_cols(g));
-    int64_t nb = conv_samples_per_chunk(g, groups, rows);
-    int64_t p = (int64_t)g->oh * g->ow;
-    return (size_t)(nb * (conv_k_group(g, groups) + cout / groups) * p);
-}
-
-/* One row of im2col: tap (ki, kj) of channel plane `src` (H×W) for every
- * output position, written to dst (OH×OW), zeros where the tap is in padding. */
-static void im2col_tap(const nc_window *g, const float *src, int ki, int kj, float *dst)
-{
-    int sh = g->stride[0], sw = g->stride[1];
-    int off_x = kj * g->dilation[1] - g->pad[1];
-    /* ox range whose input column ix = ox·sw + off_x lies in [0, W) */
-    int ox_lo = off_x >= 0 ? 0 : nc_ceil_div(-off_x, sw);
-    int ox_hi = g->w - off_x > 0 ? nc_ceil_div(g->w - off_x, sw) : 0;
-    if (ox_hi > g->ow)
-        ox_hi = g->ow;
-    if (ox_lo > ox_hi)
-        ox_lo = ox_hi;
-    for (int oy = 0; oy < g->oh; oy++, dst += g->ow) {
-        int iy = oy * sh + ki * g->dilation[0] - g->pad[0];
-        if (iy < 0 || iy >= g->h) {
-            memset(dst, 0, (size_t)g->ow * sizeof(float));
-            continue;
-        }
-        const float *row = src + (int64_t)iy * g->w + off_x;
-        for (int ox = 0; ox < ox_lo; ox++)
-            dst[ox] = 0.0f;
-        if (sw == 1)
-            memcpy(dst + ox_lo, row + ox_lo, (size_t)(ox_hi - ox_lo) * sizeof(float));
-        else
-            for (int ox = ox_lo; ox < ox_hi; ox++)
-                dst[ox] = row[ox * sw];
-        for (int ox = ox_hi; ox < g->ow; ox++)
-            dst[ox] = 0.0f;
-    }
-}
-
-/* Columns of group `grp` for samples [0, nb) of `in` into col[Kg, nb·P]. */
-static void im2col_chunk(const nc_window *g, int groups, int grp, int64_t nb, const float *in,
-                         float *col)
-{
-    int cg = g->c / groups;
-    int64_t p = (int64_t)g->oh * g->ow, ld = nb * p;
-    int64_t hw = (int64_t)g->h * g->w, in_row = g->c * hw;
-    for (int64_t s = 0; s < nb; s++) {
-        const float *x = in + s * in_row + (int64_t)grp * cg * hw;
-        float *dst = col + s * p;
-        for (int ci = 0; ci < cg; ci++)
-            for (int ki = 0; ki < g->kernel[0]; ki++)
-                for (int kj = 0; kj < g->kernel[1]; kj++, dst += ld)
-                    im2col_tap(g, x + ci * hw, ki, kj, dst);
-    }
+    return nc_conv_chunk_work_floats(g, cout, groups, rows);
 }
 
 /* A 1×1, stride-1, unpadded conv needs no im2col: the input plane of one
@@ -243,7 +173,7 @@ static void fast_conv2d(const nc_window *g, int cout, int groups, int64_t rows, 
     }
 #endif
     int mg = cout / groups;
-    int64_t kg = conv_k_group(g, groups), p = (int64_t)g->oh * g->ow;
+    int64_t kg = nc_conv_k_group(g, groups), p = (int64_t)g->oh * g->ow;
     int64_t in_row = (int64_t)g->c * g->h * g->w, out_row = (int64_t)cout * p;
     int64_t nb_max = (int64_t)work_floats / ((kg + mg) * p);
     if (nb_max < 1)
@@ -253,7 +183,7 @@ static void fast_conv2d(const nc_window *g, int cout, int groups, int64_t rows, 
         int64_t nb = rows - r0 < nb_max ? rows - r0 : nb_max, ld = nb * p;
         float *tmp = col + kg * ld;
         for (int grp = 0; grp < groups; grp++) {
-            im2col_chunk(g, groups, grp, nb, in + r0 * in_row, col);
+            nc_im2col_chunk(g, groups, grp, nb, in + r0 * in_row, col);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mg, (int)ld, (int)kg, 1.0f,
                         weight + grp * mg * kg, (int)kg, col, (int)ld, 0.0f, tmp, (int)ld);
             /* tmp is [mg, nb·P]; the output wants [nb, cout, P]: scatter planes */

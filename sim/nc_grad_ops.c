@@ -5,17 +5,12 @@
  * Everything is single-threaded and deterministic: the order of every sum
  * depends on the shapes (and the work size of conv) only. */
 #include "nc_grad_ops.h"
+#include "nc_im2col.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
 #include <strings.h>
-
-/* Bytes of im2col columns per chunk of samples: the same budget as the
- * forward conv (NC_CONV_CHUNK_BYTES in nc_cpu_ops.c), for the same reason. */
-#ifndef NC_GRAD_CONV_CHUNK_BYTES
-#define NC_GRAD_CONV_CHUNK_BYTES (512 * 1024)
-#endif
 
 /* Neurons per IF block: their membranes (forward) or membrane gradients
  * (backward) stay in L1 while the block walks over all T steps. */
@@ -29,97 +24,9 @@
  * dcol reuses col's buffer once dW_g has been taken, so the work is the
  * forward's: nb·(Kg + Mg)·P floats. */
 
-static int64_t conv_k_group(const nc_window *g, int groups)
-{
-    return (int64_t)(g->c / groups) * g->kernel[0] * g->kernel[1];
-}
-
-static int64_t conv_samples_per_chunk(const nc_window *g, int groups, int64_t rows)
-{
-    int64_t col_bytes = conv_k_group(g, groups) * g->oh * g->ow * (int64_t)sizeof(float);
-    int64_t nb = NC_GRAD_CONV_CHUNK_BYTES / (col_bytes > 0 ? col_bytes : 1);
-    if (nb < 1)
-        nb = 1;
-    return nb < rows ? nb : rows;
-}
-
 size_t nc_conv2d_backward_work_floats(const nc_window *g, int cout, int groups, int64_t rows)
 {
-    if (rows < 1)
-        return 0;
-    int64_t nb = conv_samples_per_chunk(g, groups, rows);
-    int64_t p = (int64_t)g->oh * g->ow;
-    return (size_t)(nb * (conv_k_group(g, groups) + cout / groups) * p);
-}
-
-/* One row of im2col (as im2col_tap in nc_cpu_ops.c): tap (ki, kj) of the
- * plane src (H×W) for every output position into dst (OH×OW), 0 in padding. */
-static void im2col_tap(const nc_window *g, const float *src, int ki, int kj, float *dst)
-{
-    int off_x, lo, hi;
-    nc_tap_columns(g, kj, &off_x, &lo, &hi);
-    for (int oy = 0; oy < g->oh; oy++, dst += g->ow) {
-        int iy = oy * g->stride[0] + ki * g->dilation[0] - g->pad[0];
-        memset(dst, 0, (size_t)g->ow * sizeof(float));
-        if (iy < 0 || iy >= g->h)
-            continue;
-        const float *row = src + (int64_t)iy * g->w + off_x;
-        for (int ox = lo; ox < hi; ox++)
-            dst[ox] = row[ox * g->stride[1]];
-    }
-}
-
-/* The transpose of im2col_tap: adds each column value back onto the input
- * position it was read from (values read from padding are dropped). */
-static void col2im_tap(const nc_window *g, const float *src, int ki, int kj, float *dst)
-{
-    int off_x, lo, hi;
-    nc_tap_columns(g, kj, &off_x, &lo, &hi);
-    for (int oy = 0; oy < g->oh; oy++, src += g->ow) {
-        int iy = oy * g->stride[0] + ki * g->dilation[0] - g->pad[0];
-        if (iy < 0 || iy >= g->h)
-            continue;
-        float *row = dst + (int64_t)iy * g->w + off_x;
-        for (int ox = lo; ox < hi; ox++)
-            row[ox * g->stride[1]] += src[ox];
-    }
-}
-
-/* The column matrix [Kg, nb·P] of group grp for nb samples: row
- * (ci, ki, kj) holds sample s's tap at columns [s·P, (s + 1)·P), the order
- * of the forward's im2col_chunk. */
-static void im2col_chunk(const nc_window *g, int groups, int grp, int64_t nb, const float *in,
-                         float *col)
-{
-    int cg = g->c / groups;
-    int64_t p = (int64_t)g->oh * g->ow, ld = nb * p;
-    int64_t hw = (int64_t)g->h * g->w, in_row = g->c * hw;
-    for (int64_t s = 0; s < nb; s++) {
-        const float *x = in + s * in_row + (int64_t)grp * cg * hw;
-        float *dst = col + s * p;
-        for (int ci = 0; ci < cg; ci++)
-            for (int ki = 0; ki < g->kernel[0]; ki++)
-                for (int kj = 0; kj < g->kernel[1]; kj++, dst += ld)
-                    im2col_tap(g, x + ci * hw, ki, kj, dst);
-    }
-}
-
-/* The transpose of im2col_chunk: din (the group's channels of nb samples)
- * += every column value at the input position it stands for. */
-static void col2im_chunk(const nc_window *g, int groups, int grp, int64_t nb, const float *col,
-                         float *din)
-{
-    int cg = g->c / groups;
-    int64_t p = (int64_t)g->oh * g->ow, ld = nb * p;
-    int64_t hw = (int64_t)g->h * g->w, in_row = g->c * hw;
-    for (int64_t s = 0; s < nb; s++) {
-        float *x = din + s * in_row + (int64_t)grp * cg * hw;
-        const float *src = col + s * p;
-        for (int ci = 0; ci < cg; ci++)
-            for (int ki = 0; ki < g->kernel[0]; ki++)
-                for (int kj = 0; kj < g->kernel[1]; kj++, src += ld)
-                    col2im_tap(g, src, ki, kj, x + ci * hw);
-    }
+    return nc_conv_chunk_work_floats(g, cout, groups, rows); /* the forward's chunks (nc_window.h) */
 }
 
 /* dbias[m] += the sum of dout over every position of channel m (double
@@ -142,7 +49,7 @@ static void conv_backward_group(const nc_window *g, int cout, int groups, int gr
                                 float *din, float *dweight, float *col, float *dy)
 {
     int mg = cout / groups;
-    int64_t kg = conv_k_group(g, groups), p = (int64_t)g->oh * g->ow, ld = nb * p;
+    int64_t kg = nc_conv_k_group(g, groups), p = (int64_t)g->oh * g->ow, ld = nb * p;
     /* gather dout [nb, cout, P] of the group into dy [mg, nb·P] */
     for (int m = 0; m < mg; m++)
         for (int64_t s = 0; s < nb; s++)
@@ -150,14 +57,14 @@ static void conv_backward_group(const nc_window *g, int cout, int groups, int gr
                    (size_t)p * sizeof(float));
     const float *w_g = weight + grp * mg * kg;
     if (dweight) {
-        im2col_chunk(g, groups, grp, nb, in, col);
+        nc_im2col_chunk(g, groups, grp, nb, in, col);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mg, (int)kg, (int)ld, 1.0f, dy,
                     (int)ld, col, (int)ld, 1.0f, dweight + grp * mg * kg, (int)kg);
     }
     if (din) {
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kg, (int)ld, mg, 1.0f, w_g,
                     (int)kg, dy, (int)ld, 0.0f, col, (int)ld);
-        col2im_chunk(g, groups, grp, nb, col, din);
+        nc_col2im_chunk(g, groups, grp, nb, col, din);
     }
 }
 
@@ -168,7 +75,7 @@ void nc_conv2d_backward(const nc_window *g, int cout, int groups, int64_t rows, 
     if (rows < 1)
         return;
     int mg = cout / groups;
-    int64_t kg = conv_k_group(g, groups), p = (int64_t)g->oh * g->ow;
+    int64_t kg = nc_conv_k_group(g, groups), p = (int64_t)g->oh * g->ow;
     int64_t in_row = (int64_t)g->c * g->h * g->w, out_row = (int64_t)cout * p;
     if (dbias)
         conv_bias_grad(rows, cout, p, dout, dbias);

@@ -81,9 +81,10 @@ void nc_nm_state_init(const nc_nm_params *p, int64_t n, float *state)
 }
 
 /* ---- the models --------------------------------------------------------------
- * Each loops steps outside and values inside; the per-value coefficients
- * are recomputed per step (a division per value) rather than cached, so
- * that the functions need no workspace. */
+ * One loop runs every element-wise model: steps outside, values inside,
+ * one step of one value at a time (step_value).  The per-value
+ * coefficients are recomputed per step (a division per value) rather than
+ * cached, so that no workspace is needed. */
 
 static inline float spike_reset(const nc_nm_params *p, float v, float th, float v_reset, float *out)
 {
@@ -95,147 +96,87 @@ static inline float spike_reset(const nc_nm_params *p, float v, float th, float 
     return v;
 }
 
-void nc_nm_lif(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-               int64_t out_step, float *state)
-{
-    const float *tau = row(p, NC_NPARAM_TAU), *r = row(p, NC_NPARAM_R), *leak = row(p, NC_NPARAM_V_LEAK);
-    const float *th = row(p, NC_NPARAM_V_THRESHOLD), *vr = row(p, NC_NPARAM_V_RESET);
-    int64_t m = p->numel;
-    for (int t = 0; t < T; t++) {
-        const float *x = in + (int64_t)t * in_step;
-        float *o = out + (int64_t)t * out_step;
-        for (int64_t s = 0; s < n; s++)
-            for (int64_t e = 0; e < m; e++) {
-                int64_t k = s * m + e;
-                float a = p->dt / tau[e];
-                float v = state[k] + a * (leak[e] - state[k] + r[e] * x[k]);
-                state[k] = spike_reset(p, v, th[e], vr[e], &o[k]);
-            }
-    }
-}
-
-void nc_nm_cuba_lif(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-                    int64_t out_step, float *state)
-{
-    const float *tau = row(p, NC_NPARAM_TAU), *tau_syn = row(p, NC_NPARAM_TAU_SYN), *r = row(p, NC_NPARAM_R);
-    const float *leak = row(p, NC_NPARAM_V_LEAK), *th = row(p, NC_NPARAM_V_THRESHOLD);
-    const float *vr = row(p, NC_NPARAM_V_RESET), *w = row(p, NC_NPARAM_W_IN);
-    int64_t m = p->numel, nm = n * m;
-    float *v = state, *cur = state + nm;
-    for (int t = 0; t < T; t++) {
-        const float *x = in + (int64_t)t * in_step;
-        float *o = out + (int64_t)t * out_step;
-        for (int64_t s = 0; s < n; s++)
-            for (int64_t e = 0; e < m; e++) {
-                int64_t k = s * m + e;
-                float a = p->dt / tau[e], b = p->dt / tau_syn[e];
-                float xi = x[k]; /* read before o[k] is written: out may be in */
-                cur[k] = cur[k] + b * (w[e] * xi - cur[k]);
-                float vv = v[k] + a * (leak[e] - v[k] + r[e] * cur[k]);
-                v[k] = spike_reset(p, vv, th[e], vr[e], &o[k]);
-            }
-    }
-}
-
-void nc_nm_li(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-              int64_t out_step, float *state)
-{
-    const float *tau = row(p, NC_NPARAM_TAU), *r = row(p, NC_NPARAM_R), *leak = row(p, NC_NPARAM_V_LEAK);
-    int64_t m = p->numel;
-    for (int t = 0; t < T; t++) {
-        const float *x = in + (int64_t)t * in_step;
-        float *o = out + (int64_t)t * out_step;
-        for (int64_t s = 0; s < n; s++)
-            for (int64_t e = 0; e < m; e++) {
-                int64_t k = s * m + e;
-                float a = p->dt / tau[e];
-                state[k] = state[k] + a * (leak[e] - state[k] + r[e] * x[k]);
-                o[k] = state[k];
-            }
-    }
-}
-
-void nc_nm_cuba_li(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-                   int64_t out_step, float *state)
-{
-    const float *tau = row(p, NC_NPARAM_TAU), *tau_syn = row(p, NC_NPARAM_TAU_SYN), *r = row(p, NC_NPARAM_R);
-    const float *leak = row(p, NC_NPARAM_V_LEAK), *w = row(p, NC_NPARAM_W_IN);
-    int64_t m = p->numel, nm = n * m;
-    float *v = state, *cur = state + nm;
-    for (int t = 0; t < T; t++) {
-        const float *x = in + (int64_t)t * in_step;
-        float *o = out + (int64_t)t * out_step;
-        for (int64_t s = 0; s < n; s++)
-            for (int64_t e = 0; e < m; e++) {
-                int64_t k = s * m + e;
-                float a = p->dt / tau[e], b = p->dt / tau_syn[e];
-                cur[k] = cur[k] + b * (w[e] * x[k] - cur[k]);
-                v[k] = v[k] + a * (leak[e] - v[k] + r[e] * cur[k]);
-                o[k] = v[k];
-            }
-    }
-}
-
 /* The input term of I and NIR-IF: r·x, or dt·r·x. */
 static inline float integrate_term(const nc_nm_params *p, float r, float x)
 {
     return p->integrate_dt ? p->dt * r * x : r * x;
 }
 
-void nc_nm_integrator(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-                      int64_t out_step, float *state)
+/* The parameter rows (nc_nm_params: [NC_NPARAM_COUNT, numel]). */
+typedef struct nm_rows {
+    const float *tau, *tau_syn, *r, *leak, *th, *vr, *w;
+} nm_rows;
+
+static nm_rows rows_of(const nc_nm_params *p)
 {
-    const float *r = row(p, NC_NPARAM_R);
-    int64_t m = p->numel;
+    nm_rows w = {row(p, NC_NPARAM_TAU),         row(p, NC_NPARAM_TAU_SYN),     row(p, NC_NPARAM_R),
+                 row(p, NC_NPARAM_V_LEAK),      row(p, NC_NPARAM_V_THRESHOLD), row(p, NC_NPARAM_V_RESET),
+                 row(p, NC_NPARAM_W_IN)};
+    return w;
+}
+
+/* The leaky membrane of LIF, LI, CubaLIF and CubaLI: v + a·(v_leak − v + r·x), a = dt/τ. */
+static inline float leak_step(const nc_nm_params *p, const nm_rows *w, int64_t e, float v, float x)
+{
+    float a = p->dt / w->tau[e];
+    return v + a * (w->leak[e] - v + w->r[e] * x);
+}
+
+/* One step of value e of an element-wise model (the formulas at the top of
+ * nc_neuron_models.h): x is its input, v its membrane, cur its synaptic
+ * current (CubaLIF, CubaLI); returns its output. */
+static inline float step_value(const nc_nm_params *p, const nm_rows *w, int64_t e, float x, float *v, float *cur)
+{
+    float o;
+    switch (p->model) {
+    case NC_NEURON_LIF:
+        *v = spike_reset(p, leak_step(p, w, e, *v, x), w->th[e], w->vr[e], &o);
+        return o;
+    case NC_NEURON_CUBA_LIF:
+    case NC_NEURON_CUBA_LI: {
+        float b = p->dt / w->tau_syn[e];
+        *cur = *cur + b * (w->w[e] * x - *cur);
+        float vv = leak_step(p, w, e, *v, *cur); /* the new current */
+        if (p->model == NC_NEURON_CUBA_LI)
+            return *v = vv;
+        *v = spike_reset(p, vv, w->th[e], w->vr[e], &o);
+        return o;
+    }
+    case NC_NEURON_LI: return *v = leak_step(p, w, e, *v, x);
+    case NC_NEURON_INTEGRATOR: return *v = *v + integrate_term(p, w->r[e], x);
+    case NC_NEURON_NIR_IF:
+        *v = spike_reset(p, *v + integrate_term(p, w->r[e], x), w->th[e], w->vr[e], &o);
+        return o;
+    case NC_NEURON_THRESHOLD: return x > w->th[e] ? 1.0f : 0.0f;
+    default: return 0.0f;
+    }
+}
+
+/* Every model but Delay.  The state is v (n·numel), then CubaLIF's and
+ * CubaLI's current; Threshold has none. */
+static void run_elementwise(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
+                            int64_t out_step, float *state)
+{
+    nm_rows w = rows_of(p);
+    int64_t m = p->numel, nm = n * m;
+    float none = 0.0f; /* Threshold's: no state */
     for (int t = 0; t < T; t++) {
         const float *x = in + (int64_t)t * in_step;
         float *o = out + (int64_t)t * out_step;
         for (int64_t s = 0; s < n; s++)
             for (int64_t e = 0; e < m; e++) {
                 int64_t k = s * m + e;
-                state[k] = state[k] + integrate_term(p, r[e], x[k]);
-                o[k] = state[k];
+                float *v = state ? state + k : &none, *cur = state ? state + nm + k : &none;
+                o[k] = step_value(p, &w, e, x[k], v, cur); /* x[k] read first: out may be in */
             }
-    }
-}
-
-void nc_nm_nir_if(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-                  int64_t out_step, float *state)
-{
-    const float *r = row(p, NC_NPARAM_R), *th = row(p, NC_NPARAM_V_THRESHOLD), *vr = row(p, NC_NPARAM_V_RESET);
-    int64_t m = p->numel;
-    for (int t = 0; t < T; t++) {
-        const float *x = in + (int64_t)t * in_step;
-        float *o = out + (int64_t)t * out_step;
-        for (int64_t s = 0; s < n; s++)
-            for (int64_t e = 0; e < m; e++) {
-                int64_t k = s * m + e;
-                float v = state[k] + integrate_term(p, r[e], x[k]);
-                state[k] = spike_reset(p, v, th[e], vr[e], &o[k]);
-            }
-    }
-}
-
-void nc_nm_threshold(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-                     int64_t out_step, float *state)
-{
-    (void)state;
-    const float *th = row(p, NC_NPARAM_V_THRESHOLD);
-    int64_t m = p->numel;
-    for (int t = 0; t < T; t++) {
-        const float *x = in + (int64_t)t * in_step;
-        float *o = out + (int64_t)t * out_step;
-        for (int64_t s = 0; s < n; s++)
-            for (int64_t e = 0; e < m; e++)
-                o[s * m + e] = x[s * m + e] > th[e] ? 1.0f : 0.0f;
     }
 }
 
 /* State: state[0] = steps done so far (a float: exact up to 2^24 steps),
  * then a ring of D + 1 slots of n·numel values; slot (t mod (D+1)) holds
  * the input of step t. */
-void nc_nm_delay(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-                 int64_t out_step, float *state)
+static void run_delay(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
+                      int64_t out_step, float *state)
 {
     const float *d = row(p, NC_NPARAM_DELAY);
     int64_t m = p->numel, nm = n * m, slots = nc_nm_delay_steps(p) + 1;
@@ -258,17 +199,10 @@ void nc_nm_delay(const nc_nm_params *p, int T, int64_t n, const float *in, int64
 void nc_nm_run(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
                int64_t out_step, float *state)
 {
-    switch (p->model) {
-    case NC_NEURON_LIF: nc_nm_lif(p, T, n, in, in_step, out, out_step, state); break;
-    case NC_NEURON_CUBA_LIF: nc_nm_cuba_lif(p, T, n, in, in_step, out, out_step, state); break;
-    case NC_NEURON_LI: nc_nm_li(p, T, n, in, in_step, out, out_step, state); break;
-    case NC_NEURON_CUBA_LI: nc_nm_cuba_li(p, T, n, in, in_step, out, out_step, state); break;
-    case NC_NEURON_INTEGRATOR: nc_nm_integrator(p, T, n, in, in_step, out, out_step, state); break;
-    case NC_NEURON_NIR_IF: nc_nm_nir_if(p, T, n, in, in_step, out, out_step, state); break;
-    case NC_NEURON_THRESHOLD: nc_nm_threshold(p, T, n, in, in_step, out, out_step, state); break;
-    case NC_NEURON_DELAY: nc_nm_delay(p, T, n, in, in_step, out, out_step, state); break;
-    default: break;
-    }
+    if (p->model == NC_NEURON_DELAY)
+        run_delay(p, T, n, in, in_step, out, out_step, state);
+    else if (nc_nm_is_nir_model(p->model))
+        run_elementwise(p, T, n, in, in_step, out, out_step, p->model == NC_NEURON_THRESHOLD ? NULL : state);
 }
 
 /* ---- reference step-by-step simulator --------------------------------------- */

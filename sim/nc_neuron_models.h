@@ -79,26 +79,8 @@ int64_t nc_nm_state_floats(const nc_nm_params *p, int64_t n);
 /* Sets the state of n samples to the start (all zeros). */
 void nc_nm_state_init(const nc_nm_params *p, int64_t n, float *state);
 
-/* One function per model, same arguments (see the top of this file). */
-void nc_nm_lif(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-               int64_t out_step, float *state);
-void nc_nm_cuba_lif(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-                    int64_t out_step, float *state);
-void nc_nm_li(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-              int64_t out_step, float *state);
-void nc_nm_cuba_li(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-                   int64_t out_step, float *state);
-void nc_nm_integrator(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-                      int64_t out_step, float *state);
-void nc_nm_nir_if(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-                  int64_t out_step, float *state);
-void nc_nm_threshold(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-                     int64_t out_step, float *state);
-void nc_nm_delay(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
-                 int64_t out_step, float *state);
-
-/* Dispatches on p->model to the function above; out may equal in (same
- * step) for every model. */
+/* Runs T steps of model p->model (the formulas above); out may equal in
+ * (same step) for every model. */
 void nc_nm_run(const nc_nm_params *p, int T, int64_t n, const float *in, int64_t in_step, float *out,
                int64_t out_step, float *state);
 

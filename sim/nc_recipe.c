@@ -31,16 +31,10 @@ void nc_net_summarise(const nc_net *ann, nc_net_summary *out)
 
 static void reason(nc_recipe *r, const char *fmt, ...)
 {
-    size_t len = strlen(r->reasons);
-    if (len + 1 >= sizeof r->reasons)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->reasons + len, sizeof r->reasons - len, fmt, ap);
+    nc_append_linev(r->reasons, sizeof r->reasons, fmt, ap);
     va_end(ap);
-    len = strlen(r->reasons);
-    if (len + 1 < sizeof r->reasons)
-        strcat(r->reasons, "\n");
 }
 
 /* A net is "deep" for these rules when conversion error compounds over many

@@ -189,10 +189,12 @@ nc_status nc_runner_new(const nc_runner_desc *desc, nc_runner **out, nc_error *e
     if (desc->n_methods < 0 || desc->n_methods > NC_RUNNER_MAX_ROWS)
         return nc_fail(err, NC_ERR_ARGUMENT, "a sweep compares 1 to %d threshold methods, not %d",
                        NC_RUNNER_MAX_ROWS, desc->n_methods);
-    int converts = !nc_runner_is_spiking(desc->source);
+    int spiking = nc_runner_is_spiking(desc->source), converts = !spiking && !desc->measure_only;
     if (!converts && (finetunes(desc) || desc->n_methods > 0))
-        return nc_fail(err, NC_ERR_ARGUMENT, "the network is already spiking: it cannot be calibrated, swept or "
-                                             "fine-tuned; simulate it as it is");
+        return nc_fail(err, NC_ERR_ARGUMENT, spiking ? "the network is already spiking: it cannot be calibrated, "
+                                                       "swept or fine-tuned; simulate it as it is"
+                                                     : "a measure-only job converts nothing: it cannot be swept "
+                                                       "or fine-tuned");
     if ((desc->pipeline.calibrate_bias_T > 0 || desc->keep_best_T > 0) && (!converts || desc->n_methods > 0))
         return nc_fail(err, NC_ERR_ARGUMENT, "bias calibration and keeping the best stage work on one conversion: "
                                              "not a spiking network as it is, and not a sweep of threshold methods");
@@ -284,7 +286,8 @@ static nc_status make_engine(nc_runner *r, nc_error *err)
     nc_status st = NC_OK;
     if (r->desc.engine_instance)
         r->engine = r->desc.engine_instance;
-    else if ((st = nc_engine_new_with(r->desc.engine, r->desc.engine_settings, &r->engine, err)) == NC_OK)
+    else if ((st = nc_engine_new_with(r->desc.engine, r->desc.engine_settings, &r->engine, err)) == NC_OK &&
+             r->desc.threads > 0) /* else the engine's own setting (--engine-opt threads=N) holds */
         r->engine->threads = r->desc.threads;
     if (st == NC_OK && r->ranks > 1)
         st = nc_rank_pool_new(r->desc.engine, r->ranks, &r->pool, err);
@@ -474,7 +477,9 @@ static const char *row_name(const nc_runner *r, const nc_run_stage *s, char *buf
                  r->desc.pipeline.per_channel ? " (channel)" : "");
         return buf;
     }
-    return r->stages[1].kind == NC_RUN_CALIBRATE ? "converted" : "simulated";
+    if (r->stages[1].kind == NC_RUN_CALIBRATE)
+        return "converted";
+    return r->desc.measure_only && !nc_runner_is_spiking(r->desc.source) ? "evaluated" : "simulated";
 }
 
 static void begin_row(nc_runner *r, const nc_run_stage *s)
@@ -523,8 +528,11 @@ static nc_status evaluate_row(nc_runner *r, const nc_run_stage *s, const nc_runn
     nc_stage_row *row = &r->rows[s->row];
     nc_eval_result res = {0};
     nc_status st = r->pool ? nc_shard_engines_load(r->pool, r->engines, r->engine->net, err) : NC_OK;
-    if (st == NC_OK && s->ann && (st = evaluate(r, NC_MODE_ANN, obs, &res, err)) == NC_OK)
+    if (st == NC_OK && s->ann && (st = evaluate(r, NC_MODE_ANN, obs, &res, err)) == NC_OK) {
         row->ann = res.accuracy;
+        row->ann_correct = res.correct;
+        row->ann_images_per_second = res.images_per_second;
+    }
     if (st == NC_OK && s->qcfs && (st = evaluate(r, NC_MODE_QCFS, obs, &res, err)) == NC_OK)
         row->qcfs = res.accuracy;
     row->images = r->test_set->count;

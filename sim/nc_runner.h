@@ -5,7 +5,9 @@
  * turns it into a list of stages and runs them in order:
  *
  *   open       the datasets (training split when converting, test split) and
- *              the engine, loaded with the source network (a clone);
+ *              the engine, loaded with the source network (a clone); a
+ *              spiking source, or any with measure_only, is then measured
+ *              as it is and nothing else runs;
  *   calibrate  MaxPool preparation and activation statistics;
  *   convert    thresholds, QCFS, IF neurons (one per threshold method of a
  *              sweep, each on a clone of the calibrated net);
@@ -32,6 +34,8 @@
  *   - the crop padding of augmentation is a black pixel after preprocessing;
  *   - distillation (pipeline.train.distill_alpha > 0) learns from the source
  *     network, the ANN the job converts, unless train.teacher names another;
+ *   - the engine's threads are desc->threads when it is > 0, else its own
+ *     "threads" setting (engine_settings, e.g. --engine-opt threads=N);
  *   - every row is measured at eval_T steps (default: the simulated T when
  *     the job keeps records, else 32 when fine-tuning or bias calibrating,
  *     else no SNN row), with the same encoding, seed and batch size; a row after BPTT has no ANN
@@ -71,7 +75,8 @@ typedef struct nc_runner_desc {
     int64_t test_images;          /* test images measured; ≤ 0: all                      */
     const char *engine;           /* engine name ("cpu" when NULL) …                     */
     nc_engine *engine_instance;   /* … or an engine made by the caller (borrowed)        */
-    int threads;                  /* CPU threads of a named engine (0: all cores)        */
+    int threads;                  /* CPU threads of a named engine; ≤ 0: the engine's own
+                                     setting (its "threads" option; default all cores)   */
     const struct nc_engine_settings *engine_settings; /* KEY=VALUE options (may be NULL) */
     nc_pipeline_options pipeline; /* conversion and fine-tuning                          */
     int64_t held_out;             /* fine-tuning's held-out images; < 0: the default     */
@@ -87,6 +92,8 @@ typedef struct nc_runner_desc {
     int batch_size;               /* measurements; ≤ 0: pipeline.batch_size               */
     nc_record_spec record;        /* what a kept record holds (raster, traces)           */
     int skip_ann, skip_qcfs;      /* no ANN / QCFS-ANN accuracy (e.g. NIR neuron models)  */
+    int measure_only;             /* 1: measure the source as it is, an ANN too (no
+                                     conversion; `neurocuda eval`): open → measure      */
     const char *output;           /* project file to write; NULL: none                   */
     /* Keep the best stage (the --target-T recipe, sim/nc_recipe.h): after
      * every measured stage of a conversion, the SNN's accuracy at
@@ -143,6 +150,10 @@ typedef struct nc_stage_row {
     int T;                  /* SNN steps measured (0: none)                       */
     double *snn;            /* [T]: accuracy after step t + 1 (owned)             */
     int64_t images;         /* test images measured                               */
+    /* A row measured without SNN steps (eval_T = 0): the ANN pass's correct
+     * answers and its speed (nc_eval_result); 0 otherwise. */
+    int64_t ann_correct;
+    double ann_images_per_second;
 } nc_stage_row;
 
 typedef struct nc_runner nc_runner;

@@ -10,6 +10,9 @@
 #ifndef NC_WINDOW_H
 #define NC_WINDOW_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 /* The arithmetic below is also the GPU kernels' (gpu/ includes this header):
  * under nvcc each function is compiled for the host and the device. */
 #ifdef __CUDACC__
@@ -110,6 +113,42 @@ NC_WINDOW_FN void nc_tap_columns(const nc_window *g, int kj, int *off_x, int *lo
         *hi = g->ow;
     if (*lo > *hi)
         *lo = *hi;
+}
+
+/* ---- the chunked im2col convolution (forward and backward) ----------------
+ * Both walk the samples in chunks whose im2col columns fill about
+ * NC_CONV_CHUNK_BYTES: about half the 1 MiB L2 of the target machines, so
+ * that the GEMM reads its B panel from cache (chunks of 128 KiB to 2 MiB
+ * measured within noise of each other on a 28×28 CNN). */
+#ifndef NC_CONV_CHUNK_BYTES
+#define NC_CONV_CHUNK_BYTES (512 * 1024)
+#endif
+
+/* Rows of one group's im2col: (C / groups)·KH·KW. */
+NC_WINDOW_FN int64_t nc_conv_k_group(const nc_window *g, int groups)
+{
+    return (int64_t)(g->c / groups) * g->kernel[0] * g->kernel[1];
+}
+
+/* Samples per chunk (at least 1, at most rows). */
+NC_WINDOW_FN int64_t nc_conv_samples_per_chunk(const nc_window *g, int groups, int64_t rows)
+{
+    int64_t col_bytes = nc_conv_k_group(g, groups) * g->oh * g->ow * (int64_t)sizeof(float);
+    int64_t nb = NC_CONV_CHUNK_BYTES / (col_bytes > 0 ? col_bytes : 1);
+    if (nb < 1)
+        nb = 1;
+    return nb < rows ? nb : rows;
+}
+
+/* Floats of a chunk's workspace: its columns and its group's output,
+ * nb·(Kg + cout / groups)·OH·OW (0 for no rows). */
+NC_WINDOW_FN size_t nc_conv_chunk_work_floats(const nc_window *g, int cout, int groups, int64_t rows)
+{
+    if (rows < 1)
+        return 0;
+    int64_t nb = nc_conv_samples_per_chunk(g, groups, rows);
+    int64_t p = (int64_t)g->oh * g->ow;
+    return (size_t)(nb * (nc_conv_k_group(g, groups) + cout / groups) * p);
 }
 
 #endif

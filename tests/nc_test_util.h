@@ -112,11 +112,29 @@ static inline int add_input(nc_net *net, int ndim, const int64_t *shape)
     return i;
 }
 
+/* A k×k pool of `kind` (avg or max) with this stride on both axes, no padding. */
+static inline int add_pool(nc_net *net, nc_node_kind kind, const char *name, int in, int k, int stride)
+{
+    int i = add1(net, kind, name, in);
+    net->nodes[i].kernel[0] = net->nodes[i].kernel[1] = k;
+    net->nodes[i].stride[0] = net->nodes[i].stride[1] = stride;
+    return i;
+}
+
 static inline int add_neuron(nc_net *net, const char *name, int in, nc_neuron_model model)
 {
     int i = add1(net, NC_NODE_NEURON, name, in);
     net->nodes[i].neuron.model = model;
     return i;
+}
+
+/* The residual tail of the engine tests: add(a, b) → concat(add, c) →
+ * global average pool → flatten; returns the flatten node. */
+static inline int add_concat_gap(nc_net *net, int a, int b, int c)
+{
+    int ad = nc_net_add_node(net, NC_NODE_ADD, "add", 2, (int[]){a, b});
+    int cc = nc_net_add_node(net, NC_NODE_CONCAT, "cat", 2, (int[]){ad, c});
+    return add1(net, NC_NODE_FLATTEN, "flat", add1(net, NC_NODE_GLOBAL_AVGPOOL, "gap", cc));
 }
 
 /* Infers the shapes; prints why not. */
@@ -127,6 +145,51 @@ static inline int infer(nc_net *net)
     if (s != NC_OK)
         printf("# infer: %s\n", err.message);
     return s == NC_OK;
+}
+
+/* A net built node by node, its shapes inferred; NULL (why printed, the net
+ * freed) when they do not fit. */
+static inline nc_net *inferred(nc_net *net)
+{
+    if (infer(net))
+        return net;
+    nc_net_free(net);
+    return NULL;
+}
+
+/* A fair ANN for quadrant_dataset: the mean of each 4×4 quadrant is its
+ * class score, with a bias towards class 3 (so that it errs, and the stages
+ * have something to change).  x[1,8,8] → conv 1×1 → ReLU → AvgPool 4 → flatten → dense → y */
+static inline nc_net *quadrant_ann(void)
+{
+    nc_net *net = nc_net_new();
+    int64_t shape[3] = {1, 8, 8}, ws[4] = {1, 1, 1, 1}, bs[1] = {1}, fs[2] = {4, 4}, fb[1] = {4};
+    int x = add_input(net, 3, shape);
+    int c = add1(net, NC_NODE_CONV2D, "conv", x);
+    net->nodes[c].weight = nc_tensor_new(4, ws);
+    net->nodes[c].bias = nc_tensor_new(1, bs);
+    net->nodes[c].weight->data[0] = 1.0f, net->nodes[c].bias->data[0] = 0.0f;
+    int relu = add_neuron(net, "relu", c, NC_NEURON_RELU);
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "pool", relu, 4, 4);
+    int fc = add1(net, NC_NODE_DENSE, "fc", add1(net, NC_NODE_FLATTEN, "flat", ap));
+    net->nodes[fc].weight = nc_tensor_new(2, fs);
+    net->nodes[fc].bias = nc_tensor_new(1, fb);
+    for (int k = 0; k < 16; k++)
+        net->nodes[fc].weight->data[k] = k % 5 == 0 ? 4.0f : 0.0f;
+    memset(net->nodes[fc].bias->data, 0, 4 * sizeof(float));
+    net->nodes[fc].bias->data[3] = 2.75f; /* too much for class 3: about a quarter of the others go to it */
+    net->output = add1(net, NC_NODE_OUTPUT, "y", fc);
+    net->input = x;
+    snprintf(net->source_path, sizeof net->source_path, "quadrant ann");
+    return inferred(net);
+}
+
+/* Ends a net built node by node: its output node reads node `from`, then
+ * the shapes are inferred (inferred: NULL when they do not fit). */
+static inline nc_net *with_output(nc_net *net, const char *name, int from)
+{
+    add1(net, NC_NODE_OUTPUT, name, from);
+    return inferred(net);
 }
 
 /* ---- files and text ------------------------------------------------------------- */
@@ -169,6 +232,25 @@ static inline nc_preprocess fmnist_pp(void)
     pp.mean[0] = 0.2860f;
     pp.std[0] = 0.3530f;
     return pp;
+}
+
+/* check(name, train, test) for each of the n fixture models in names, on
+ * the first 500 training and test_n test images of Fashion-MNIST,
+ * preprocessed as the models were trained; a split that cannot be opened
+ * is passed as NULL (why printed). */
+static inline void check_fmnist_fixtures(const char *const *names, int n, int64_t test_n,
+                                         void (*check)(const char *, const nc_dataset *, const nc_dataset *))
+{
+    nc_preprocess pp = fmnist_pp();
+    nc_dataset *train = NULL, *test = NULL;
+    nc_error err = {0};
+    if (nc_dataset_open("fashion-mnist", NC_SPLIT_TRAIN, &pp, 500, &train, &err) != NC_OK ||
+        nc_dataset_open("fashion-mnist", NC_SPLIT_TEST, &pp, test_n, &test, &err) != NC_OK)
+        printf("# %s\n", err.message);
+    for (int k = 0; k < n; k++)
+        check(names[k], train, test);
+    nc_dataset_free(train);
+    nc_dataset_free(test);
 }
 
 /* How many of the bs samples of an SNN's output [T, bs, classes] are right:

@@ -47,8 +47,7 @@ static nc_net *small_mlp(void)
 {
     uint64_t seed = 17;
     nc_net *net = nc_net_new();
-    int64_t shape[1] = {FIN};
-    int x = add_input(net, 1, shape);
+    int x = add_input(net, 1, (int64_t[]){FIN});
     int d1 = add_dense(net, "fc1", x, FIN, H1, &seed);
     int n1 = add_if(net, "if1", d1, 1.1f);
     int d2 = add_dense(net, "fc2", n1, H1, H2, &seed);
@@ -132,11 +131,24 @@ static void direct_means(const nc_net *net, const nc_dataset *ds, double ann[2][
         ann[0][j] /= IMAGES, ann[1][j] /= IMAGES, snn[0][j] /= IMAGES * T, snn[1][j] /= IMAGES * T;
 }
 
+/* small_mlp and a clone of it to compare with; 0 (reported) when either is
+ * missing. */
+static int mlp_and_clone(nc_net **net, nc_net **clone)
+{
+    *net = small_mlp();
+    *clone = *net ? nc_net_clone(*net) : NULL;
+    NC_CHECK(*net && *clone, "nets");
+    if (*net && *clone)
+        return 1;
+    nc_net_free(*net);
+    nc_net_free(*clone);
+    return 0;
+}
+
 static void test_matches_direct_computation(void)
 {
-    nc_net *net = small_mlp(), *copy = net ? nc_net_clone(net) : NULL;
-    NC_CHECK(net && copy, "nets");
-    if (!net || !copy)
+    nc_net *net, *copy;
+    if (!mlp_and_clone(&net, &copy))
         return;
     nc_dataset *ds = random_images();
     /* the direct computation: Δ1 from the net as it is, Δ2 after applying Δ1 */
@@ -182,9 +194,8 @@ static void test_matches_direct_computation(void)
  * after, and the net keeps the corrections exactly when it did not fall. */
 static void test_check_rule(void)
 {
-    nc_net *net = small_mlp(), *before = net ? nc_net_clone(net) : NULL;
-    NC_CHECK(net && before, "nets");
-    if (!net || !before)
+    nc_net *net, *before;
+    if (!mlp_and_clone(&net, &before))
         return;
     nc_dataset *ds = random_images();
     nc_engine *e = nc_engine_cpu_new();
@@ -220,8 +231,7 @@ static void test_check_rule(void)
 static void test_carriers(void)
 {
     nc_net *net = nc_net_new();
-    int64_t shape[3] = {2, 4, 4};
-    int x = add_input(net, 3, shape);
+    int x = add_input(net, 3, (int64_t[]){2, 4, 4});
     int c1 = add1(net, NC_NODE_CONV2D, "c1", x);
     int64_t ws[4] = {2, 2, 1, 1};
     net->nodes[c1].weight = nc_tensor_new(4, ws);
@@ -231,17 +241,13 @@ static void test_carriers(void)
     int inputs[2] = {c2, n1};
     int sum = nc_net_add_node(net, NC_NODE_ADD, "sum", 2, inputs);
     int n2 = add_if(net, "n2", sum, 1.0f);
-    int ap = add1(net, NC_NODE_AVGPOOL, "ap", n2);
-    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 3;
-    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 1;
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "ap", n2, 3, 1);
     for (int p = 0; p < 4; p++)
         net->nodes[ap].pad[p] = 1;
     int n3 = add_if(net, "n3", ap, 1.0f);
     int c4 = add1(net, NC_NODE_CONV2D, "c4", n3);
     net->nodes[c4].weight = nc_tensor_new(4, ws);
-    int mp = add1(net, NC_NODE_MAXPOOL, "mp", c4);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
-    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "mp", c4, 2, 2);
     int n4 = add_if(net, "n4", mp, 1.0f);
     net->output = add1(net, NC_NODE_OUTPUT, "y", add1(net, NC_NODE_FLATTEN, "f", n4));
     net->input = x;

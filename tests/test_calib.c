@@ -1,5 +1,6 @@
 /* test_calib.c — activation statistics and threshold selection (core/nc_calib). */
 #include "nc_test.h"
+#include "nc_test_util.h"
 
 #include "../core/nc_calib.h"
 
@@ -27,13 +28,7 @@ static nc_net *relu_net(int ndim, const int64_t *shape)
     int r = nc_net_add_node(net, NC_NODE_NEURON, "relu", 1, &in);
     net->nodes[r].neuron.model = NC_NEURON_RELU;
     nc_net_add_node(net, NC_NODE_OUTPUT, "out", 1, &r);
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) != NC_OK) {
-        printf("# %s\n", err.message);
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return inferred(net);
 }
 
 /* Runs both passes over data [rows, per_row] in batches of 100 rows. */
@@ -98,12 +93,36 @@ static double exact_percentile(const float *v, int64_t n, double p)
     return i + 1 < n ? v[i] * (1 - f) + v[i + 1] * f : v[n - 1];
 }
 
+/* The ReLU net over [C, 4, 4], make_data()'s samples (channel `dead`
+ * zeroed, none when < 0) and their statistics with `bins` bins. */
+typedef struct fixture {
+    nc_net *net;
+    float *x;
+    nc_calib_stats *s;
+} fixture;
+
+static fixture fixture_new(int bins, int dead)
+{
+    fixture f = {relu_net(3, (int64_t[]){C, 4, 4}), make_data(), NULL};
+    for (int64_t r = 0; dead >= 0 && r < ROWS; r++)
+        for (int i = 0; i < HW; i++)
+            f.x[(r * C + dead) * HW + i] = 0;
+    f.s = collect(f.net, f.x, ROWS, C * HW, bins);
+    return f;
+}
+
+static void fixture_free(fixture *f)
+{
+    nc_calib_free(f->s);
+    free(f->x);
+    nc_net_free(f->net);
+}
+
 static void test_max_and_percentiles(void)
 {
-    int64_t shape[3] = {C, 4, 4};
-    nc_net *net = relu_net(3, shape);
-    float *x = make_data();
-    nc_calib_stats *s = collect(net, x, ROWS, C * HW, 2048);
+    fixture f = fixture_new(2048, -1);
+    float *x = f.x;
+    nc_calib_stats *s = f.s;
     NC_CHECK(s && nc_calib_layer_count(s) == 1 && nc_calib_channels(s, 0) == C, "one layer of %d channels", C);
     NC_CHECK(nc_calib_layer_node(s, 0) == 1 && nc_calib_find_node(s, 1) == 0 && nc_calib_find_node(s, 0) == -1,
              "node mapping");
@@ -132,9 +151,7 @@ static void test_max_and_percentiles(void)
         NC_CHECK_CLOSE(st.mean, sum / (double)total, 0, 1e-9, "mean");
         free(v);
     }
-    nc_calib_free(s);
-    free(x);
-    nc_net_free(net);
+    fixture_free(&f);
 }
 
 /* Uniform (0, 1]: with T = 4 and rounding (φ = ½) the error
@@ -167,10 +184,9 @@ static void test_mmse_uniform(void)
 
 static void test_channel_vs_layer(void)
 {
-    int64_t shape[3] = {C, 4, 4};
-    nc_net *net = relu_net(3, shape);
-    float *x = make_data();
-    nc_calib_stats *s = collect(net, x, ROWS, C * HW, 0);
+    fixture f = fixture_new(0, -1);
+    nc_calib_stats *s = f.s;
+    const nc_net *net = f.net;
     nc_thresholds *lt = NULL, *ct = NULL;
     nc_calib_choice ch = nc_calib_choice_default();
     NC_CHECK(nc_calib_thresholds(s, net->n_nodes, &ch, &lt, NULL) == NC_OK, "layer-wise");
@@ -189,20 +205,14 @@ static void test_channel_vs_layer(void)
     NC_CHECK(lt->warnings[0] == 0 && ct->warnings[0] == 0, "no warnings: '%s' '%s'", lt->warnings, ct->warnings);
     nc_thresholds_free(lt);
     nc_thresholds_free(ct);
-    nc_calib_free(s);
-    free(x);
-    nc_net_free(net);
+    fixture_free(&f);
 }
 
 static void test_dead_fallbacks(void)
 {
-    int64_t shape[3] = {C, 4, 4};
-    nc_net *net = relu_net(3, shape);
-    float *x = make_data();
-    for (int64_t r = 0; r < ROWS; r++) /* channel 1 never activates */
-        for (int i = 0; i < HW; i++)
-            x[(r * C + 1) * HW + i] = 0;
-    nc_calib_stats *s = collect(net, x, ROWS, C * HW, 256);
+    fixture f = fixture_new(256, 1); /* channel 1 never activates */
+    nc_calib_stats *s = f.s;
+    const nc_net *net = f.net;
     nc_calib_choice ch = {NC_CALIB_MMSE, 1, 4, 0.5f};
     nc_thresholds *t = NULL;
     NC_CHECK(nc_calib_thresholds(s, net->n_nodes, &ch, &t, NULL) == NC_OK, "thresholds");
@@ -215,16 +225,14 @@ static void test_dead_fallbacks(void)
     nc_thresholds_free(t);
     nc_calib_free(s);
 
-    memset(x, 0, sizeof(float) * ROWS * C * HW); /* the whole layer is dead */
-    s = collect(net, x, ROWS, C * HW, 256);
+    memset(f.x, 0, sizeof(float) * ROWS * C * HW); /* the whole layer is dead */
+    s = f.s = collect(net, f.x, ROWS, C * HW, 256);
     ch.method = NC_CALIB_P99_9;
     NC_CHECK(nc_calib_thresholds(s, net->n_nodes, &ch, &t, NULL) == NC_OK, "thresholds");
     NC_CHECK(t && t->values[1][0] == 1.0f && t->values[1][2] == 1.0f, "dead layer θ = 1");
     NC_CHECK(t && strstr(t->warnings, "'relu' never activated"), "warning: '%s'", t ? t->warnings : "");
     nc_thresholds_free(t);
-    nc_calib_free(s);
-    free(x);
-    nc_net_free(net);
+    fixture_free(&f);
 }
 
 static void test_errors_and_names(void)

@@ -50,20 +50,11 @@ static int add_conv(nc_net *net, const char *name, int in, int64_t cin, int64_t 
     return i;
 }
 
-static int add_pool(nc_net *net, nc_node_kind kind, const char *name, int in)
-{
-    int i = nc_net_add_node(net, kind, name, 1, &in);
-    net->nodes[i].kernel[0] = net->nodes[i].kernel[1] = 2;
-    net->nodes[i].stride[0] = net->nodes[i].stride[1] = 2;
-    return i;
-}
-
 /* x[6] → fc1[5] → relu → fc2[3] → out. */
 static nc_net *mlp_net(nc_neuron_model model)
 {
     nc_net *net = nc_net_new();
-    int64_t shape[1] = {6};
-    int x = add_input(net, 1, shape);
+    int x = add_input(net, 1, (int64_t[]){6});
     int h = add_dense(net, "fc1", x, 6, 5);
     int r = add_neuron(net, "act1", h, model);
     int o = add_dense(net, "fc2", r, 5, 3);
@@ -75,13 +66,12 @@ static nc_net *mlp_net(nc_neuron_model model)
 static nc_net *cnn_net(int two_pools)
 {
     nc_net *net = nc_net_new();
-    int64_t shape[3] = {2, 8, 8};
-    int x = add_input(net, 3, shape);
+    int x = add_input(net, 3, (int64_t[]){2, 8, 8});
     int c = add_conv(net, "conv", x, 2, 4);
     int r = add_neuron(net, "relu", c, NC_NEURON_RELU);
-    int p = add_pool(net, NC_NODE_MAXPOOL, "pool", r);
+    int p = add_pool(net, NC_NODE_MAXPOOL, "pool", r, 2, 2);
     if (two_pools)
-        p = add_pool(net, NC_NODE_MAXPOOL, "pool2", p);
+        p = add_pool(net, NC_NODE_MAXPOOL, "pool2", p, 2, 2);
     int f = nc_net_add_node(net, NC_NODE_FLATTEN, "flat", 1, &p);
     int64_t fin = two_pools ? 4 * 2 * 2 : 4 * 4 * 4;
     int o = add_dense(net, "fc", f, fin, 3);
@@ -217,8 +207,7 @@ static void test_channel_thresholds_and_clip(void)
 static void test_no_relu(void)
 {
     nc_net *net = nc_net_new();
-    int64_t shape[1] = {6};
-    int x = add_input(net, 1, shape);
+    int x = add_input(net, 1, (int64_t[]){6});
     int h = add_dense(net, "fc1", x, 6, 3);
     nc_net_add_node(net, NC_NODE_OUTPUT, "out", 1, &h);
     snprintf(net->source_path, sizeof net->source_path, "linear.onnx");
@@ -291,11 +280,11 @@ static void test_maxpool_avg_and_gated(void)
     int x = add_input(net, 3, shape);
     int c = add_conv(net, "conv", x, 2, 2);
     int r = add_neuron(net, "relu", c, NC_NEURON_RELU);
-    int p = add_pool(net, NC_NODE_MAXPOOL, "pool", r);
-    int q = add_pool(net, NC_NODE_AVGPOOL, "avg", r);
+    int p = add_pool(net, NC_NODE_MAXPOOL, "pool", r, 2, 2);
+    int q = add_pool(net, NC_NODE_AVGPOOL, "avg", r, 2, 2);
     int in2[2] = {p, q};
     int a = nc_net_add_node(net, NC_NODE_ADD, "add", 2, in2);
-    int m = add_pool(net, NC_NODE_MAXPOOL, "pool_on_conv", x); /* on the analog input: exact */
+    int m = add_pool(net, NC_NODE_MAXPOOL, "pool_on_conv", x, 2, 2); /* on the analog input: exact */
     (void)m;
     nc_net_add_node(net, NC_NODE_OUTPUT, "out", 1, &a);
     NC_CHECK(infer(net), "shapes");
@@ -542,16 +531,8 @@ done:
 
 static void run_fixtures(void)
 {
-    nc_preprocess pp = fmnist_pp();
-    nc_dataset *train = NULL, *test = NULL;
-    nc_error err;
-    if (nc_dataset_open("fashion-mnist", NC_SPLIT_TRAIN, &pp, 500, &train, &err) != NC_OK ||
-        nc_dataset_open("fashion-mnist", NC_SPLIT_TEST, &pp, 1000, &test, &err) != NC_OK)
-        printf("# %s\n", err.message);
-    check_fixture("cnn_maxpool", train, test);
-    check_fixture("vgg_bn", train, test);
-    nc_dataset_free(train);
-    nc_dataset_free(test);
+    static const char *const models[] = {"cnn_maxpool", "vgg_bn"};
+    check_fmnist_fixtures(models, 2, 1000, check_fixture);
 }
 
 int main(void)

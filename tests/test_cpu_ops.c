@@ -665,8 +665,7 @@ static void test_poisson(void)
 
 int main(void)
 {
-    if (nc_test_cpu_path_skip())
-        return 0;
+    nc_test_cpu_path_or_skip();
     NC_RUN(test_cpu_path_taken);
     NC_RUN(test_window_sizes);
     NC_RUN(test_conv_random);

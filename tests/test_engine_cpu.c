@@ -80,13 +80,10 @@ static int compare(const char *what, const float *got, const float *ref, int64_t
 static void test_ann_cnn(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {2, 6, 6};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){2, 6, 6});
     int cv = add_conv(net, "conv", x, 3, 2, 3, 1);
     int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
-    int mp = add1(net, NC_NODE_MAXPOOL, "pool", r);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
-    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "pool", r, 2, 2);
     int fl = add1(net, NC_NODE_FLATTEN, "flat", mp);
     int fc = add_dense(net, "fc", fl, 4, 27, -0.5f, 0.5f);
     add1(net, NC_NODE_OUTPUT, "y", fc);
@@ -127,13 +124,10 @@ static void test_ann_cnn(void)
 static void test_threads(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {3, 16, 16};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){3, 16, 16});
     int cv = add_conv(net, "conv", x, 8, 3, 3, 1);
     int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
-    int ap = add1(net, NC_NODE_AVGPOOL, "pool", r);
-    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 2;
-    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 2;
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "pool", r, 2, 2);
     add1(net, NC_NODE_OUTPUT, "y", ap);
     NC_CHECK(infer(net), "shapes");
     enum { N = 37 };
@@ -165,19 +159,13 @@ static void test_threads(void)
 static void test_residual_concat(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {2, 4, 4};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){2, 4, 4});
     int cv = add_conv(net, "conv", x, 2, 2, 3, 1);
     int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
-    int ad_in[2] = {r, x};
-    int ad = nc_net_add_node(net, NC_NODE_ADD, "add", 2, ad_in);
-    int cc_in[2] = {ad, cv};
-    int cc = nc_net_add_node(net, NC_NODE_CONCAT, "cat", 2, cc_in);
-    int gap = add1(net, NC_NODE_GLOBAL_AVGPOOL, "gap", cc);
-    int fl = add1(net, NC_NODE_FLATTEN, "flat", gap);
+    int fl = add_concat_gap(net, r, x, cv);
     add1(net, NC_NODE_OUTPUT, "y", fl);
     NC_CHECK(infer(net), "shapes");
-    NC_CHECK(net->nodes[cc].shape[0] == 4, "concat has 4 channels");
+    NC_CHECK(net->nodes[nc_net_find(net, "cat")].shape[0] == 4, "concat has 4 channels");
 
     int64_t bs[4] = {2, 2, 4, 4};
     nc_tensor *in = rnd_tensor(4, bs, -1, 1), *out = NULL;
@@ -213,8 +201,7 @@ static void test_if_equals_qcfs(void)
 {
     enum { L = 8, C = 3, HW = 12 };
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {C, 3, 4};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){C, 3, 4});
     int nr = add_neuron(net, "if", x, NC_NEURON_IF);
     float th[C] = {1.0f, 0.5f, 2.0f};
     set_if(net, nr, C, th, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -254,8 +241,7 @@ static void spike_case(const char *what, const float *x, int n_th, const float *
                        nc_compare cmp, int T, const float *want /* [T, 2] */)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {2};
-    int in = add_input(net, 1, xs);
+    int in = add_input(net, 1, (int64_t[]){2});
     int nr = add_neuron(net, "if", in, NC_NEURON_IF);
     set_if(net, nr, n_th, th, v0, reset, cmp);
     add1(net, NC_NODE_OUTPUT, "y", nr);
@@ -294,8 +280,7 @@ static void test_spike_trains(void)
 static void test_two_layer_train(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {1};
-    int in = add_input(net, 1, xs);
+    int in = add_input(net, 1, (int64_t[]){1});
     int a = add_neuron(net, "if1", in, NC_NEURON_IF);
     float th1 = 1.0f, th2 = 1.5f;
     set_if(net, a, 1, &th1, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -328,8 +313,7 @@ static void test_event_driven(void)
 {
     enum { N = 5, T = 6, C0 = 4, H = 10, C1 = 12, C2 = 20, F = 30, O = 7 };
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {C0, H, H};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){C0, H, H});
     float th0[C0] = {1.5f, 2.0f, 2.5f, 3.0f}, th = 3.0f, th3 = 50.0f;
     int n0 = add_neuron(net, "if0", x, NC_NEURON_IF);
     set_if(net, n0, C0, th0, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -407,15 +391,12 @@ static void test_fused_conv_maxpool(void)
 {
     enum { N = 9, T = 7, C0 = 3, H = 12, C1 = 10, F = 6 };
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {C0, H, H};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){C0, H, H});
     float th0 = 1.5f, th1 = 2.0f;
     int n0 = add_neuron(net, "if0", x, NC_NEURON_IF);
     set_if(net, n0, 1, &th0, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
     int cv = add_conv(net, "conv", n0, C1, C0, 3, 1);
-    int mp = add1(net, NC_NODE_MAXPOOL, "pool", cv);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
-    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "pool", cv, 2, 2);
     net->nodes[mp].maxpool_strategy = NC_MAXPOOL_PRE_SPIKE;
     int n1 = add_neuron(net, "if1", mp, NC_NEURON_IF);
     set_if(net, n1, 1, &th1, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -477,13 +458,10 @@ static double mean_abs_err(const nc_tensor *snn, const nc_tensor *ann, int T)
 static void test_snn_approaches_ann(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {1, 6, 6};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){1, 6, 6});
     int cv = add_conv(net, "conv", x, 4, 1, 3, 0);
     int r1 = add_neuron(net, "r1", cv, NC_NEURON_RELU);
-    int ap = add1(net, NC_NODE_AVGPOOL, "pool", r1);
-    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 2;
-    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 2;
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "pool", r1, 2, 2);
     int fl = add1(net, NC_NODE_FLATTEN, "flat", ap);
     int d1 = add_dense(net, "fc1", fl, 12, 16, -0.3f, 0.6f);
     int r2 = add_neuron(net, "r2", d1, NC_NEURON_RELU);
@@ -525,8 +503,7 @@ static void test_poisson(void)
 {
     enum { T = 2000, F = 4 };
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {F};
-    int x = add_input(net, 1, xs);
+    int x = add_input(net, 1, (int64_t[]){F});
     add1(net, NC_NODE_OUTPUT, "y", x);
     NC_CHECK(infer(net), "shapes");
     nc_tensor *in = nc_tensor_new2(2, F), *a = NULL, *b = NULL, *c = NULL;
@@ -575,8 +552,7 @@ static int on_progress(void *user, const nc_progress *p)
 static nc_net *small_mlp(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {2};
-    int x = add_input(net, 1, xs);
+    int x = add_input(net, 1, (int64_t[]){2});
     int d1 = add_dense(net, "fc1", x, 3, 2, -1, 1);
     int r = add_neuron(net, "r", d1, NC_NEURON_RELU);
     int d2 = add_dense(net, "fc2", r, 2, 3, -1, 1);
@@ -716,8 +692,7 @@ static void test_reuse(void)
 static void test_scale_node(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {3};
-    int x = add_input(net, 1, xs);
+    int x = add_input(net, 1, (int64_t[]){3});
     int sc = add1(net, NC_NODE_SCALE, "scale", x);
     net->nodes[sc].weight = nc_tensor_new1(3);
     const float w[3] = {2, -1, 0.5f};
@@ -740,8 +715,7 @@ static void test_scale_node(void)
 static void test_sequence_input(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {1};
-    int x = add_input(net, 1, xs);
+    int x = add_input(net, 1, (int64_t[]){1});
     int nr = add_neuron(net, "if", x, NC_NEURON_IF);
     float th = 1.0f;
     set_if(net, nr, 1, &th, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -771,8 +745,7 @@ static void test_sequence_input(void)
 static void test_recurrent(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {1};
-    int x = add_input(net, 1, xs);
+    int x = add_input(net, 1, (int64_t[]){1});
     int rec = nc_net_add_node(net, NC_NODE_RECURRENT, "rec", 0, NULL);
     net->nodes[rec].ndim = 1;
     net->nodes[rec].shape[0] = 1;
@@ -900,14 +873,11 @@ static void test_nir_lif(void)
 static void test_maxpool_strategies(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {1, 2, 2};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){1, 2, 2});
     int nr = add_neuron(net, "if", x, NC_NEURON_IF);
     float th = 1.0f;
     set_if(net, nr, 1, &th, 0.0f, NC_RESET_SUBTRACT, NC_FIRE_GE);
-    int mp = add1(net, NC_NODE_MAXPOOL, "pool", nr);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
-    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "pool", nr, 2, 2);
     int fl = add1(net, NC_NODE_FLATTEN, "flat", mp);
     add1(net, NC_NODE_OUTPUT, "y", fl);
     NC_CHECK(infer(net), "shapes");
@@ -960,8 +930,7 @@ static void test_errors(void)
 
     /* an impossible allocation: 2^31 steps × 1000 values */
     nc_net *big = nc_net_new();
-    int64_t xs[1] = {1000};
-    int x = add_input(big, 1, xs);
+    int x = add_input(big, 1, (int64_t[]){1000});
     int nr = add_neuron(big, "spiky", x, NC_NEURON_IF);
     float th = 1.0f;
     set_if(big, nr, 1, &th, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
@@ -1005,8 +974,7 @@ static void test_registry(void)
 
 int main(void)
 {
-    if (nc_test_cpu_path_skip())
-        return 0;
+    nc_test_cpu_path_or_skip();
     NC_RUN(test_cpu_path_taken);
     NC_RUN(test_ann_cnn);
     NC_RUN(test_residual_concat);

@@ -149,14 +149,6 @@ static inline int add_dense(nc_net *net, const char *name, int in, int fout, int
     return i;
 }
 
-static inline int add_pool(nc_net *net, nc_node_kind kind, const char *name, int in, int k, int stride)
-{
-    int i = add1(net, kind, name, in);
-    net->nodes[i].kernel[0] = net->nodes[i].kernel[1] = k;
-    net->nodes[i].stride[0] = net->nodes[i].stride[1] = stride;
-    return i;
-}
-
 /* An IF neuron with n thresholds drawn from [lo, hi]. */
 static inline int add_if(nc_net *net, const char *name, int in, int n, float lo, float hi, nc_reset reset, nc_compare cmp)
 {
@@ -223,13 +215,23 @@ static inline void keep_append(float **buf, int64_t *rows, const float *data, in
     *rows += n_rows;
 }
 
-static inline void keep_out(void *user, int node, const float *data, int64_t rows, int64_t per_row)
+/* The node's slot for a call of `rows` rows, or NULL (an unkept node);
+ * marks the observer bad when the rows are not whole steps. */
+static inline keep_obs *keep_slot(void *user, int node, int64_t rows)
 {
     keep_obs *k = user;
     if (node < 0 || node >= KEEP_MAX_NODES)
-        return;
+        return NULL;
     if (k->step_rows && rows % k->step_rows)
         k->bad = 1;
+    return k;
+}
+
+static inline void keep_out(void *user, int node, const float *data, int64_t rows, int64_t per_row)
+{
+    keep_obs *k = keep_slot(user, node, rows);
+    if (!k)
+        return;
     k->per_row[node] = per_row;
     k->calls[node]++;
     keep_append(&k->out[node], &k->out_rows[node], data, rows, per_row);
@@ -237,12 +239,9 @@ static inline void keep_out(void *user, int node, const float *data, int64_t row
 
 static inline void keep_in(void *user, int node, const float *data, int64_t rows, int64_t per_row)
 {
-    keep_obs *k = user;
-    if (node < 0 || node >= KEEP_MAX_NODES)
-        return;
-    if (k->step_rows && rows % k->step_rows)
-        k->bad = 1;
-    keep_append(&k->in[node], &k->in_rows[node], data, rows, per_row);
+    keep_obs *k = keep_slot(user, node, rows);
+    if (k)
+        keep_append(&k->in[node], &k->in_rows[node], data, rows, per_row);
 }
 
 static inline void keep_free(keep_obs *k)

@@ -88,8 +88,7 @@ static void test_registry(void)
 static nc_net *ann_cnn(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {2, 10, 10};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){2, 10, 10});
     int c1 = add_conv(net, "conv1", x, 6, 2, 3, 1);
     int r1 = add_neuron(net, "relu1", c1, NC_NEURON_RELU);
     int mp = add_pool(net, NC_NODE_MAXPOOL, "pool", r1, 2, 2);
@@ -102,39 +101,23 @@ static nc_net *ann_cnn(void)
     int d1 = add_dense(net, "fc1", fl, 24, 8 * 3 * 3);
     int r2 = add_neuron(net, "relu2", d1, NC_NEURON_RELU);
     int d2 = add_dense(net, "fc2", r2, 5, 24);
-    add1(net, NC_NODE_OUTPUT, "y", d2);
-    if (!infer(net)) {
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return with_output(net, "y", d2);
 }
 
 /* x [3, 6, 6] → conv → relu → add(relu, x·affine) → concat(add, conv) → gap → flatten → dense */
 static nc_net *ann_residual(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {3, 6, 6};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){3, 6, 6});
     int cv = add_conv(net, "conv", x, 3, 3, 3, 1);
     int r = add_neuron(net, "relu", cv, NC_NEURON_RELU);
     int af = add1(net, NC_NODE_AFFINE, "bn", x);
     int64_t cs[1] = {3};
     net->nodes[af].weight = rnd_tensor(1, cs, 0.5f, 1.5f);
     net->nodes[af].bias = rnd_tensor(1, cs, -0.3f, 0.3f);
-    int ad_in[2] = {r, af};
-    int ad = nc_net_add_node(net, NC_NODE_ADD, "add", 2, ad_in);
-    int cc_in[2] = {ad, cv};
-    int cc = nc_net_add_node(net, NC_NODE_CONCAT, "cat", 2, cc_in);
-    int gap = add1(net, NC_NODE_GLOBAL_AVGPOOL, "gap", cc);
-    int fl = add1(net, NC_NODE_FLATTEN, "flat", gap);
+    int fl = add_concat_gap(net, r, af, cv);
     int d = add_dense(net, "fc", fl, 4, 6);
-    add1(net, NC_NODE_OUTPUT, "y", d);
-    if (!infer(net)) {
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return with_output(net, "y", d);
 }
 
 static void test_ann_nets(void)
@@ -184,8 +167,7 @@ static void test_ann_nets(void)
 static nc_net *snn_net(int variant, nc_reset reset, nc_compare cmp, int *if_nodes, int *n_if)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {2, 12, 12};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){2, 12, 12});
     int c1 = add_conv(net, "conv1", x, 8, 2, 3, 1);
     int i1 = add_if(net, "if1", c1, 8, 0.4f, 1.2f, reset, cmp);
     int last;
@@ -218,12 +200,7 @@ static nc_net *snn_net(int variant, nc_reset reset, nc_compare cmp, int *if_node
     int i3 = add_if(net, "if3", d1, 32, 0.3f, 0.8f, reset, cmp);
     if_nodes[(*n_if)++] = i3;
     int d2 = add_dense(net, "fc2", i3, 10, 32);
-    add1(net, NC_NODE_OUTPUT, "y", d2);
-    if (!infer(net)) {
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return with_output(net, "y", d2);
 }
 
 /* Runs net in SNN mode on both engines (gpu in precision p) and compares
@@ -624,8 +601,7 @@ static void test_cancel_and_reload(void)
 static void test_unsupported(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[1] = {8};
-    int x = add_input(net, 1, xs);
+    int x = add_input(net, 1, (int64_t[]){8});
     int lif = add_neuron(net, "lif", x, NC_NEURON_LIF);
     add1(net, NC_NODE_OUTPUT, "y", lif);
     nc_engine *e = NULL;
@@ -644,8 +620,7 @@ static void test_unsupported(void)
 static void test_out_of_memory(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {1, 1, 1};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){1, 1, 1});
     int p[4] = {20000, 20000, 20000, 20000};
     int cv = add_conv_full(net, "huge_conv", x, 1, 1, 1, 1, NULL, p, NULL, 1, 1.0f);
     int gap = add1(net, NC_NODE_GLOBAL_AVGPOOL, "gap", cv);

@@ -240,20 +240,14 @@ static void test_gemm_precisions(void)
 static nc_net *one_node_net(int c, int h, int w, nc_node_kind kind, int *node)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {c, h, w};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){c, h, w});
     *node = add1(net, kind, "op", x);
     return net;
 }
 
 static nc_net *finish_net(nc_net *net, int last)
 {
-    add1(net, NC_NODE_OUTPUT, "y", last);
-    if (!infer(net)) {
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return with_output(net, "y", last);
 }
 
 typedef struct conv_case {
@@ -280,8 +274,7 @@ static void test_conv_kernels(void)
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         const conv_case *cc = &cases[k];
         nc_net *net = nc_net_new();
-        int64_t xs[3] = {cc->cin, cc->h, cc->w};
-        int x = add_input(net, 3, xs);
+        int x = add_input(net, 3, (int64_t[]){cc->cin, cc->h, cc->w});
         int cv = add_conv_full(net, "conv", x, cc->cout, cc->cin / cc->groups, cc->kh, cc->kw, cc->stride, cc->pad,
                                cc->dil, cc->groups, 0.5f);
         if (!(net = finish_net(net, cv))) {
@@ -350,20 +343,27 @@ static void test_conv_kernels(void)
 typedef struct pool_case {
     const char *name;
     nc_node_kind kind;
-    int k[2], stride[2], pad[4], dil[2], ceil, cip;
+    nc_node w; /* its window */
 } pool_case;
+
+#define POOL_WINDOW(k, s, p, d, ceil, cip)                                                                   \
+    {.kernel = {k, k}, .stride = {s, s}, .pad = {p, p, p, p}, .dilation = {d, d}, .ceil_mode = ceil,         \
+     .count_include_pad = cip}
 
 static void test_pool_kernels(void)
 {
     static const pool_case cases[] = {
-        {"avg 2x2", NC_NODE_AVGPOOL, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
-        {"avg 3x3 s2 pad 1", NC_NODE_AVGPOOL, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0},
-        {"avg 3x3 s2 pad 1 cip", NC_NODE_AVGPOOL, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 1},
-        {"avg 3x3 s2 ceil", NC_NODE_AVGPOOL, {3, 3}, {2, 2}, {0, 1, 1, 0}, {1, 1}, 1, 1},
-        {"avg 2x3 s(1,2) ceil", NC_NODE_AVGPOOL, {2, 3}, {1, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0},
-        {"max 2x2", NC_NODE_MAXPOOL, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
-        {"max 3x3 s2 pad 1 ceil", NC_NODE_MAXPOOL, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 0},
-        {"max 3x3 dilation 2", NC_NODE_MAXPOOL, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 0, 0},
+        {"avg 2x2", NC_NODE_AVGPOOL, POOL_WINDOW(2, 2, 0, 1, 0, 0)},
+        {"avg 3x3 s2 pad 1", NC_NODE_AVGPOOL, POOL_WINDOW(3, 2, 1, 1, 0, 0)},
+        {"avg 3x3 s2 pad 1 cip", NC_NODE_AVGPOOL, POOL_WINDOW(3, 2, 1, 1, 0, 1)},
+        {"avg 3x3 s2 ceil", NC_NODE_AVGPOOL,
+         {.kernel = {3, 3}, .stride = {2, 2}, .pad = {0, 1, 1, 0}, .dilation = {1, 1}, .ceil_mode = 1,
+          .count_include_pad = 1}},
+        {"avg 2x3 s(1,2) ceil", NC_NODE_AVGPOOL,
+         {.kernel = {2, 3}, .stride = {1, 2}, .dilation = {1, 1}, .ceil_mode = 1}},
+        {"max 2x2", NC_NODE_MAXPOOL, POOL_WINDOW(2, 2, 0, 1, 0, 0)},
+        {"max 3x3 s2 pad 1 ceil", NC_NODE_MAXPOOL, POOL_WINDOW(3, 2, 1, 1, 1, 0)},
+        {"max 3x3 dilation 2", NC_NODE_MAXPOOL, POOL_WINDOW(3, 1, 2, 2, 0, 0)},
     };
     const int C = 3, H = 11, W = 10;
     const int64_t N = 4;
@@ -372,24 +372,19 @@ static void test_pool_kernels(void)
         int node;
         nc_net *net = one_node_net(C, H, W, pc->kind, &node);
         nc_node *n = &net->nodes[node];
-        memcpy(n->kernel, pc->k, sizeof n->kernel);
-        memcpy(n->stride, pc->stride, sizeof n->stride);
-        memcpy(n->pad, pc->pad, sizeof n->pad);
-        memcpy(n->dilation, pc->dil, sizeof n->dilation);
-        n->ceil_mode = pc->ceil;
-        n->count_include_pad = pc->cip;
+        nc_node_copy_window(n, &pc->w);
         if (!(net = finish_net(net, node))) {
             NC_CHECK(0, "%s: shapes", pc->name);
             continue;
         }
         nc_window g;
-        nc_window_init(&g, C, H, W, pc->k, pc->stride, pc->pad, pc->dil, pc->ceil);
+        nc_window_init(&g, C, H, W, pc->w.kernel, pc->w.stride, pc->w.pad, pc->w.dilation, pc->w.ceil_mode);
         int64_t out_numel = nc_node_numel(&net->nodes[node]);
         int64_t bs[4] = {N, C, H, W};
         nc_tensor *in = rnd_tensor(4, bs, -1, 1);
         float *ref = malloc((size_t)(N * out_numel) * sizeof(float));
         if (pc->kind == NC_NODE_AVGPOOL)
-            nc_ref_avgpool(&g, pc->cip, N, in->data, ref);
+            nc_ref_avgpool(&g, pc->w.count_include_pad, N, in->data, ref);
         else
             nc_ref_maxpool(&g, N, in->data, ref);
         nc_tensor *out = run_on("gpu", net, in, NULL), *cpu = run_on("cpu", net, in, NULL);
@@ -405,8 +400,8 @@ static void test_pool_kernels(void)
         if (cpu) { /* the channels-last kernels: the same sums and maxima, bit for bit */
             float *got = malloc((size_t)(N * out_numel) * sizeof(float));
             nc_error err = {0};
-            nc_status s = nc_gpu_test_pool_nhwc(pc->kind == NC_NODE_MAXPOOL, N, C, H, W, pc->k, pc->stride, pc->pad,
-                                                pc->dil, pc->ceil, pc->cip, in->data, got, &err);
+            nc_status s = nc_gpu_test_pool_nhwc(pc->kind == NC_NODE_MAXPOOL, N, C, H, W, pc->w.kernel, pc->w.stride, pc->w.pad,
+                                                pc->w.dilation, pc->w.ceil_mode, pc->w.count_include_pad, in->data, got, &err);
             NC_CHECK(s == NC_OK, "%s channels last: %s", pc->name, err.message);
             char what[96];
             snprintf(what, sizeof what, "%s channels last vs cpu engine (bit-identical)", pc->name);
@@ -445,7 +440,8 @@ static void prespike_case(const pool_case *pc, int nhwc, int with_bias)
     const int T = 5, C = 3, H = 9, W = 8;
     const int64_t n = 3;
     nc_window g;
-    nc_window_init(&g, C, H, W, pc->k, pc->stride, pc->pad, pc->dil, pc->ceil);
+    const nc_node *w = &pc->w;
+    nc_window_init(&g, C, H, W, w->kernel, w->stride, w->pad, w->dilation, w->ceil_mode);
     int64_t in_step = n * C * H * W, out_step = n * C * g.oh * g.ow;
     float bias[3] = {0.25f, -0.125f, 0.1f};
     float *in = malloc((size_t)(T * in_step) * sizeof(float)), *sums = malloc((size_t)(T * in_step) * sizeof(float));
@@ -460,8 +456,8 @@ static void prespike_case(const pool_case *pc, int nhwc, int with_bias)
     for (int64_t i = T * out_step - 1; i >= out_step; i--)
         ref[i] -= ref[i - out_step];
     nc_error err = {0};
-    nc_status s = nc_gpu_test_prespike_max(nhwc, T, n, C, H, W, pc->k, pc->stride, pc->pad, pc->dil, pc->ceil,
-                                           with_bias ? bias : NULL, in, got, &err);
+    nc_status s = nc_gpu_test_prespike_max(nhwc, T, n, C, H, W, w->kernel, w->stride, w->pad, w->dilation,
+                                           w->ceil_mode, with_bias ? bias : NULL, in, got, &err);
     char what[128];
     snprintf(what, sizeof what, "pre-spike %s, %s, %s", pc->name, nhwc ? "channels last" : "NCHW",
              with_bias ? "bias" : "no bias");
@@ -477,10 +473,10 @@ static void prespike_case(const pool_case *pc, int nhwc, int with_bias)
 static void test_prespike_max_kernel(void)
 {
     static const pool_case cases[] = {
-        {"max 2x2", NC_NODE_MAXPOOL, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
-        {"max 3x3 s2 pad 1 ceil", NC_NODE_MAXPOOL, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 0},
-        {"max 3x3 dilation 2", NC_NODE_MAXPOOL, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 0, 0},
-        {"max 1x3 s(1,2)", NC_NODE_MAXPOOL, {1, 3}, {1, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
+        {"max 2x2", NC_NODE_MAXPOOL, POOL_WINDOW(2, 2, 0, 1, 0, 0)},
+        {"max 3x3 s2 pad 1 ceil", NC_NODE_MAXPOOL, POOL_WINDOW(3, 2, 1, 1, 1, 0)},
+        {"max 3x3 dilation 2", NC_NODE_MAXPOOL, POOL_WINDOW(3, 1, 2, 2, 0, 0)},
+        {"max 1x3 s(1,2)", NC_NODE_MAXPOOL, {.kernel = {1, 3}, .stride = {1, 2}, .dilation = {1, 1}}},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
         for (int nhwc = 0; nhwc < 2; nhwc++)
@@ -502,8 +498,7 @@ static void test_elementwise_kernels(void)
     const int C = 4, H = 5, W = 6;
     const int64_t N = 3;
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {C, H, W};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){C, H, W});
     int af = add1(net, NC_NODE_AFFINE, "affine", x);
     int64_t cs[1] = {C}, vs[1] = {C * H * W}, one[1] = {1};
     net->nodes[af].weight = rnd_tensor(1, cs, 0.5f, 1.5f);
@@ -562,8 +557,7 @@ static void test_elementwise_kernels(void)
 static void test_gated_kernel(void)
 {
     nc_net *net = nc_net_new();
-    int64_t xs[3] = {3, 9, 8};
-    int x = add_input(net, 3, xs);
+    int x = add_input(net, 3, (int64_t[]){3, 9, 8});
     int sp = add_if(net, "if", x, 3, 0.3f, 0.9f, NC_RESET_SUBTRACT, NC_FIRE_GE);
     int mp = add_pool(net, NC_NODE_MAXPOOL, "gated", sp, 3, 2);
     net->nodes[mp].pad[0] = net->nodes[mp].pad[1] = net->nodes[mp].pad[2] = net->nodes[mp].pad[3] = 1;

@@ -414,20 +414,47 @@ static void maxpool_fwd64(const void *vp, double *y)
     maxpool_pick64(k->g, k->rows, k->in, y, NULL);
 }
 
-static int avgpool_case(const nc_window *g, int cip, int ceil_mode, int64_t rows)
+/* Distinct values (a shuffled grid of step 2/n) so that no two taps tie and
+ * the max is locally linear, for the finite differences. */
+static float *distinct_array(int64_t n)
+{
+    float *a = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        a[i] = -1.0f + 2.0f * (float)i / (float)n;
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = rnd() % (uint32_t)(i + 1);
+        float t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+    }
+    return a;
+}
+
+/* One pool's backward pass din (from dout) against finite differences of
+ * its float64 forward and against the adjoint of its float forward: a max
+ * pool (on distinct inputs, so that no two taps tie) or an average pool
+ * (count_include_pad cip; ceil_mode only names the case). */
+static int pool_case(const nc_window *g, int max, int cip, int ceil_mode, int64_t rows)
 {
     int64_t n_in = rows * g->c * g->h * g->w, n_out = rows * g->c * g->oh * g->ow;
-    float *in = rnd_array(n_in), *dout = rnd_array(n_out), *din = filled(n_in, NAN);
-    nc_avgpool_backward(g, cip, rows, dout, din);
+    float *in = max ? distinct_array(n_in) : rnd_array(n_in), *dout = rnd_array(n_out), *din = filled(n_in, NAN);
+    float *y = malloc((size_t)n_out * sizeof(float));
+    if (max) {
+        nc_maxpool_backward(g, rows, in, dout, din);
+        nc_maxpool(g, rows, in, y);
+    } else {
+        nc_avgpool_backward(g, cip, rows, dout, din);
+        nc_avgpool(g, cip, rows, in, y);
+    }
     double *in64 = to_double(in, n_in), *dout64 = to_double(dout, n_out);
     pool_ctx ctx = {g, cip, rows, in64};
-    fd_setup s = {avgpool_fwd64, &ctx, n_out, dout64};
-    char name[200], what[256];
-    window_name(name, sizeof name, "avgpool", g);
-    snprintf(what, sizeof what, "%s cip %d ceil %d", name, cip, ceil_mode);
-    int ok = fd_check(what, &s, in64, n_in, 0.25, din, 0.0f);
-    float *y = malloc((size_t)n_out * sizeof(float));
-    nc_avgpool(g, cip, rows, in, y);
+    fd_setup s = {max ? maxpool_fwd64 : avgpool_fwd64, &ctx, n_out, dout64};
+    char what[256];
+    window_name(what, sizeof what, max ? "maxpool" : "avgpool", g);
+    if (!max)
+        snprintf(what + strlen(what), sizeof what - strlen(what), " cip %d ceil %d", cip, ceil_mode);
+    /* max: the grid step is 2/n_in, and h stays well inside it */
+    int ok = fd_check(what, &s, in64, n_in, max ? 0.25 / (double)n_in : 0.25, din, 0.0f);
     ok &= adjoint_check(what, dout, y, n_out, din, in, n_in);
     free(in), free(dout), free(din), free(in64), free(dout64), free(y);
     return ok;
@@ -445,59 +472,24 @@ static void test_avgpool_backward(void)
             /* 7×6, k 3, s 2, pad 1: ceil mode adds windows that overhang
              * the padded border (those positions never count) */
             window(&g, 2, 7, 6, 3, 3, 2, 2, p1, 1, 1, ceil_mode);
-            bad += !avgpool_case(&g, cip, ceil_mode, 2);
+            bad += !pool_case(&g, 0, cip, ceil_mode, 2);
             /* 5×5, k 2, s 2 without padding: ceil mode's last window is partial */
             window(&g, 3, 5, 5, 2, 2, 2, 2, p0, 1, 1, ceil_mode);
-            bad += !avgpool_case(&g, cip, ceil_mode, 2);
+            bad += !pool_case(&g, 0, cip, ceil_mode, 2);
             /* dilation 2, top-left padding only */
             window(&g, 1, 6, 7, 2, 2, 1, 2, p2, 2, 2, ceil_mode);
-            bad += !avgpool_case(&g, cip, ceil_mode, 3);
+            bad += !pool_case(&g, 0, cip, ceil_mode, 3);
             window(&g, 2, 6, 5, 2, 3, 3, 2, p3, 1, 1, ceil_mode);
-            bad += !avgpool_case(&g, cip, ceil_mode, 1);
+            bad += !pool_case(&g, 0, cip, ceil_mode, 1);
         }
     /* the forward's 2×2 fast path */
     window(&g, 3, 6, 8, 2, 2, 2, 2, p0, 1, 1, 0);
-    bad += !avgpool_case(&g, 0, 0, 2);
+    bad += !pool_case(&g, 0, 0, 0, 2);
     for (int i = 0; i < 20; i++) {
         random_window(&g, rnd_int(1, 3), 9, 1);
-        bad += !avgpool_case(&g, rnd_int(0, 1), -1, rnd_int(1, 2));
+        bad += !pool_case(&g, 0, rnd_int(0, 1), -1, rnd_int(1, 2));
     }
     NC_CHECK(bad == 0, "%d avgpool cases failed", bad);
-}
-
-/* Distinct values (a shuffled grid of step 2/n) so that no two taps tie and
- * the max is locally linear, for the finite differences. */
-static float *distinct_array(int64_t n)
-{
-    float *a = malloc((size_t)n * sizeof(float));
-    for (int64_t i = 0; i < n; i++)
-        a[i] = -1.0f + 2.0f * (float)i / (float)n;
-    for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = rnd() % (uint32_t)(i + 1);
-        float t = a[i];
-        a[i] = a[j];
-        a[j] = t;
-    }
-    return a;
-}
-
-static int maxpool_case(const nc_window *g, int64_t rows)
-{
-    int64_t n_in = rows * g->c * g->h * g->w, n_out = rows * g->c * g->oh * g->ow;
-    float *in = distinct_array(n_in), *dout = rnd_array(n_out), *din = filled(n_in, NAN);
-    nc_maxpool_backward(g, rows, in, dout, din);
-    double *in64 = to_double(in, n_in), *dout64 = to_double(dout, n_out);
-    pool_ctx ctx = {g, 0, rows, in64};
-    fd_setup s = {maxpool_fwd64, &ctx, n_out, dout64};
-    char name[200];
-    window_name(name, sizeof name, "maxpool", g);
-    /* the grid step is 2/n_in: h stays well inside it */
-    int ok = fd_check(name, &s, in64, n_in, 0.25 / (double)n_in, din, 0.0f);
-    float *y = malloc((size_t)n_out * sizeof(float));
-    nc_maxpool(g, rows, in, y);
-    ok &= adjoint_check(name, dout, y, n_out, din, in, n_in);
-    free(in), free(dout), free(din), free(in64), free(dout64), free(y);
-    return ok;
 }
 
 static void test_maxpool_backward(void)
@@ -506,14 +498,14 @@ static void test_maxpool_backward(void)
     int bad = 0;
     int p1[4] = {1, 1, 1, 1}, p0[4] = {0, 0, 0, 0}, p2[4] = {0, 1, 2, 0};
     window(&g, 2, 7, 6, 3, 3, 2, 2, p1, 1, 1, 1); /* overlapping, padded, ceil */
-    bad += !maxpool_case(&g, 2);
+    bad += !pool_case(&g, 1, 0, 0, 2);
     window(&g, 3, 6, 6, 3, 3, 1, 1, p0, 1, 1, 0); /* stride 1: inputs picked many times */
-    bad += !maxpool_case(&g, 2);
+    bad += !pool_case(&g, 1, 0, 0, 2);
     window(&g, 1, 8, 7, 3, 2, 2, 1, p2, 2, 2, 0); /* dilation */
-    bad += !maxpool_case(&g, 2);
+    bad += !pool_case(&g, 1, 0, 0, 2);
     for (int i = 0; i < 20; i++) {
         random_window(&g, rnd_int(1, 3), 9, 1);
-        bad += !maxpool_case(&g, rnd_int(1, 2));
+        bad += !pool_case(&g, 1, 0, 0, rnd_int(1, 2));
     }
     NC_CHECK(bad == 0, "%d maxpool cases failed", bad);
 }

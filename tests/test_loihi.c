@@ -162,13 +162,23 @@ static const char *train_of(const capture *c, int i, char *buf)
 
 /* ---- quantisation rules ------------------------------------------------------------- */
 
-static void test_quantise_rules(void)
+/* chain_net(2, 2, 0.25, 0.5) (into *net) quantised for a threshold
+ * mantissa of 127; NULL (reported) when it is not. */
+static nc_loihi_net *quantised_chain(nc_net **net)
 {
-    nc_net *net = chain_net(2, 2.0f, 0.25f, 0.5f);
+    *net = chain_net(2, 2.0f, 0.25f, 0.5f);
     nc_loihi_quant_options qo = {127, 0};
     nc_loihi_net *q = NULL;
     nc_error err = {0};
-    NC_CHECK(net && nc_loihi_quantise(net, &qo, &q, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(*net && nc_loihi_quantise(*net, &qo, &q, &err) == NC_OK, "quantise: %s", err.message);
+    return q;
+}
+
+static void test_quantise_rules(void)
+{
+    nc_net *net;
+    nc_loihi_net *q = quantised_chain(&net);
+    nc_error err = {0};
     if (!q) {
         nc_net_free(net);
         return;
@@ -554,37 +564,31 @@ static void test_two_layer_delay(void)
 
 /* ---- netx export, read back with our HDF5 reader ------------------------------------------ */
 
-static int64_t read_i64(hid_t f, const char *name)
+/* The first value of the int64 (or with f32, float32) dataset `name`, or
+ * −999999 (why printed). */
+static double read_first(hid_t f, const char *name, int f32)
 {
-    int64_t *v = NULL, out = -999999;
+    int64_t *i = NULL;
+    float *v = NULL;
     nc_error err;
-    if (nc_h5_read_i64(f, name, 1, NULL, NULL, &v, &err) == NC_OK)
-        out = v[0];
-    else
+    nc_status st = f32 ? nc_h5_read_f32(f, name, 4, NULL, NULL, &v, &err)
+                       : nc_h5_read_i64(f, name, 1, NULL, NULL, &i, &err);
+    double out = st != NC_OK ? -999999 : f32 ? v[0] : (double)i[0];
+    if (st != NC_OK)
         printf("# read %s: %s\n", name, err.message);
+    free(i);
     free(v);
     return out;
 }
 
-static float read_f32_0(hid_t f, const char *name)
-{
-    float *v = NULL, out = -999999;
-    nc_error err;
-    if (nc_h5_read_f32(f, name, 4, NULL, NULL, &v, &err) == NC_OK)
-        out = v[0];
-    else
-        printf("# read %s: %s\n", name, err.message);
-    free(v);
-    return out;
-}
+static int64_t read_i64(hid_t f, const char *name) { return (int64_t)read_first(f, name, 0); }
+static float read_f32_0(hid_t f, const char *name) { return (float)read_first(f, name, 1); }
 
 static void test_export_netx(void)
 {
-    nc_net *net = chain_net(2, 2.0f, 0.25f, 0.5f);
-    nc_loihi_quant_options qo = {127, 0};
-    nc_loihi_net *q = NULL;
+    nc_net *net;
+    nc_loihi_net *q = quantised_chain(&net);
     nc_error err = {0};
-    NC_CHECK(nc_loihi_quantise(net, &qo, &q, &err) == NC_OK, "%s", err.message);
     char path[256];
     snprintf(path, sizeof path, "/tmp/nc_test_loihi_%d.net", (int)getpid());
     nc_loihi_notes notes = {0};
@@ -643,15 +647,13 @@ static nc_net *small_cnn(void)
         net->nodes[c].bias->data[k] = 0.05f * (float)k;
     for (int p = 0; p < 4; p++)
         net->nodes[c].pad[p] = 1;
-    int mp = add1(net, NC_NODE_MAXPOOL, "pool", c);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "pool", c, 2, 2);
     net->nodes[mp].maxpool_strategy = NC_MAXPOOL_PRE_SPIKE;
     float th[4] = {0.6f, 0.7f, 0.8f, 0.9f};
     int s = add1(net, NC_NODE_NEURON, "if", mp);
     net->nodes[s].neuron.model = NC_NEURON_IF;
     nc_neuron_set_threshold(&net->nodes[s].neuron, 4, th, NULL);
-    int ap = add1(net, NC_NODE_AVGPOOL, "avg", s);
-    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 3;
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "avg", s, 3, 3);
     int f = add1(net, NC_NODE_FLATTEN, "flat", ap);
     float w[12];
     for (int k = 0; k < 12; k++)
@@ -837,19 +839,10 @@ static void check_fixture(const char *name, const nc_dataset *train, const nc_da
 
 static void run_fixtures(void)
 {
-    nc_preprocess pp = fmnist_pp();
-    nc_dataset *train = NULL, *test = NULL;
-    nc_error err = {0};
     const char *limit = getenv("NC_LOIHI_TEST_IMAGES");
     int64_t n = limit ? atoll(limit) : 1000;
-    if (nc_dataset_open("fashion-mnist", NC_SPLIT_TRAIN, &pp, 500, &train, &err) != NC_OK ||
-        nc_dataset_open("fashion-mnist", NC_SPLIT_TEST, &pp, n > 0 ? n : 1000, &test, &err) != NC_OK)
-        printf("# %s\n", err.message);
-    check_fixture("mlp", train, test);
-    check_fixture("cnn_maxpool", train, test);
-    check_fixture("vgg_bn", train, test);
-    nc_dataset_free(train);
-    nc_dataset_free(test);
+    static const char *const models[] = {"mlp", "cnn_maxpool", "vgg_bn"};
+    check_fmnist_fixtures(models, 3, n > 0 ? n : 1000, check_fixture);
 }
 
 int main(void)

@@ -199,14 +199,14 @@ static void test_lif_steps(void)
     float state[2], in[2] = {1.0f, 0.0f}, out[2];
     nc_nm_state_init(&prm, 1, state);
     /* by hand: a = 0.1; v1 = 0 + 0.1·(0 − 0 + 2·1) = 0.2; second: 0.1·(0.2 − 0) = 0.02 */
-    nc_nm_lif(&prm, 1, 1, in, 0, out, 0, state);
+    nc_nm_run(&prm, 1, 1, in, 0, out, 0, state);
     NC_CHECK_CLOSE(state[0], 0.2f, 1e-7, 0, "LIF first step");
     NC_CHECK_CLOSE(state[1], 0.02f, 1e-7, 0, "leak towards v_leak");
     NC_CHECK(out[0] == 0 && out[1] == 0, "no spike yet");
     float v = 0.2f;
     int spiked_at = -1;
     for (int t = 1; t < 20 && spiked_at < 0; t++) {
-        nc_nm_lif(&prm, 1, 1, in, 0, out, 0, state);
+        nc_nm_run(&prm, 1, 1, in, 0, out, 0, state);
         float m = v + 0.1f * (0.0f - v + 2.0f * 1.0f);
         if (m > 1.0f) {
             spiked_at = t;
@@ -220,7 +220,7 @@ static void test_lif_steps(void)
     /* reset by subtraction */
     prm.reset = NC_RESET_SUBTRACT;
     state[0] = 0.95f;
-    nc_nm_lif(&prm, 1, 1, in, 0, out, 0, state);
+    nc_nm_run(&prm, 1, 1, in, 0, out, 0, state);
     NC_CHECK_CLOSE(state[0], 0.95f + 0.1f * (2.0f - 0.95f) - 1.0f, 1e-6, 0, "subtract reset");
     nc_tensor_free(p);
 }
@@ -290,15 +290,15 @@ static void test_cuba_delay_threshold(void)
     nc_nm_params prm = {.model = NC_NEURON_CUBA_LIF, .numel = 1, .p = p->data, .dt = 0.001f};
     float st[2] = {0}, x = 1.0f, o;
     /* I = 0 + 0.5·(2·1 − 0) = 1; v = 0 + 0.1·(0 − 0 + 10·1) = 1 (the new I) */
-    nc_nm_cuba_lif(&prm, 1, 1, &x, 0, &o, 0, st);
+    nc_nm_run(&prm, 1, 1, &x, 0, &o, 0, st);
     NC_CHECK_CLOSE(st[1], 1.0f, 1e-7, 0, "CubaLIF synaptic current");
     NC_CHECK_CLOSE(st[0], 1.0f, 1e-6, 0, "CubaLIF membrane from the new current");
     /* I = 1 + 0.5·(2 − 1) = 1.5; v = 1 + 0.1·(−1 + 15) = 2.4 */
-    nc_nm_cuba_lif(&prm, 1, 1, &x, 0, &o, 0, st);
+    nc_nm_run(&prm, 1, 1, &x, 0, &o, 0, st);
     NC_CHECK_CLOSE(st[0], 2.4f, 1e-6, 0, "CubaLIF second step");
     prm.model = NC_NEURON_CUBA_LI;
     float st2[2] = {0};
-    nc_nm_cuba_li(&prm, 1, 1, &x, 0, &o, 0, st2);
+    nc_nm_run(&prm, 1, 1, &x, 0, &o, 0, st2);
     NC_CHECK_CLOSE(o, 1.0f, 1e-6, 0, "CubaLI outputs v");
     /* Delay of 3 steps */
     set_row(p, NC_NPARAM_DELAY, 0.003f);
@@ -307,13 +307,13 @@ static void test_cuba_delay_threshold(void)
     NC_CHECK(nc_nm_state_floats(&prm, 1) == 1 + 4, "delay state: counter + 4 slots");
     nc_nm_state_init(&prm, 1, ds);
     float seq[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
-    nc_nm_delay(&prm, 8, 1, seq, 1, out, 1, ds);
+    nc_nm_run(&prm, 8, 1, seq, 1, out, 1, ds);
     NC_CHECK(out[0] == 0 && out[2] == 0 && out[3] == 1 && out[7] == 5, "delay by 3 steps: %g %g %g", out[3], out[4],
              out[7]);
     /* Threshold: strictly above */
     set_row(p, NC_NPARAM_V_THRESHOLD, 2.0f);
     prm.model = NC_NEURON_THRESHOLD;
-    nc_nm_threshold(&prm, 3, 1, seq, 1, out, 1, NULL);
+    nc_nm_run(&prm, 3, 1, seq, 1, out, 1, NULL);
     NC_CHECK(out[0] == 0 && out[1] == 0 && out[2] == 1, "threshold is x > θ");
     nc_tensor_free(p);
 }
@@ -878,14 +878,6 @@ static int add_if(nc_net *net, const char *name, int in, int n, const float *the
     return i;
 }
 
-static int add_pool(nc_net *net, nc_node_kind kind, const char *name, int in)
-{
-    int i = add_node_in(net, kind, name, in);
-    net->nodes[i].kernel[0] = net->nodes[i].kernel[1] = 2;
-    net->nodes[i].stride[0] = net->nodes[i].stride[1] = 2;
-    return i;
-}
-
 /* input [2,8,8] → conv1 → if1 (θ per channel) → pool1 (avg) → conv2 → if2 →
  * mp (max, strategy `mp`) → /flat → fc1 → if3 → fc2 (no bias) → out, plus a
  * residual add and a per-channel affine when `extras`. */
@@ -899,7 +891,7 @@ static nc_net *converted_net(int nir_semantics, nc_maxpool_strategy mp, int extr
     float th1[4] = {0.5f, 1.0f, 0.75f, 2.0f}, th2[1] = {0.75f}, th3[1] = {1.25f};
     int c1 = add_conv(net, "/conv1/Conv", x, 2, 4, 1);
     int i1 = add_if(net, "/relu1/Relu", c1, 4, th1, nir_semantics);
-    int p1 = add_pool(net, NC_NODE_AVGPOOL, "/pool1/AveragePool", i1);
+    int p1 = add_pool(net, NC_NODE_AVGPOOL, "/pool1/AveragePool", i1, 2, 2);
     int c2 = add_conv(net, "/conv2/Conv", p1, 4, 6, 0);
     int i2 = add_if(net, "/relu2/Relu", c2, 1, th2, nir_semantics);
     int last = i2;
@@ -916,20 +908,14 @@ static nc_net *converted_net(int nir_semantics, nc_maxpool_strategy mp, int extr
         net->nodes[bn].bias = random_tensor(1, &six, 0.2f);
         last = add_if(net, "/relu4/Relu", bn, 1, th3, nir_semantics);
     }
-    int mpool = add_pool(net, NC_NODE_MAXPOOL, "/pool2/MaxPool", last);
+    int mpool = add_pool(net, NC_NODE_MAXPOOL, "/pool2/MaxPool", last, 2, 2);
     net->nodes[mpool].maxpool_strategy = mp;
     int fl = add_node_in(net, NC_NODE_FLATTEN, "/flat/Flatten", mpool);
     int f1 = add_dense(net, "/fc1/Gemm", fl, 6 * 2 * 2, 10, 1);
     int i3 = add_if(net, "/relu5/Relu", f1, 1, th3, nir_semantics);
     int f2 = add_dense(net, "/fc2/Gemm", i3, 10, 3, 0);
     add_node_in(net, NC_NODE_OUTPUT, "logits", f2);
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) != NC_OK) {
-        printf("# infer: %s\n", err.message);
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return inferred(net);
 }
 
 /* input [2,4,4] → conv → IF (θ per channel) → global avgpool [3,1,1] →
@@ -954,13 +940,7 @@ static nc_net *odd_net(int nir_semantics)
     int i2 = add_if(net, "if2", a, 1, th2, nir_semantics);
     int o = add_dense(net, "fc2", i2, 5, 2, 1);
     add_node_in(net, NC_NODE_OUTPUT, "out", o);
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) != NC_OK) {
-        printf("# infer: %s\n", err.message);
-        nc_net_free(net);
-        return NULL;
-    }
-    return net;
+    return inferred(net);
 }
 
 static nc_tensor *random_images(int64_t n, const nc_node *in)

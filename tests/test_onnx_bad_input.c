@@ -262,8 +262,9 @@ static void test_null_error(void)
 
 /* ---- good controls ---- */
 
-/* Imports `name`.onnx, runs `name`_input.pb and compares with _output.pb. */
-static void run_control(const char *name, nc_mode mode, double atol, nc_net **keep)
+/* Imports `name`.onnx, runs `name`_input.pb and compares with _output.pb;
+ * the imported net (the caller frees it), or NULL. */
+static nc_net *run_control(const char *name, nc_mode mode, double atol)
 {
     char p[PATH_MAX], f[128];
     nc_error err = {0};
@@ -293,18 +294,14 @@ static void run_control(const char *name, nc_mode mode, double atol, nc_net **ke
     nc_tensor_free(x);
     nc_tensor_free(want);
     nc_tensor_free(got);
-    if (keep)
-        *keep = net;
-    else
-        nc_net_free(net);
+    return net;
 }
 
-static void test_external_data_ok(void) { run_control("ok_external", NC_MODE_ANN, 1e-5, NULL); }
+static void test_external_data_ok(void) { nc_net_free(run_control("ok_external", NC_MODE_ANN, 1e-5)); }
 
 static void test_storage_fields_ok(void)
 {
-    nc_net *net = NULL;
-    run_control("ok_fields", NC_MODE_ANN, 1e-5, &net);
+    nc_net *net = run_control("ok_fields", NC_MODE_ANN, 1e-5);
     /* the cast double constant is folded into the Gemm's bias */
     int fc = net ? nc_net_find(net, "fc") : -1;
     NC_CHECK(fc >= 0 && net->nodes[fc].bias, "fc has a bias");
@@ -316,8 +313,7 @@ static void test_storage_fields_ok(void)
  * conv output has another reader → an affine node; a dead branch → removed. */
 static void test_fold_rules(void)
 {
-    nc_net *net = NULL;
-    run_control("ok_fold", NC_MODE_ANN, 1e-5, &net);
+    nc_net *net = run_control("ok_fold", NC_MODE_ANN, 1e-5);
     if (!net)
         return;
     int bn = nc_net_find(net, "bn"), mm = nc_net_find(net, "matmul");
@@ -339,8 +335,7 @@ static void test_fold_rules(void)
 /* Shape → Gather → Unsqueeze → Concat → Reshape and friends fold at import. */
 static void test_constant_folding(void)
 {
-    nc_net *net = NULL;
-    run_control("ok_constfold", NC_MODE_ANN, 1e-5, &net);
+    nc_net *net = run_control("ok_constfold", NC_MODE_ANN, 1e-5);
     if (!net)
         return;
     NC_CHECK(net->n_nodes == 4, "input, flatten, affine, output (got %d nodes)", net->n_nodes);
@@ -352,8 +347,7 @@ static void test_constant_folding(void)
 /* ReduceMean over H, W (opset 18, axes as an input) is a global average pool. */
 static void test_reduce_mean_ok(void)
 {
-    nc_net *net = NULL;
-    run_control("ok_reduce", NC_MODE_ANN, 1e-5, &net);
+    nc_net *net = run_control("ok_reduce", NC_MODE_ANN, 1e-5);
     NC_CHECK(net && nc_net_find(net, "mean") >= 0 && net->nodes[nc_net_find(net, "mean")].kind == NC_NODE_GLOBAL_AVGPOOL,
              "mean is a global average pool");
     nc_net_free(net);
@@ -362,8 +356,7 @@ static void test_reduce_mean_ok(void)
 /* The PyTorch QCFS chain becomes one QCFS neuron per activation. */
 static void test_qcfs_chain(void)
 {
-    nc_net *net = NULL;
-    run_control("ok_qcfs", NC_MODE_QCFS, 1e-4, &net);
+    nc_net *net = run_control("ok_qcfs", NC_MODE_QCFS, 1e-4);
     if (!net)
         return;
     int found = 0;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "nc_test.h"
+#include "nc_test_util.h"
 #include "../core/nc_h5util.h"
 #include "../core/nc_project.h"
 #include "../core/nc_sha256.h"
@@ -90,10 +91,7 @@ static nc_net *full_net(void)
     nc_report_add(&net->report, "/conv1/Conv", "Conv", 17, NC_SUPPORT_CONVERTED, "features/conv1", "%s", "");
     nc_report_add(&net->report, "bn1", "BatchNormalization", 17, NC_SUPPORT_FOLDED, "features/conv1", "folded");
     nc_report_add(&net->report, "mp", "MaxPool", 17, NC_SUPPORT_APPROXIMATED, "pool1", "gated max pool: ±1 spike");
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) != NC_OK)
-        printf("# infer: %s\n", err.message);
-    return net;
+    return inferred(net);
 }
 
 static int tensors_equal(const nc_tensor *a, const nc_tensor *b)
@@ -473,10 +471,7 @@ static nc_net *sim_net(void)
     net->nodes[d].weight = nc_tensor_new2(3, 8);
     fill(net->nodes[d].weight, 0.1f);
     nc_net_add_node(net, NC_NODE_OUTPUT, "out", 1, &d);
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) != NC_OK)
-        printf("# infer: %s\n", err.message);
-    return net;
+    return inferred(net);
 }
 
 static void test_recording_h5py(void)

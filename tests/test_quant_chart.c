@@ -4,6 +4,7 @@
  * export of the drawing.  Needs a display: meson runs it under xvfb-run; it
  * skips (TAP) when GTK cannot open one. */
 #include "nc_test.h"
+#include "nc_test_util.h"
 
 #include <adwaita.h>
 #include <sys/stat.h>
@@ -31,10 +32,7 @@ static nc_net *tiny_snn(float scale)
     for (int k = 0; k < 6; k++)
         net->nodes[o].weight->data[k] = (float)(k % 3) - 1.0f;
     nc_net_add_node(net, NC_NODE_OUTPUT, "out", 1, &o);
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) != NC_OK)
-        printf("# %s\n", err.message);
-    return net;
+    return inferred(net);
 }
 
 static void test_chart(void)

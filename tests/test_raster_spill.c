@@ -15,8 +15,7 @@ enum { NEURONS = 3, T5 = 5, BATCH = 4, BATCHES = 5, KEPT = 18 };
 static nc_net *if_net(void)
 {
     nc_net *net = nc_net_new();
-    int64_t shape[1] = {NEURONS};
-    int x = add_input(net, 1, shape);
+    int x = add_input(net, 1, (int64_t[]){NEURONS});
     int n = add_neuron(net, "if", x, NC_NEURON_IF);
     const float theta = 1.0f;
     nc_neuron_set_threshold(&net->nodes[n].neuron, 1, &theta, NULL);

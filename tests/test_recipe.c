@@ -77,9 +77,7 @@ static nc_net *residual_net(void)
     int in[2] = {c2, r1};
     int sum = nc_net_add_node(net, NC_NODE_ADD, "sum", 2, in);
     int r2 = add_neuron(net, "r2", sum, NC_NEURON_RELU);
-    int mp = add1(net, NC_NODE_MAXPOOL, "mp", r2);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
-    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "mp", r2, 2, 2);
     int fc = add1(net, NC_NODE_DENSE, "fc", add1(net, NC_NODE_FLATTEN, "f", mp));
     int64_t fs[2] = {2, 4};
     net->nodes[fc].weight = nc_tensor_new(2, fs);
@@ -107,35 +105,6 @@ static void test_summary(void)
 }
 
 /* ---- a whole recipe run ----------------------------------------------------- */
-
-/* A fair ANN for quadrant_dataset: the mean of each 4×4 quadrant is its
- * class score, with a bias towards class 3 (so that it errs, and the stages
- * have something to change).  x[1,8,8] → conv 1×1 → ReLU → AvgPool 4 → flatten → dense → y */
-static nc_net *quadrant_ann(void)
-{
-    nc_net *net = nc_net_new();
-    int64_t shape[3] = {1, 8, 8}, ws[4] = {1, 1, 1, 1}, bs[1] = {1}, fs[2] = {4, 4}, fb[1] = {4};
-    int x = add_input(net, 3, shape);
-    int c = add1(net, NC_NODE_CONV2D, "conv", x);
-    net->nodes[c].weight = nc_tensor_new(4, ws);
-    net->nodes[c].bias = nc_tensor_new(1, bs);
-    net->nodes[c].weight->data[0] = 1.0f, net->nodes[c].bias->data[0] = 0.0f;
-    int relu = add_neuron(net, "relu", c, NC_NEURON_RELU);
-    int ap = add1(net, NC_NODE_AVGPOOL, "pool", relu);
-    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 4;
-    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 4;
-    int fc = add1(net, NC_NODE_DENSE, "fc", add1(net, NC_NODE_FLATTEN, "flat", ap));
-    net->nodes[fc].weight = nc_tensor_new(2, fs);
-    net->nodes[fc].bias = nc_tensor_new(1, fb);
-    for (int k = 0; k < 16; k++)
-        net->nodes[fc].weight->data[k] = k % 5 == 0 ? 4.0f : 0.0f;
-    memset(net->nodes[fc].bias->data, 0, 4 * sizeof(float));
-    net->nodes[fc].bias->data[3] = 2.75f; /* too much for class 3: about a quarter of the others go to it */
-    net->output = add1(net, NC_NODE_OUTPUT, "y", fc);
-    net->input = x;
-    snprintf(net->source_path, sizeof net->source_path, "quadrant ann");
-    return infer(net) ? net : NULL;
-}
 
 static int count_stages(const nc_runner *r, nc_run_stage_kind kind)
 {

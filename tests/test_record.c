@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "nc_test.h"
+#include "nc_test_util.h"
 #include "../core/nc_record.h"
 #include "../sim/nc_simulate.h"
 
@@ -30,10 +31,7 @@ static nc_net *small_net(nc_reset reset, nc_compare compare)
     for (int i = 0; i < 12; i++)
         net->nodes[d].weight->data[i] = (float)((i * 7) % 5) - 2.0f;
     nc_net_add_node(net, NC_NODE_OUTPUT, "out", 1, &d);
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) != NC_OK)
-        printf("# infer: %s\n", err.message);
-    return net;
+    return inferred(net);
 }
 
 /* Input currents x[t][s][i] of the worked example (see the expectations). */
@@ -316,10 +314,7 @@ static nc_net *engine_net(void)
     for (int i = 0; i < 15; i++)
         net->nodes[d2].weight->data[i] = (float)(((i * 13) % 7) - 3) * 0.3f;
     nc_net_add_node(net, NC_NODE_OUTPUT, "logits", 1, &d2);
-    nc_error err;
-    if (nc_net_infer_shapes(net, &err) != NC_OK)
-        printf("# infer: %s\n", err.message);
-    return net;
+    return inferred(net);
 }
 
 static nc_dataset *tiny_dataset(int64_t count)

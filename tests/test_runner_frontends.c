@@ -300,12 +300,11 @@ int main(void)
         close(fd);
     model = nc_cli_load_model(model_path);
     NC_RUN(test_same_plan);
-    if (model)
+    if (model) {
         NC_RUN(test_same_recipe_plan);
-    if (model)
         NC_RUN(test_same_tables);
-    if (model)
         NC_RUN(test_run_agrees);
+    }
     nc_net_free(model);
     unlink(project_path);
     return nc_test_done();

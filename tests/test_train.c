@@ -108,9 +108,7 @@ static nc_net *reference_net(const fixture *fx, nc_neuron_model model)
     for (int p = 0; p < 4; p++)
         net->nodes[c1].pad[p] = 1;
     int n1 = add_neuron_th(net, "n1", c1, model, get(fx, "n1.threshold"));
-    int ap = add1(net, NC_NODE_AVGPOOL, "pool1", n1);
-    net->nodes[ap].kernel[0] = net->nodes[ap].kernel[1] = 2;
-    net->nodes[ap].stride[0] = net->nodes[ap].stride[1] = 2;
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "pool1", n1, 2, 2);
     int c2 = add1(net, NC_NODE_CONV2D, "conv2", ap);
     net->nodes[c2].weight = copy_of(get(fx, "conv2.weight"));
     net->nodes[c2].bias = copy_of(get(fx, "conv2.bias"));
@@ -118,9 +116,7 @@ static nc_net *reference_net(const fixture *fx, nc_neuron_model model)
     for (int p = 0; p < 4; p++)
         net->nodes[c2].pad[p] = 1;
     int n2 = add_neuron_th(net, "n2", c2, model, get(fx, "n2.threshold"));
-    int mp = add1(net, NC_NODE_MAXPOOL, "pool2", n2);
-    net->nodes[mp].kernel[0] = net->nodes[mp].kernel[1] = 2;
-    net->nodes[mp].stride[0] = net->nodes[mp].stride[1] = 2;
+    int mp = add_pool(net, NC_NODE_MAXPOOL, "pool2", n2, 2, 2);
     net->nodes[mp].maxpool_strategy = NC_MAXPOOL_PRE_SPIKE;
     int fl = add1(net, NC_NODE_FLATTEN, "flatten", mp);
     int fc = add1(net, NC_NODE_DENSE, "fc", fl);

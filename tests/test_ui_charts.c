@@ -298,15 +298,22 @@ static uint8_t *make_bits(int neurons, int T, double density, int64_t *count)
     return bits;
 }
 
-static void test_raster_hit(void)
+/* The layout of a raster on a width × height surface in the light style. */
+static nc_plot_raster_geometry raster_layout(const nc_plot_raster_spec *spec, int width, int height)
 {
     nc_plot_style st;
     nc_plot_style_light(&st);
+    nc_plot_raster_geometry g;
+    nc_plot_raster_layout(width, height, &st, spec, &g);
+    return g;
+}
+
+static void test_raster_hit(void)
+{
     int64_t count;
     uint8_t *bits = make_bits(100, 20, 0.3, &count);
     nc_plot_raster_spec spec = {"r", 100, 20, bits, 5, 15, 10, 60};
-    nc_plot_raster_geometry g;
-    nc_plot_raster_layout(800, 600, &st, &spec, &g);
+    nc_plot_raster_geometry g = raster_layout(&spec, 800, 600);
     NC_CHECK(g.t0 == 5 && g.t1 == 15 && g.n0 == 10 && g.n1 == 60, "window kept");
     NC_CHECK_CLOSE(g.cell_w * 10, g.frame.right - g.frame.left, 1e-9, 0, "10 steps across");
     NC_CHECK(g.grid_w == 10 && g.grid_h == 50, "fewer cells than pixels: one grid cell per cell");
@@ -332,13 +339,10 @@ static void test_raster_hit(void)
 
 static void test_raster_binning(void)
 {
-    nc_plot_style st;
-    nc_plot_style_light(&st);
     int64_t count;
     uint8_t *bits = make_bits(5000, 3000, 0.01, &count);
     nc_plot_raster_spec spec = {"r", 5000, 3000, bits, 0, 3000, 0, 5000};
-    nc_plot_raster_geometry g;
-    nc_plot_raster_layout(1000, 700, &st, &spec, &g);
+    nc_plot_raster_geometry g = raster_layout(&spec, 1000, 700);
     NC_CHECK(g.grid_w <= (int)(g.frame.right - g.frame.left) && g.grid_h <= (int)(g.frame.bottom - g.frame.top),
              "more cells than pixels: at most one grid cell per pixel (%d × %d)", g.grid_w, g.grid_h);
     NC_CHECK(g.cell_w < 1 && g.cell_h < 1, "cells smaller than a pixel");

@@ -106,13 +106,23 @@ static gboolean waited(SelfTest *t, double seconds)
 
 /* ---- steps ------------------------------------------------------------------------------- */
 
-static StepResult wait_for_model(SelfTest *t)
+/* WAIT while the window loads a file, FAIL when it holds no model after
+ * it (`what` did not open), else NEXT after saying `said`. */
+static StepResult opened(SelfTest *t, const char *what, const char *said)
 {
     if (nc_window_is_loading(t->window))
         return WAIT;
     if (!nc_window_has_model(t->window))
-        return fail("the bundled model did not open: %s", nc_window_get_last_error(t->window));
-    say("the model is open");
+        return fail("%s did not open: %s", what, nc_window_get_last_error(t->window));
+    say("%s", said);
+    return NEXT;
+}
+
+static StepResult wait_for_model(SelfTest *t)
+{
+    StepResult r = opened(t, "the bundled model", "the model is open");
+    if (r != NEXT)
+        return r;
     /* small and quick: 200 calibration images, T = 16, batches of 16 */
     g_settings_set_int(t->settings, "calib-images", 200);
     g_settings_set_int(t->settings, "timesteps", test_steps());
@@ -261,12 +271,8 @@ static StepResult open_project(SelfTest *t)
 
 static StepResult run_project(SelfTest *t)
 {
-    if (nc_window_is_loading(t->window))
-        return WAIT;
-    if (!nc_window_has_model(t->window))
-        return fail("the saved project did not open: %s", nc_window_get_last_error(t->window));
-    say("the saved project opened; simulating it without conversion");
-    return start_run(t, 32);
+    StepResult r = opened(t, "the saved project", "the saved project opened; simulating it without conversion");
+    return r == NEXT ? start_run(t, 32) : r;
 }
 
 /* 40 images' rasters kept, every neuron, 1 MB of memory: the bundled

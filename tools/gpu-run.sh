@@ -31,6 +31,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/nc-out}
 mkdir -p "$OUT"
+source "$(dirname "$0")/gpu-tap.sh" || exit 1
 root=$(pwd)
 budget=${NC_RUN_BUDGET:-560}
 start=$SECONDS
@@ -80,7 +81,7 @@ run_test() { # name binary limit [env...]
   env "$@" timeout "$lim" "$B/$bin" > "$OUT/$name.log" 2>&1
   test_rc[$name]=$?
   grep -E '^(not ok|ok .*SKIP)|# FAILED' "$OUT/$name.log" | head -20
-  log "$name: rc=${test_rc[$name]}, $(grep -c '^ok' "$OUT/$name.log") ok, $(grep -c '^not ok' "$OUT/$name.log") not ok"
+  log "$name: rc=${test_rc[$name]}, $(tap_counts "$name")"
 }
 tests=(test_gpu_kernels test_gpu_engine test_gpu_train test_gpu_faults)
 run_test test_gpu_kernels test_gpu_kernels 90
@@ -337,10 +338,7 @@ fi
 # ---- summary ------------------------------------------------------------------------------
 echo
 echo "==== summary ($((SECONDS - start))s; logs in \$OUT) ===="
-for t in "${tests[@]}"; do
-  printf '%-18s rc=%s  %s ok, %s not ok\n' "$t" "${test_rc[$t]:-?}" "$(grep -c '^ok' "$OUT/$t.log" 2>/dev/null)" \
-    "$(grep -c '^not ok' "$OUT/$t.log" 2>/dev/null)"
-done
+tap_summary
 python3 - "$OUT" <<'EOF'
 import glob, json, os, sys
 out = sys.argv[1]

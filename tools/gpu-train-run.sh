@@ -17,6 +17,7 @@
 # bounds the whole script.
 set -uo pipefail
 source "$(dirname "$0")/gpu-env.sh" || exit 1
+source "$(dirname "$0")/gpu-tap.sh" || exit 1
 budget=${NC_RUN_BUDGET:-560}
 start=$SECONDS
 left() { echo $((budget - (SECONDS - start))); }
@@ -59,7 +60,7 @@ for t in "${tests[@]}"; do
   timeout 150 "$B/$t" > "$OUT/$t.log" 2>&1
   test_rc[$t]=$?
   grep -E '^not ok|# FAILED|mismatch' "$OUT/$t.log" | head -8
-  log "$t: rc=${test_rc[$t]}, $(grep -c '^ok' "$OUT/$t.log") ok, $(grep -c '^not ok' "$OUT/$t.log") not ok"
+  log "$t: rc=${test_rc[$t]}, $(tap_counts "$t")"
 done
 
 # ---- one training step, ours and PyTorch's ---------------------------------------------------
@@ -77,10 +78,7 @@ for name in "${!pid[@]}"; do
   log "$name done"
 done
 echo "==== summary ($((SECONDS - start))s) ===="
-for t in "${tests[@]}"; do
-  printf '%-16s rc=%s  %s ok, %s not ok\n' "$t" "${test_rc[$t]:-?}" "$(grep -c '^ok' "$OUT/$t.log")" \
-    "$(grep -c '^not ok' "$OUT/$t.log")"
-done
+tap_summary
 for f in "$OUT"/ft_*.txt; do
   echo "--- $(basename "$f")"
   grep -E 'epoch|accuracy|rc=|kept|error|neurocuda:' "$f" | grep -v '^{' | tail -14

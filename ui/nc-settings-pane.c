@@ -419,37 +419,45 @@ void nc_settings_pane_bind(NcSettingsPane *self, GSettings *settings)
 {
     g_return_if_fail(self->settings == NULL);
     self->settings = g_object_ref(settings);
-    GSettingsBindFlags flags = G_SETTINGS_BIND_DEFAULT;
-    g_settings_bind(settings, "dataset", self->dataset_row, "text", flags);
-    g_settings_bind(settings, "mean", self->mean_row, "text", flags);
-    g_settings_bind(settings, "std", self->std_row, "text", flags);
-    g_settings_bind(settings, "images", self->images_spin, "value", flags);
-    g_settings_bind(settings, "per-channel", self->per_channel_switch, "active", flags);
-    g_settings_bind(settings, "levels", self->levels_spin, "value", flags);
-    g_settings_bind(settings, "calib-images", self->calib_spin, "value", flags);
-    g_settings_bind(settings, "timesteps", self->timesteps_spin, "value", flags);
-    g_settings_bind(settings, "batch-size", self->batch_spin, "value", flags);
-    g_settings_bind(settings, "raster-neurons", self->raster_spin, "value", flags);
-    g_settings_bind(settings, "raster-samples", self->raster_samples_spin, "value", flags);
-    g_settings_bind(settings, "raster-memory-mb", self->raster_memory_spin, "value", flags);
+    /* each setting and the widget property that shows it */
+    const struct {
+        const char *key;
+        gpointer widget;
+        const char *property;
+    } binds[] = {
+        {"dataset", self->dataset_row, "text"},
+        {"mean", self->mean_row, "text"},
+        {"std", self->std_row, "text"},
+        {"images", self->images_spin, "value"},
+        {"per-channel", self->per_channel_switch, "active"},
+        {"levels", self->levels_spin, "value"},
+        {"calib-images", self->calib_spin, "value"},
+        {"timesteps", self->timesteps_spin, "value"},
+        {"batch-size", self->batch_spin, "value"},
+        {"raster-neurons", self->raster_spin, "value"},
+        {"raster-samples", self->raster_samples_spin, "value"},
+        {"raster-memory-mb", self->raster_memory_spin, "value"},
+        {"finetune-qcfs-epochs", self->qcfs_epochs_spin, "value"},
+        {"finetune-bptt-epochs", self->bptt_epochs_spin, "value"},
+        {"train-timesteps", self->train_steps_spin, "value"},
+        {"learning-rate", self->lr_spin, "value"},
+        {"train-threshold", self->train_threshold_switch, "active"},
+        {"train-batch-size", self->train_batch_spin, "value"},
+        {"augment", self->augment_switch, "active"},
+        {"train-images", self->train_images_spin, "value"},
+        {"val-images", self->val_images_spin, "value"},
+        {"weight-decay", self->weight_decay_spin, "value"},
+        {"surrogate-alpha", self->surrogate_alpha_spin, "value"},
+        {"train-horizons", self->horizons_row, "text"},
+        {"target-timesteps", self->target_T_spin, "value"},
+        {"time-budget", self->time_budget_spin, "value"},
+        {"calibrate-bias", self->bias_T_spin, "value"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(binds); i++)
+        g_settings_bind(settings, binds[i].key, binds[i].widget, binds[i].property, G_SETTINGS_BIND_DEFAULT);
     bind_combo(self, "threshold-method", self->method_row, method_choices);
     bind_combo(self, "maxpool", self->maxpool_row, maxpool_choices);
     bind_combo(self, "encoding", self->encoding_row, encoding_choices);
-    g_settings_bind(settings, "finetune-qcfs-epochs", self->qcfs_epochs_spin, "value", flags);
-    g_settings_bind(settings, "finetune-bptt-epochs", self->bptt_epochs_spin, "value", flags);
-    g_settings_bind(settings, "train-timesteps", self->train_steps_spin, "value", flags);
-    g_settings_bind(settings, "learning-rate", self->lr_spin, "value", flags);
-    g_settings_bind(settings, "train-threshold", self->train_threshold_switch, "active", flags);
-    g_settings_bind(settings, "train-batch-size", self->train_batch_spin, "value", flags);
-    g_settings_bind(settings, "augment", self->augment_switch, "active", flags);
-    g_settings_bind(settings, "train-images", self->train_images_spin, "value", flags);
-    g_settings_bind(settings, "val-images", self->val_images_spin, "value", flags);
-    g_settings_bind(settings, "weight-decay", self->weight_decay_spin, "value", flags);
-    g_settings_bind(settings, "surrogate-alpha", self->surrogate_alpha_spin, "value", flags);
-    g_settings_bind(settings, "train-horizons", self->horizons_row, "text", flags);
-    g_settings_bind(settings, "target-timesteps", self->target_T_spin, "value", flags);
-    g_settings_bind(settings, "time-budget", self->time_budget_spin, "value", flags);
-    g_settings_bind(settings, "calibrate-bias", self->bias_T_spin, "value", flags);
     bind_combo(self, "optimizer", self->optimizer_row, optimizer_choices);
     bind_combo(self, "surrogate", self->surrogate_row, surrogate_choices);
     g_signal_connect_object(settings, "changed::finetune-qcfs-epochs", G_CALLBACK(on_epochs_setting), self, 0);

@@ -325,6 +325,17 @@ static void draw_hlines(cairo_t *cr, const nc_plot_lines_geometry *g, const nc_p
 
 #define LINE_WIDTH 2.2
 
+/* The pixel position of point i of series p; 0 when it is not drawn (past
+ * the end, not finite, or x ≤ 0 on a log axis). */
+static int point_px(const nc_plot_lines_geometry *g, const nc_plot_lines_spec *s, const nc_plot_series *p, int i,
+                    double *x, double *y)
+{
+    if (i >= p->n || !isfinite(p->y[i]) || (s->log2_x && p->x[i] <= 0))
+        return 0;
+    nc_plot_lines_to_px(g, p->x[i], p->y[i], x, y);
+    return 1;
+}
+
 /* One path per series; a non-finite value lifts the pen. */
 static void draw_series(cairo_t *cr, const nc_plot_lines_geometry *g, const nc_plot_style *st,
                         const nc_plot_lines_spec *s, int k)
@@ -338,17 +349,13 @@ static void draw_series(cairo_t *cr, const nc_plot_lines_geometry *g, const nc_p
     cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
     int pen_down = 0;
     for (int i = 0; i < p->n; i++) {
-        if (!isfinite(p->y[i]) || (s->log2_x && p->x[i] <= 0)) {
-            pen_down = 0;
-            continue;
-        }
         double x, y;
-        nc_plot_lines_to_px(g, p->x[i], p->y[i], &x, &y);
-        if (pen_down)
+        int drawn = point_px(g, s, p, i, &x, &y);
+        if (drawn && pen_down)
             cairo_line_to(cr, x, y);
-        else
+        else if (drawn)
             cairo_move_to(cr, x, y);
-        pen_down = 1;
+        pen_down = drawn;
     }
     cairo_stroke(cr);
     if (p->n == 1 && isfinite(p->y[0])) { /* a lone point is invisible as a line */
@@ -464,14 +471,13 @@ static int draw_dense_series(cairo_t *cr, const nc_plot_lines_geometry *g, const
         double px0 = 0, py0 = 0;
         int have_prev = 0;
         for (int i = 0; i < p->n; i++) {
-            if (!isfinite(p->y[i]) || (s->log2_x && p->x[i] <= 0)) {
+            double px, py, next_x, next_y;
+            if (!point_px(g, s, p, i, &px, &py)) {
                 have_prev = 0;
                 continue;
             }
-            double px, py;
-            nc_plot_lines_to_px(g, p->x[i], p->y[i], &px, &py);
             px = px * scale - ox, py = py * scale - oy;
-            int next_ok = i + 1 < p->n && isfinite(p->y[i + 1]) && !(s->log2_x && p->x[i + 1] <= 0);
+            int next_ok = point_px(g, s, p, i + 1, &next_x, &next_y);
             if (have_prev)
                 span_segment(px0, py0, px, py, width, lo, hi);
             else if (!next_ok) /* a lone point */

@@ -114,43 +114,48 @@ class Stream:
         err.contents.message = text.encode("utf-8", "replace")[:1000]
         return -1
 
-    def _next(self, user, images, labels, n, err):
-        if self.interrupted:
-            return self._fail(err, KeyboardInterrupt(), 7)
+    def _guarded(self, err, step):
+        """Runs step() for the C library, which cannot take an exception:
+        Ctrl-C becomes status 7 (and stops the stream), any other error 6."""
         try:
-            if self.iterator is None:
-                self.iterator = iter(self.loader)
-            self.batches += 1  # the batch being read, for messages
-            try:
-                batch = next(self.iterator)
-            except StopIteration:
-                self.batches -= 1
-                return 0
-            where = "%s, batch %d" % (self.name, self.batches)
-            x, y = split_batch(batch)
-            x = check_images(x, self.shape, where)
-            y = check_labels(y, x.shape[0], where)
-            self.keep = (x, y)
-            images[0] = x.ctypes.data_as(FLOAT_P)
-            labels[0] = y.ctypes.data_as(INT32_P)
-            n[0] = x.shape[0]
-            return 1
+            return step()
         except KeyboardInterrupt as e:
             self.interrupted = True
             return self._fail(err, e, 7)
         except Exception as e:
             return self._fail(err, e, 6)
 
-    def _rewind(self, user, err):
-        try:
+    def _next(self, user, images, labels, n, err):
+        if self.interrupted:
+            return self._fail(err, KeyboardInterrupt(), 7)
+        return self._guarded(err, lambda: self._read_batch(images, labels, n))
+
+    def _read_batch(self, images, labels, n):
+        if self.iterator is None:
             self.iterator = iter(self.loader)
-            self.batches = 0
+        self.batches += 1  # the batch being read, for messages
+        try:
+            batch = next(self.iterator)
+        except StopIteration:
+            self.batches -= 1
             return 0
-        except KeyboardInterrupt as e:
-            self.interrupted = True
-            return self._fail(err, e, 7)
-        except Exception as e:
-            return self._fail(err, e, 6)
+        where = "%s, batch %d" % (self.name, self.batches)
+        x, y = split_batch(batch)
+        x = check_images(x, self.shape, where)
+        y = check_labels(y, x.shape[0], where)
+        self.keep = (x, y)
+        images[0] = x.ctypes.data_as(FLOAT_P)
+        labels[0] = y.ctypes.data_as(INT32_P)
+        n[0] = x.shape[0]
+        return 1
+
+    def _rewind(self, user, err):
+        return self._guarded(err, self._restart)
+
+    def _restart(self):
+        self.iterator = iter(self.loader)
+        self.batches = 0
+        return 0
 
     def close(self):
         if self.handle:
