@@ -94,6 +94,7 @@ log "runs done (recipe-table.sh exit $rc): $(ls "$OUT"/runs/*.json 2>/dev/null |
 # ---- the tables (last in the output: the device reply keeps its end) ---------------------------
 # the project files stay out: 40 of them would outgrow what a device call returns
 tar czf "$OUT/runs.tgz" --exclude="*.ncsnn" -C "$OUT" runs runs.err && rm -rf "$OUT/runs" "$OUT/runs.err"
+sed -i 's|^Logs and --json lines: .*|Logs and --json lines: runs.tgz (runs/NAME.log, NAME.json)|' "$OUT/tables.md"
 echo "==== tables ($((SECONDS - start))s; runs.tgz holds every log and --json line) ===="
 cat "$OUT/tables.md"
 [ $rc -eq 0 ]

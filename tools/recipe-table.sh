@@ -8,8 +8,9 @@
 #   3. training-free bias calibration: a plain conversion (L = T) measured at
 #      T = 8, 16, 32 without and with --calibrate-bias T (one run per T: the
 #      "converted" and "bias calibrated" rows).
-# Every run's --json line and output are kept in OUT (default a temporary
-# folder, printed at the end).
+# Before them, one line per run: its exit status, wall time, and each stage's
+# time, epochs and held-out accuracy.  Every run's --json line and output are
+# kept in OUT (default a temporary folder, printed at the end).
 #
 # Usage (from the repository root, after building):
 #   tools/recipe-table.sh [-e cpu|gpu] [-l TEST_IMAGES] [-b MINUTES] [-x "EXTRA ARGS"] [-o OUT]
@@ -39,7 +40,7 @@ while getopts "e:l:b:x:o:s:j:d:m:rh" opt; do
     d) WITHIN=$OPTARG ;;
     m) MARGIN=$OPTARG ;;
     r) REPORT_ONLY=1 ;;
-    *) sed -n '2,27p' "$0"; exit 2 ;;
+    *) sed -n '2,28p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -142,6 +143,35 @@ secs() {
   fi
 }
 
+echo "## Each run: the stages it went through (seconds; epochs run/kept of a training stage; held-out accuracy)"
+echo
+python3 - "$OUT" <<'EOF'
+import glob, json, os, sys
+out = sys.argv[1]
+print("| run | wall s | exit | kept | stages |")
+print("|---|---|---|---|---|")
+for path in sorted(glob.glob(os.path.join(out, "*.rc"))):
+    name = os.path.basename(path)[:-3]
+    def text(ext):
+        try:
+            return open(os.path.join(out, name + ext)).read().strip()
+        except OSError:
+            return ""
+    try:
+        d = json.loads(text(".json"))
+    except ValueError:
+        d = {}
+    cells = []
+    for s in d.get("stages", []):
+        c = f'{s["stage"]} {s.get("seconds", 0):.1f} s'
+        if "epochs_run" in s:
+            c += f' ({s["epochs_run"]} ep, kept {s["kept_epoch"]})'
+        if "held_out_accuracy" in s:
+            c += f' held-out {s["held_out_accuracy"]:.4f}'
+        cells.append(c)
+    print(f'| {name} | {text(".seconds")} | {text(".rc")} | {d.get("kept_stage", "")} | {"; ".join(cells) or "—"} |')
+EOF
+echo
 echo "## --target-T (engine $ENGINE, ${LIMIT:-all} test images${BUDGET:+, budget $BUDGET min})"
 echo
 echo "| network | ANN | T = 4 | goal ANN − 2 | T = 8 | goal ANN − 1 | kept T = 4 / T = 8 | seconds T = 4 / T = 8 |"
@@ -181,35 +211,6 @@ for model in "$@"; do
   done
   echo "$line"
 done
-echo
-echo "## Each run: the stages it went through (seconds; epochs run/kept of a training stage; held-out accuracy)"
-echo
-python3 - "$OUT" <<'EOF'
-import glob, json, os, sys
-out = sys.argv[1]
-print("| run | wall s | exit | kept | stages |")
-print("|---|---|---|---|---|")
-for path in sorted(glob.glob(os.path.join(out, "*.rc"))):
-    name = os.path.basename(path)[:-3]
-    def text(ext):
-        try:
-            return open(os.path.join(out, name + ext)).read().strip()
-        except OSError:
-            return ""
-    try:
-        d = json.loads(text(".json"))
-    except ValueError:
-        d = {}
-    cells = []
-    for s in d.get("stages", []):
-        c = f'{s["stage"]} {s.get("seconds", 0):.0f} s'
-        if "epochs_run" in s:
-            c += f' ({s["epochs_run"]} ep, kept {s["kept_epoch"]})'
-        if "held_out_accuracy" in s:
-            c += f' held-out {s["held_out_accuracy"]:.4f}'
-        cells.append(c)
-    print(f'| {name} | {text(".seconds")} | {text(".rc")} | {d.get("kept_stage", "")} | {"; ".join(cells) or "—"} |')
-EOF
 echo
 echo "Logs and --json lines: $OUT"
 # exit 1 when a run of this call failed (a run stopped at the deadline is not a failure)
