@@ -74,7 +74,7 @@ run() {
   local name=$1
   shift
   local start=$SECONDS limit=()
-  [ -n "$WITHIN" ] && limit=(timeout $((DEADLINE - SECONDS)))
+  [ -n "$WITHIN" ] && limit=(timeout -k 10 $((DEADLINE - SECONDS)))  # -k: KILL 10 s after a TERM it ignores
   "${limit[@]}" "$BIN" convert "$@" -o "$OUT/$name.ncsnn" "${COMMON[@]}" "${EXTRA_ARGS[@]}" --json >"$OUT/$name.log" 2>&1
   local rc=$?
   grep '^{' "$OUT/$name.log" | tail -n 1 >"$OUT/$name.json"

@@ -182,7 +182,7 @@ gboolean nc_job_finetunes(NcJob *self) { return self->finetunes; }
 nc_status nc_job_make_project(NcJob *self, nc_project **out, nc_error *err)
 {
     *out = NULL;
-    const nc_net *held = nc_job_get_net(self);
+    const nc_net *held = self ? nc_job_get_net(self) : NULL;
     if (!held)
         return nc_fail(err, NC_ERR_ARGUMENT, "Convert the model first (Convert & Run); a project holds the converted "
                                              "network.");

@@ -112,7 +112,8 @@ gboolean nc_job_finetunes(NcJob *self); /* converts, with a fine-tuning stage on
  * changed the net after conversion, the runner's (nc_runner_make_project:
  * every row with its time, the bias corrections — what `neurocuda convert`
  * saves); else the net and its settings, and the converted net's row when a
- * later stage was cancelled.  NC_ERR_ARGUMENT when there is no net yet. */
+ * later stage was cancelled.  NC_ERR_ARGUMENT, saying what to do, when there
+ * is no net yet (self may be NULL: no run yet). */
 nc_status nc_job_make_project(NcJob *self, nc_project **out, nc_error *err);
 const nc_pipeline_result *nc_job_get_pipeline_result(NcJob *self);
 const NcJobSettings *nc_job_get_settings(NcJob *self);
