@@ -148,12 +148,29 @@ static void print_stages(const nc_stage_row *rows, int n, int64_t images)
     }
 }
 
+/* A fine-tuned row: the epochs its stage ran and the one it kept (0: none
+ * beat the net from before the stage). */
+static void print_epochs_json(nc_json *j, const nc_runner *r, const nc_stage_row *row)
+{
+    nc_train_result res;
+    int qcfs = strcmp(row->name, "QCFS fine-tuned") == 0, bptt = strcmp(row->name, "BPTT fine-tuned") == 0;
+    if ((qcfs || bptt) && nc_runner_train_result(r, qcfs ? NC_TRAIN_QCFS : NC_TRAIN_BPTT, &res)) {
+        nc_json_int(j, "epochs_run", res.epochs_run);
+        nc_json_int(j, "kept_epoch", res.best_epoch);
+    }
+}
+
+/* Every row: its accuracies, the time of the stage that made it and, with
+ * the recipe, its held-out accuracy. */
 static void print_stages_json(nc_json *j, const nc_runner *r, const nc_stage_row *rows, int n)
 {
     nc_json_open(j, "stages", '[');
     for (int k = 0; k < n; k++) {
         nc_json_open(j, NULL, '{');
         nc_json_string(j, "stage", rows[k].name);
+        if (nc_runner_row_seconds(r, k) > 0)
+            nc_json_number(j, "seconds", nc_runner_row_seconds(r, k));
+        print_epochs_json(j, r, &rows[k]);
         if (nc_runner_held_out_accuracy(r, k) >= 0)
             nc_json_number(j, "held_out_accuracy", nc_runner_held_out_accuracy(r, k));
         nc_json_number(j, "ann_accuracy", rows[k].ann);

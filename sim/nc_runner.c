@@ -596,16 +596,19 @@ static void store_row(nc_project *p, const char *prefix, const nc_stage_row *row
     }
 }
 
+/* The metric prefix of a row ("" for the converted or simulated net). */
+static const char *row_prefix(const char *name)
+{
+    return strcmp(name, "QCFS fine-tuned") == 0   ? "qcfs_finetuned_"
+           : strcmp(name, "BPTT fine-tuned") == 0 ? "bptt_finetuned_"
+           : strcmp(name, "bias calibrated") == 0 ? "bias_calibrated_"
+                                                  : "";
+}
+
 void nc_runner_store_rows(nc_project *p, const nc_stage_row *rows, int n)
 {
-    for (int k = 0; k < n; k++) {
-        const char *name = rows[k].name;
-        store_row(p, strcmp(name, "QCFS fine-tuned") == 0   ? "qcfs_finetuned_"
-                     : strcmp(name, "BPTT fine-tuned") == 0 ? "bptt_finetuned_"
-                     : strcmp(name, "bias calibrated") == 0 ? "bias_calibrated_"
-                                                            : "",
-                  &rows[k]);
-    }
+    for (int k = 0; k < n; k++)
+        store_row(p, row_prefix(rows[k].name), &rows[k]);
     if (n > 1) /* the final network's accuracies under plain names too, for readers */
         store_row(p, "final_", &rows[n - 1]);
 }
@@ -665,6 +668,24 @@ static void store_stage_times(const nc_runner *r, nc_project *p)
         store_metric(p, "", "seconds_total", total);
 }
 
+/* Each row's own time ("seconds_converted", "seconds_bptt_finetuned", …) and,
+ * when the rows were judged, its held-out accuracy. */
+static void store_row_times(const nc_runner *r, nc_project *p)
+{
+    for (int k = 0; k < r->n_rows; k++) {
+        const char *prefix = row_prefix(r->rows[k].name);
+        char name[64];
+        if (prefix[0]) /* the prefix without its final '_' */
+            snprintf(name, sizeof name, "seconds_%.*s", (int)strlen(prefix) - 1, prefix);
+        else
+            snprintf(name, sizeof name, "seconds_converted");
+        if (nc_runner_row_seconds(r, k) > 0)
+            store_metric(p, "", name, nc_runner_row_seconds(r, k));
+        if (r->held_out_accuracy[k] >= 0)
+            store_metric(p, prefix, "held_out_accuracy", r->held_out_accuracy[k]);
+    }
+}
+
 nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error *err)
 {
     *out = NULL;
@@ -683,6 +704,8 @@ nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error 
         store_row(p, "final_", &r->rows[r->best_row]);
     if (finetunes(&r->desc) || o->calibrate_bias_T > 0) /* a plain conversion's file stays as it was */
         store_stage_times(r, p);
+    if ((finetunes(&r->desc) || o->calibrate_bias_T > 0) && r->desc.n_methods == 0) /* one row per stage */
+        store_row_times(r, p);
     if (r->test_set)
         store_metric(p, "", "test_images", (double)r->test_set->count);
     store_metric(p, "", "finetune_qcfs_epochs", o->finetune_qcfs_epochs);
@@ -830,6 +853,22 @@ const nc_bias_calib_result *nc_runner_bias_result(const nc_runner *r) { return r
 double nc_runner_stage_seconds(const nc_runner *r, int i)
 {
     return i >= 0 && i < r->n_stages ? r->stage_seconds[i] : 0;
+}
+double nc_runner_row_seconds(const nc_runner *r, int row)
+{
+    double sum = 0;
+    for (int i = 0; i < r->n_stages; i++) {
+        nc_run_stage_kind kind = r->stages[i].kind;
+        if (kind != NC_RUN_CALIBRATE && kind != NC_RUN_CONVERT && kind != NC_RUN_FINETUNE &&
+            kind != NC_RUN_CALIBRATE_BIAS)
+            continue;
+        int j = i + 1; /* the row it made is the one measured (or judged) next */
+        while (j < r->n_stages && r->stages[j].kind != NC_RUN_MEASURE && r->stages[j].kind != NC_RUN_SELECT)
+            j++;
+        if (j < r->n_stages && r->stages[j].row == row)
+            sum += r->stage_seconds[i];
+    }
+    return sum;
 }
 int nc_runner_best_row(const nc_runner *r) { return r->best ? r->best_row : -1; }
 double nc_runner_held_out_accuracy(const nc_runner *r, int row)

@@ -200,6 +200,11 @@ const nc_pipeline_result *nc_runner_pipeline_result(const nc_runner *r);
 int nc_runner_train_result(const nc_runner *r, nc_train_mode mode, nc_train_result *out);
 /* Seconds stage i took (0 before it ran). */
 double nc_runner_stage_seconds(const nc_runner *r, int i);
+/* Seconds the stages that made row `row` took: calibrate and convert for the
+ * converted net, else the fine-tuning or bias calibration stage before the
+ * row's measurement (its measurement and judgement not included); 0 for a
+ * row no stage made (a simulated project) or one not reached. */
+double nc_runner_row_seconds(const nc_runner *r, int row);
 /* keep_best_T: the row whose net the job holds now (the best stage so far),
  * and the held-out accuracy of row `row` at keep_best_T (−1: not judged). */
 int nc_runner_best_row(const nc_runner *r);
@@ -222,7 +227,12 @@ void nc_runner_store_rows(nc_project *p, const nc_stage_row *rows, int n);
 
 /* The project the save stage writes: a clone of the job's net, the source
  * model, the preprocessing, the calibration, every row and the fine-tuning
- * settings.  Callable after a run (front ends that save later). */
+ * settings.  When a stage changed the net after conversion, also each row's
+ * time as "seconds_<row>" (<row>: converted, qcfs_finetuned, bias_calibrated,
+ * bptt_finetuned; nc_runner_row_seconds), each kind of stage's as
+ * "seconds_<stage label>" and "seconds_total", and with keep_best_T each
+ * row's "<prefix>held_out_accuracy".  Callable after a run (front ends that
+ * save later). */
 nc_status nc_runner_make_project(const nc_runner *r, nc_project **out, nc_error *err);
 
 /* 1 if the net holds spiking or stateful neurons (IF from a conversion, or

@@ -66,12 +66,35 @@ if [ $rc -eq 0 ] && grep -q "Recipe for T = 4" "$WORK/out" && grep -q "^Bias cal
 else
   not_ok "convert --target-T 4 (exit $rc)"
 fi
+grep '^{' "$WORK/out" | tail -n 1 >"$WORK/recipe.json"
 "$BIN" info "$WORK/recipe.ncsnn" --json >"$WORK/out" 2>&1
 if grep -q "bias_calibrated_snn_accuracy_t4" "$WORK/out" && grep -q "seconds_finetune" "$WORK/out" \
    && grep -q "finetune_distill_alpha" "$WORK/out"; then
   ok "the project file keeps the recipe's rows, stage times and distillation"
 else
   not_ok "recipe metrics in the project file"
+fi
+# each stage's time, held-out and test accuracy: in the --json line, and the same in the project file
+if python3 - "$WORK/recipe.json" "$WORK/out" >"$WORK/check" 2>&1 <<'EOF'
+import json, math, sys
+run = json.load(open(sys.argv[1]))
+metrics = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])["metrics"]
+keys = {"converted": "", "QCFS fine-tuned": "qcfs_finetuned_", "bias calibrated": "bias_calibrated_",
+        "BPTT fine-tuned": "bptt_finetuned_"}
+for s in run["stages"]:
+    prefix = keys[s["stage"]]
+    row = "seconds_" + (prefix[:-1] or "converted")
+    assert s["seconds"] > 0 and math.isclose(metrics[row], s["seconds"], rel_tol=1e-6), (row, s, metrics.get(row))
+    assert metrics[prefix + "held_out_accuracy"] == s["held_out_accuracy"], (prefix, s)
+    assert metrics[prefix + "snn_accuracy_t4"] == s["snn_accuracy_by_step"][3], (prefix, s)
+    assert ("epochs_run" in s) == ("fine-tuned" in s["stage"]), s
+print(len(run["stages"]), "stages agree")
+EOF
+then
+  ok "each stage's time, held-out and test accuracy: in --json and the same in the project file"
+else
+  cp "$WORK/check" "$WORK/out"
+  not_ok "stage times and accuracies in --json and the project file"
 fi
 
 # 4. Ctrl-C mid-epoch: exit non-zero, the old project file is unchanged

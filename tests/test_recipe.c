@@ -4,6 +4,7 @@
  *   - nc_net_summarise on small nets built here;
  *   - a whole recipe run on a small ANN and synthetic data: every stage is
  *     judged on the held-out images and the job ends holding the best;
+ *     each stage's time and accuracies reach the project file;
  *   - a training run stops when its time budget is spent. */
 #include "nc_test.h"
 #include "nc_test_util.h"
@@ -114,13 +115,49 @@ static int count_stages(const nc_runner *r, nc_run_stage_kind kind)
     return n;
 }
 
+/* Each row's time is the time of the stage before its measurement, and the
+ * project file holds every row's time, held-out and test accuracy. */
+static void check_stage_times_and_accuracy(const nc_runner *r)
+{
+    for (int i = 0; i + 1 < nc_runner_stage_count(r); i++) {
+        const nc_run_stage *s = nc_runner_stage(r, i), *next = nc_runner_stage(r, i + 1);
+        if (s->kind == NC_RUN_FINETUNE || s->kind == NC_RUN_CALIBRATE_BIAS)
+            NC_CHECK(nc_runner_row_seconds(r, next->row) == nc_runner_stage_seconds(r, i),
+                     "row %d's time is stage %d's (%s)", next->row, i, s->label);
+    }
+    nc_project *p = NULL;
+    nc_error err = {0};
+    NC_CHECK(nc_runner_make_project(r, &p, &err) == NC_OK, "project: %s", err.message);
+    static const char *const rows[] = {"converted", "qcfs_finetuned", "bias_calibrated", "bptt_finetuned"};
+    static const char *const prefixes[] = {"", "qcfs_finetuned_", "bias_calibrated_", "bptt_finetuned_"};
+    for (int k = 0; p && k < 4; k++) {
+        char key[96];
+        double secs = -1, held = -1, test = -1;
+        snprintf(key, sizeof key, "seconds_%s", rows[k]);
+        nc_project_get_metric(p, key, &secs);
+        snprintf(key, sizeof key, "%sheld_out_accuracy", prefixes[k]);
+        nc_project_get_metric(p, key, &held);
+        snprintf(key, sizeof key, "%ssnn_accuracy_t4", prefixes[k]);
+        nc_project_get_metric(p, key, &test);
+        NC_CHECK(secs > 0 && secs == nc_runner_row_seconds(r, k), "seconds_%s %.3f s (the runner's %.3f)", rows[k],
+                 secs, nc_runner_row_seconds(r, k));
+        NC_CHECK(held == nc_runner_held_out_accuracy(r, k) && test == nc_runner_row(r, k)->snn[3],
+                 "%s: held-out %.4f, test %.4f in the project file", rows[k], held, test);
+    }
+    nc_project_free(p);
+}
+
 static void test_recipe_run_keeps_the_best(void)
 {
     nc_net *ann = quadrant_ann();
     nc_dataset *train = quadrant_dataset(1400, 11), *test = quadrant_dataset(200, 12);
     nc_runner_desc d = nc_runner_desc_default();
     d.source = ann;
-    d.source_path = "quadrant ann";
+    /* the project file fingerprints its source: a file stands in for the net built here */
+    char source[512];
+    FILE *f = fopen(nc_test_file("quadrant.ann", source, sizeof source), "w");
+    NC_CHECK(f && fputs("the quadrant ANN of test_recipe.c\n", f) >= 0 && fclose(f) == 0, "write %s", source);
+    d.source_path = source;
     d.dataset = NULL;
     d.train_data = train, d.test_data = test;
     d.held_out = 200;
@@ -166,6 +203,7 @@ static void test_recipe_run_keeps_the_best(void)
         for (int i = 0; i < nc_runner_stage_count(r); i++)
             if (nc_runner_stage(r, i)->kind == NC_RUN_FINETUNE)
                 NC_CHECK(nc_runner_stage_seconds(r, i) > 0, "stage %d timed", i);
+        check_stage_times_and_accuracy(r);
     }
     nc_runner_free(r);
     free_dataset(train);

@@ -18,6 +18,9 @@
  *      training images: two curves (before, after), the calibration error
  *      before and after side by side, the stage table; screenshots
  *      window-finetune-{calibration-error,accuracy}.png;
+ *   6b'. training-free bias calibration alone: the calibration-error view
+ *      shows each layer before and after it, named for it; screenshot
+ *      window-bias-calibration-error.png;
  *   6c. a run that keeps 40 images' rasters within 1 MB: the images past
  *      the budget go to the spill file and one of them is shown from it;
  *   7. start a long run and close the window during it: the run is
@@ -25,6 +28,9 @@
  * The exit status is 0 only if every check passed.  NC_SELF_TEST_IMAGES and
  * NC_SELF_TEST_STEPS (default 64 and 16) size the compared runs,
  * NC_SELF_TEST_TRAIN_IMAGES (default 320) the fine-tuning epoch.
+ * NC_SELF_TEST_ONLY=bias runs step 6b' alone (after the model opened) and
+ * quits: tools/screenshot-bias-calibration.sh makes the README's screenshot
+ * with it on the VGG-style fixture.
  * Every step prints a "# self-test: ..." line; small sizes keep it short.
  *
  * The test is a state machine polled every 100 ms: each step either waits,
@@ -45,6 +51,8 @@
 #include "nc-trace-chart.h"
 #include "nc-window.h"
 
+#include "../core/nc_project.h"
+
 typedef enum { WAIT, NEXT, FAIL } StepResult;
 
 typedef struct SelfTest SelfTest;
@@ -63,6 +71,8 @@ struct SelfTest {
     guint curves_before;         /* accuracy curves before a fine-tuning run */
     gboolean scrolled;           /* the settings pane shows fine-tuning      */
     gint64 cancelled_at;
+    const StepFn *steps;         /* the steps this run takes, and how many   */
+    guint n_steps;
 };
 
 static int status;               /* the process exit status */
@@ -369,6 +379,28 @@ static StepResult dark_mode(SelfTest *t)
 
 /* ---- fine-tuning ---- */
 
+/* The error view's layers, before (stack 0) and after (stack 1): how many
+ * changed, and the summed errors; FALSE with *bad = the layer when one of
+ * its values is not a number. */
+static gboolean compare_error_stacks(NcLayerChart *error, int *changed, double *before, double *after, int *bad)
+{
+    *changed = 0, *before = 0, *after = 0;
+    for (int l = 0; l < nc_layer_chart_get_n_layers(error); l++) {
+        double b = 0, a = 0;
+        for (int k = 0; k < 3; k++) {
+            b += nc_layer_chart_get_value(error, l, 0, k);
+            a += nc_layer_chart_get_value(error, l, 1, k);
+        }
+        if (!isfinite(a) || !isfinite(b)) {
+            *bad = l;
+            return FALSE;
+        }
+        *changed += fabs(a - b) > 1e-9;
+        *before += b, *after += a;
+    }
+    return TRUE;
+}
+
 /* One BPTT epoch on `images` training images, small batches; `held_out`
  * images pick the best epoch (0: the epoch is kept, so the net changes). */
 static StepResult start_finetune(SelfTest *t, const char *method, int images, int held_out)
@@ -484,17 +516,10 @@ static StepResult check_finetune(SelfTest *t)
                         nc_accuracy_chart_get_n_points(acc, r), test_steps());
     if (!nc_layer_chart_get_compared(error))
         return fail("the calibration-error chart does not compare before and after fine-tuning");
-    int layers = nc_layer_chart_get_n_layers(error), changed = 0;
-    for (int l = 0; l < layers; l++) {
-        double b = 0, a = 0;
-        for (int k = 0; k < 3; k++) {
-            b += nc_layer_chart_get_value(error, l, 0, k);
-            a += nc_layer_chart_get_value(error, l, 1, k);
-        }
-        if (!isfinite(a) || !isfinite(b))
-            return fail("layer %d: error before %g, after %g", l, b, a);
-        changed += fabs(a - b) > 1e-9;
-    }
+    int layers = nc_layer_chart_get_n_layers(error), changed = 0, bad = -1;
+    double sum_before, sum_after;
+    if (!compare_error_stacks(error, &changed, &sum_before, &sum_after, &bad))
+        return fail("layer %d: its error before or after is not a number", bad);
     if (changed == 0)
         return fail("fine-tuning changed no layer's error");
     if (nc_model_pane_get_n_stages(pane) != 2)
@@ -553,6 +578,106 @@ static StepResult finetune_screenshots(SelfTest *t)
         nc_window_show_chart(t->window, finetune_views[t->view]);
     t->step_start = g_get_monotonic_time();
     return WAIT;
+}
+
+/* ---- training-free bias calibration ---- */
+
+/* Bias calibration alone, for the simulated T: the job simulates the
+ * converted net, calibrates its biases and simulates it again. */
+static StepResult run_bias(SelfTest *t)
+{
+    activate(t, "clear-runs", NULL);
+    g_settings_set_string(t->settings, "threshold-method", "p99.9");
+    g_settings_set_int(t->settings, "finetune-qcfs-epochs", 0);
+    g_settings_set_int(t->settings, "finetune-bptt-epochs", 0);
+    g_settings_set_int(t->settings, "calibrate-bias", test_steps());
+    t->curves_before = nc_accuracy_chart_get_n_runs(NC_ACCURACY_CHART(nc_window_get_chart(t->window, "accuracy")));
+    return start_run(t, test_images());
+}
+
+/* The error of each layer before and after the calibration side by side,
+ * each named; two curves; the stage table's two rows. */
+static StepResult check_bias(SelfTest *t)
+{
+    NcAccuracyChart *acc = NC_ACCURACY_CHART(nc_window_get_chart(t->window, "accuracy"));
+    NcLayerChart *error = NC_LAYER_CHART(nc_window_get_chart(t->window, "calibration-error"));
+    NcModelPane *pane = NC_MODEL_PANE(nc_window_get_model_pane(t->window));
+    g_autofree char *after = g_strdup_printf("after: bias calibration T %d", test_steps());
+    guint runs = nc_accuracy_chart_get_n_runs(acc);
+    const char *key0 = nc_layer_chart_get_stack_label(error, 0), *key1 = nc_layer_chart_get_stack_label(error, 1);
+    if (!nc_layer_chart_get_compared(error) || g_strcmp0(key0, "before: converted") || g_strcmp0(key1, after))
+        return fail("the calibration-error view does not compare before and after the bias calibration (“%s”, “%s”)",
+                    key0, key1);
+    if (runs != t->curves_before + 2 || !strstr(nc_accuracy_chart_get_label(acc, runs - 1), "bias calibration"))
+        return fail("a bias calibration run drew %u curves, expected 2, the second named for it",
+                    runs - t->curves_before);
+    const NcStageAccuracy *s0 = nc_model_pane_get_stage(pane, 0), *s1 = nc_model_pane_get_stage(pane, 1);
+    if (nc_model_pane_get_n_stages(pane) != 2 || strcmp(s0->name, "converted") || strcmp(s1->name, "bias calibrated") ||
+        !isfinite(s0->snn) || !isfinite(s1->snn) || s1->T != test_steps())
+        return fail("the stage table should hold the converted and the bias calibrated net at T = %d (%d rows)",
+                    test_steps(), nc_model_pane_get_n_stages(pane));
+    int layers = nc_layer_chart_get_n_layers(error), changed = 0, bad = -1;
+    double before, now;
+    if (!compare_error_stacks(error, &changed, &before, &now, &bad))
+        return fail("layer %d: its error before or after is not a number", bad);
+    say("bias calibration: %d of %d layers' errors changed, summed %.4f → %.4f; SNN %.1f%% → %.1f%% at T = %d",
+        changed, layers, before, now, 100 * s0->snn, 100 * s1->snn, s1->T);
+    return NEXT;
+}
+
+/* The project file of the calibrated net holds both rows and their times,
+ * as `neurocuda convert --calibrate-bias` writes them. */
+static StepResult check_bias_project(SelfTest *t)
+{
+    g_autofree char *path = g_build_filename(t->dir, "bias-calibrated.ncsnn", NULL);
+    g_autoptr(GError) error = NULL;
+    if (!nc_window_save_project(t->window, path, &error))
+        return fail("saving the bias calibrated net: %s", error->message);
+    nc_project *p = NULL;
+    nc_error err = {0};
+    if (nc_project_load(path, &p, &err) != NC_OK)
+        return fail("reading %s back: %s", path, err.message);
+    char key[64];
+    double acc = -1, seconds = -1, kept = -1, T = -1;
+    g_snprintf(key, sizeof key, "bias_calibrated_snn_accuracy_t%d", test_steps());
+    gboolean found = nc_project_get_metric(p, key, &acc) &&
+                     nc_project_get_metric(p, "seconds_bias_calibrated", &seconds) &&
+                     nc_project_get_metric(p, "bias_calibration_kept", &kept) &&
+                     nc_project_get_metric(p, "bias_calibration_T", &T);
+    nc_project_free(p);
+    if (!found || acc < 0 || seconds <= 0 || T != test_steps())
+        return fail("%s lacks the bias calibrated row, its time or the calibration's settings", path);
+    say("the project keeps the bias calibrated row (%.1f%%), its time (%.2f s), kept %g", 100 * acc, seconds, kept);
+    return NEXT;
+}
+
+/* The error view, after the toast that reported the run has gone. */
+static StepResult bias_screenshot(SelfTest *t)
+{
+    if (!t->step_begun) {
+        t->step_begun = TRUE;
+        nc_window_dismiss_toast(t->window);
+        nc_window_show_chart(t->window, "calibration-error");
+        return WAIT;
+    }
+    if (!waited(t, 1.0))
+        return WAIT;
+    return save_window_png(t, "bias-calibration-error");
+}
+
+static StepResult bias_off(SelfTest *t)
+{
+    g_settings_reset(t->settings, "calibrate-bias");
+    return NEXT;
+}
+
+/* The end of a run of some of the steps: passed, the window closes. */
+static StepResult close_window(SelfTest *t)
+{
+    status = 0;
+    g_print("# self-test: passed\n");
+    gtk_window_close(GTK_WINDOW(t->window));
+    return NEXT;
 }
 
 /* A mean that is not a number: no run, a dialog that says what to fix. */
@@ -662,9 +787,14 @@ static const StepFn steps[] = {
     wait_for_model, bad_settings, help_and_about, run_to_cancel, cancel_after_first_update, wait_cancelled, run_p999, wait_finished, check_live,
     run_mmse, wait_finished, check_views, screenshots, settings_shot, dark_mode, run_finetune_to_cancel,
     cancel_mid_epoch, wait_cancelled, check_finetune_cancelled, run_finetune, wait_finished, check_finetune,
-    finetune_screenshots, finetune_off, export_all, open_project, run_project, wait_finished, run_spilled,
-    wait_finished, check_spilled, close_during_run,
+    finetune_screenshots, finetune_off, export_all, run_bias, wait_finished, check_bias, check_bias_project,
+    bias_screenshot, bias_off,
+    open_project, run_project, wait_finished, run_spilled, wait_finished, check_spilled, close_during_run,
 };
+
+/* NC_SELF_TEST_ONLY=bias: the bias calibration's steps alone. */
+static const StepFn bias_steps[] = {wait_for_model,     run_bias,        wait_finished, check_bias,
+                                    check_bias_project, bias_screenshot, close_window};
 
 /* ---- driver --------------------------------------------------------------------------------- */
 
@@ -683,7 +813,7 @@ static gboolean tick(gpointer user_data)
         finish(t, FALSE);
         return G_SOURCE_REMOVE;
     }
-    StepResult r = steps[t->step](t);
+    StepResult r = t->steps[t->step](t);
     if (r == FAIL) {
         finish(t, FALSE);
         return G_SOURCE_REMOVE;
@@ -692,7 +822,7 @@ static gboolean tick(gpointer user_data)
         t->step++;
         t->step_start = g_get_monotonic_time();
         t->step_begun = FALSE;
-        if (t->step == G_N_ELEMENTS(steps)) /* the window closes; the application ends with it */
+        if (t->step == t->n_steps) /* the window closes; the application ends with it */
             return G_SOURCE_REMOVE;
     }
     return G_SOURCE_CONTINUE;
@@ -720,6 +850,9 @@ static void self_test_start(GtkApplication *app, NcWindow *window, GSettings *se
     t->settings = g_object_ref(settings);
     t->dir = g_strdup(dir);
     t->step_start = g_get_monotonic_time();
+    gboolean bias_only = g_strcmp0(g_getenv("NC_SELF_TEST_ONLY"), "bias") == 0;
+    t->steps = bias_only ? bias_steps : steps;
+    t->n_steps = bias_only ? G_N_ELEMENTS(bias_steps) : G_N_ELEMENTS(steps);
     g_mkdir_with_parents(dir, 0755);
     say("writing into %s", dir);
     g_timeout_add_full(G_PRIORITY_DEFAULT, 100, tick, t, self_test_free);

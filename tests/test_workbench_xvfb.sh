@@ -10,7 +10,8 @@
 # simulates it, screenshots the window (each view, light and dark, during a
 # run), opens the shortcuts and about windows, checks that a bad setting gives
 # a dialog, fine-tunes (a BPTT epoch cancelled in its middle, then a short one
-# whose calibration error and accuracy are compared before and after), and
+# whose calibration error and accuracy are compared before and after), runs
+# a training-free bias calibration (its error per layer before and after), and
 # finally closes the window during a run (it must exit cleanly).  Then the
 # installed program's scripted sessions: --print-loaded and --bench-frames.
 # G_DEBUG=fatal-criticals turns any GTK/GLib critical into a failure.
@@ -64,12 +65,15 @@ check "the project is an HDF5 file" '[ "$(head -c 4 "$out/model.ncsnn" | tail -c
 check "the network is exported to NIR (HDF5)" '[ "$(head -c 4 "$out/network.nir" | tail -c 3)" = "HDF" ]'
 
 bad=""
-for c in $charts dark settings running finetune-calibration-error finetune-accuracy finetune-settings finetune-running; do
+for c in $charts dark settings running finetune-calibration-error finetune-accuracy finetune-settings finetune-running \
+  bias-calibration-error; do
   f="$out/window-$c.png"
   is_png "$f" && [ "$(stat -c %s "$f")" -gt 20000 ] || bad="$bad $c"
 done
 check "window screenshots of every view and in dark mode${bad:+ (missing:$bad)}" '[ -z "$bad" ]'
 check "fine-tuning compared before and after, and cancelled mid-epoch" 'grep -q "self-test: fine-tuning: .* layers. errors changed" "$log" && grep -q "fine-tuning stopped .* after Cancel" "$log"'
+check "bias calibration compared before and after in the error view, its row and time in the project file" \
+  'grep -q "self-test: bias calibration: .* layers. errors changed" "$log" && grep -q "self-test: the project keeps the bias calibrated row" "$log"'
 check "no temporary files left by the atomic writes" '[ -z "$(ls "$out" | grep -E "\.tmp")" ]'
 check "the workbench prints its version" '"$workbench" --version | grep -q "^neurocuda-workbench "'
 check "the installed workbench carries no self-test" '! grep -qa "self-test: " "$workbench"'

@@ -21,6 +21,10 @@ OUT/<name>.json holds the test accuracy and the training settings.
 Preprocessing (as the fixtures): x/255, then (x − 0.2860)/0.3530 — what
 `neurocuda convert` applies by default for fashion-mnist.
 
+The nets that docs/BENCHMARKS.md §6c reports and tools/gpu-recipe-run.sh runs are committed in
+tests/fixtures/heldout (made with the defaults below: `tools/train_heldout_nets.py tests/fixtures/heldout`
+with torch 1.13, so TorchScript exports only).
+
 Usage (Debian's python3-torch is /usr/bin/python3):
   /usr/bin/python3 tools/train_heldout_nets.py OUT
   /usr/bin/python3 tools/train_heldout_nets.py OUT --models ho_mlp_wide --epochs 1 --limit 6000

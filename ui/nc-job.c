@@ -74,16 +74,21 @@ gboolean nc_job_settings_finetunes(const NcJobSettings *s)
            s->pipeline.calibrate_bias_T > 0 || s->target_T > 0;
 }
 
+/* The stages after conversion in the runner's order: QCFS, bias calibration, BPTT. */
 char *nc_job_settings_describe_finetune(const NcJobSettings *s)
 {
     if (s->target_T > 0)
         return g_strdup_printf("recipe T %d", s->target_T);
     int qcfs = s->pipeline.finetune_qcfs_epochs, bptt = s->pipeline.finetune_bptt_epochs;
-    if (qcfs <= 0 && bptt <= 0)
-        return NULL;
-    g_autofree char *q = qcfs > 0 ? g_strdup_printf("QCFS %d ep", qcfs) : NULL;
-    g_autofree char *b = bptt > 0 ? g_strdup_printf("BPTT %d ep", bptt) : NULL;
-    return q && b ? g_strdup_printf("%s + %s", q, b) : g_strdup(q ? q : b);
+    int bias = s->pipeline.calibrate_bias_T;
+    GString *text = g_string_new(NULL);
+    if (qcfs > 0)
+        g_string_append_printf(text, "QCFS %d ep", qcfs);
+    if (bias > 0)
+        g_string_append_printf(text, "%sbias calibration T %d", text->len ? " + " : "", bias);
+    if (bptt > 0)
+        g_string_append_printf(text, "%sBPTT %d ep", text->len ? " + " : "", bptt);
+    return g_string_free(text, text->len == 0);
 }
 
 char *nc_job_settings_describe(const NcJobSettings *s, gboolean converts)
@@ -174,6 +179,25 @@ const nc_record *nc_job_get_record(NcJob *self)
 }
 
 gboolean nc_job_finetunes(NcJob *self) { return self->finetunes; }
+
+nc_status nc_job_make_project(NcJob *self, nc_project **out, nc_error *err)
+{
+    *out = NULL;
+    const nc_net *held = self ? nc_job_get_net(self) : NULL;
+    if (!held)
+        return nc_fail(err, NC_ERR_ARGUMENT, "Convert the model first (Convert & Run); a project holds the converted "
+                                             "network.");
+    if (self->finetunes && !keeps_before(self))
+        return nc_runner_make_project(self->runner, out, err);
+    nc_net *net = nc_net_clone(held); /* the project takes it */
+    if (!net)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for a copy of the network");
+    nc_status st = nc_pipeline_make_project(net, self->source_path, &self->settings.pp, &self->settings.pipeline,
+                                            nc_job_get_pipeline_result(self), out, err);
+    if (st == NC_OK && self->finetunes) /* a later stage was cancelled: the converted net's row */
+        nc_runner_store_rows(*out, nc_runner_row(self->runner, 0), 1);
+    return st;
+}
 
 int nc_job_get_finetuned_epochs(NcJob *self, nc_train_mode stage)
 {

@@ -54,7 +54,8 @@ void nc_job_settings_clear(NcJobSettings *s);
 void nc_job_settings_copy(NcJobSettings *dst, const NcJobSettings *src);
 /* "p99.9 · layer · L 8" — names a run in the accuracy chart's legend. */
 char *nc_job_settings_describe(const NcJobSettings *s, gboolean converts);
-/* "QCFS 1 ep + BPTT 2 ep", "recipe T 8", or NULL when no fine-tuning stage is on. */
+/* "QCFS 1 ep + BPTT 2 ep", "bias calibration T 8", "recipe T 8", or NULL when
+ * no stage changes the net after conversion (nc_job_settings_finetunes). */
 char *nc_job_settings_describe_finetune(const NcJobSettings *s);
 /* TRUE when a stage changes the net after conversion (bias calibration,
  * fine-tuning, the recipe): the views then compare before and after. */
@@ -108,6 +109,13 @@ int nc_job_get_finetuned_epochs(NcJob *self, nc_train_mode stage);
  * the net kept the parameters it had. */
 gboolean nc_job_get_train_result(NcJob *self, nc_train_mode stage, nc_train_result *out);
 gboolean nc_job_finetunes(NcJob *self); /* converts, with a fine-tuning stage on */
+/* The project file of nc_job_get_net: after a job whose stages all ran and
+ * changed the net after conversion, the runner's (nc_runner_make_project:
+ * every row with its time, the bias corrections — what `neurocuda convert`
+ * saves); else the net and its settings, and the converted net's row when a
+ * later stage was cancelled.  NC_ERR_ARGUMENT, saying what to do, when there
+ * is no net yet (self may be NULL: no run yet). */
+nc_status nc_job_make_project(NcJob *self, nc_project **out, nc_error *err);
 const nc_pipeline_result *nc_job_get_pipeline_result(NcJob *self);
 const NcJobSettings *nc_job_get_settings(NcJob *self);
 const char *nc_job_get_source_path(NcJob *self);

@@ -94,9 +94,9 @@ static void build_layer_bars(NcLayerChart *self)
     if (self->kind == NC_LAYER_CHART_SOPS && isfinite(d->totals.sops_per_mac))
         g_snprintf(self->title, sizeof self->title, "Synaptic operations per image: %.3g SOPs per ANN MAC",
                    d->totals.sops_per_mac);
-    else if (self->n_stacks == 2)
-        g_strlcpy(self->title, "Conversion error per layer, mean |e|: before (faded) and after fine-tuning",
-                  sizeof self->title);
+    else if (self->n_stacks == 2) /* named for what changed the net: "after: BPTT 1 ep" → "after BPTT 1 ep" */
+        g_snprintf(self->title, sizeof self->title, "Conversion error per layer, mean |e|: before (faded) and after %s",
+                   g_str_has_prefix(self->stack_labels[1], "after: ") ? self->stack_labels[1] + 7 : "fine-tuning");
     else
         g_strlcpy(self->title, titles[self->kind], sizeof self->title);
 }
@@ -334,6 +334,10 @@ void nc_layer_chart_set_baseline(NcLayerChart *self, NcRunData *baseline, const 
 }
 
 gboolean nc_layer_chart_get_compared(NcLayerChart *self) { return self->n_categories > 0 && self->n_stacks == 2; }
+const char *nc_layer_chart_get_stack_label(NcLayerChart *self, int stack)
+{
+    return self->baseline && (stack == 0 || stack == 1) ? self->stack_labels[stack] : NULL;
+}
 
 double nc_layer_chart_get_value(NcLayerChart *self, int layer, int stack, int group)
 {

@@ -33,6 +33,9 @@ int nc_layer_chart_get_n_layers(NcLayerChart *self);
 void nc_layer_chart_set_baseline(NcLayerChart *self, NcRunData *baseline, const char *before, const char *after);
 /* TRUE while the bars show the baseline beside the data. */
 gboolean nc_layer_chart_get_compared(NcLayerChart *self);
+/* The legend key of stack 0 (before) or 1 (after), as set with the
+ * baseline; NULL without one. */
+const char *nc_layer_chart_get_stack_label(NcLayerChart *self, int stack);
 /* The bar of (layer, stack, group) as drawn (stack 0 = baseline when
  * compared); NAN outside the chart. */
 double nc_layer_chart_get_value(NcLayerChart *self, int layer, int stack, int group);

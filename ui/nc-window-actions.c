@@ -5,11 +5,8 @@
  * calls nothing of nc-window.c or nc-window-run.c. */
 #include "nc-window-private.h"
 
-#include <math.h>
-
 #include "../core/nc_nir.h"
 #include "../core/nc_project.h"
-#include "../sim/nc_pipeline.h"
 
 #define MAX_RECENT 8
 
@@ -118,70 +115,34 @@ gboolean nc_window_save_recording(NcWindow *self, const char *path, GError **err
     return TRUE;
 }
 
+/* A metric the project does not hold yet: the runner's rows (the converted
+ * net's "ann_accuracy") win over the shown run's summary. */
+static void add_metric(nc_project *p, const char *key, double value)
+{
+    double held;
+    if (!nc_project_get_metric(p, key, &held))
+        nc_project_set_metric(p, key, value, NULL);
+}
+
+/* The shown run's summary. */
 static void add_metrics(nc_project *p, const nc_record *rec)
 {
     if (!rec || nc_record_samples(rec) == 0)
         return;
-    nc_project_set_metric(p, "ann_accuracy", nc_record_ann_accuracy(rec), NULL);
-    nc_project_set_metric(p, "qcfs_accuracy", nc_record_qcfs_accuracy(rec), NULL);
-    nc_project_set_metric(p, "snn_accuracy", nc_record_accuracy(rec, nc_record_T(rec)), NULL);
-    nc_project_set_metric(p, "snn_T", nc_record_T(rec), NULL);
-}
-
-/* A fine-tuned run stores each stage's accuracy under the names `neurocuda
- * convert` uses: "" (converted), "qcfs_finetuned_", "bptt_finetuned_" and
- * "final_" prefixes, and the epochs the saved net went through. */
-static void add_stage_metrics(nc_project *p, NcJob *job)
-{
-    static const char *const names[] = {"converted", "QCFS fine-tuned", "BPTT fine-tuned"};
-    static const char *const prefixes[] = {"", "qcfs_finetuned_", "bptt_finetuned_"};
-    int n;
-    const NcStageAccuracy *stages = nc_job_get_stages(job, &n);
-    if (!nc_job_finetunes(job))
-        return;
-    for (int k = 0; k < n; k++)
-        for (guint j = 0; j < G_N_ELEMENTS(names); j++) {
-            if (strcmp(stages[k].name, names[j]) != 0)
-                continue;
-            for (int final = 0; final <= (k == n - 1 && n > 1); final++) {
-                const char *prefix = final ? "final_" : prefixes[j];
-                char key[96];
-                g_snprintf(key, sizeof key, "%sann_accuracy", prefix);
-                if (isfinite(stages[k].ann))
-                    nc_project_set_metric(p, key, stages[k].ann, NULL);
-                g_snprintf(key, sizeof key, "%sqcfs_accuracy", prefix);
-                if (isfinite(stages[k].qcfs))
-                    nc_project_set_metric(p, key, stages[k].qcfs, NULL);
-                g_snprintf(key, sizeof key, "%ssnn_accuracy_t%d", prefix, stages[k].T);
-                if (isfinite(stages[k].snn))
-                    nc_project_set_metric(p, key, stages[k].snn, NULL);
-            }
-        }
-    int qcfs = nc_job_get_finetuned_epochs(job, NC_TRAIN_QCFS), bptt = nc_job_get_finetuned_epochs(job, NC_TRAIN_BPTT);
-    nc_project_set_metric(p, "finetune_qcfs_epochs", qcfs, NULL);
-    nc_project_set_metric(p, "finetune_bptt_epochs", bptt, NULL);
-    if (bptt > 0)
-        nc_project_set_metric(p, "finetune_train_T", nc_job_get_settings(job)->pipeline.train.T, NULL);
+    add_metric(p, "ann_accuracy", nc_record_ann_accuracy(rec));
+    add_metric(p, "qcfs_accuracy", nc_record_qcfs_accuracy(rec));
+    add_metric(p, "snn_accuracy", nc_record_accuracy(rec, nc_record_T(rec)));
+    add_metric(p, "snn_T", nc_record_T(rec));
 }
 
 gboolean nc_window_save_project(NcWindow *self, const char *path, GError **error)
 {
     NcJob *job = self->last_job;
-    if (!job || !nc_job_get_net(job)) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "Convert the model first (Convert & Run); a project holds "
-                                                          "the converted network.");
-        return FALSE;
-    }
-    const NcJobSettings *s = nc_job_get_settings(job);
     nc_project *p = NULL;
     nc_error err = {0};
-    nc_net *net = nc_net_clone(nc_job_get_net(job)); /* the project takes it */
-    nc_status st = net ? nc_pipeline_make_project(net, nc_job_get_source_path(job), &s->pp, &s->pipeline,
-                                                  nc_job_get_pipeline_result(job), &p, &err)
-                       : nc_fail(&err, NC_ERR_MEMORY, "out of memory");
+    nc_status st = nc_job_make_project(job, &p, &err);
     if (st == NC_OK) {
         add_metrics(p, nc_job_get_record(job));
-        add_stage_metrics(p, job);
         st = nc_project_save(p, path, &err);
     }
     nc_project_free(p);
