@@ -19,5 +19,14 @@ export LD_LIBRARY_PATH=/tmp/nc/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export NC_SOURCE_DIR=$(pwd)
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-16}
 [ -d .fmnist ] && export FMNIST=$(pwd)/.fmnist
+# Libraries the bundle leaves to the machine: the CUDA runtime and cuBLAS (from
+# PyTorch's wheels where the system has none) and NCCL (libnccl.so.2, 200 MB,
+# from the system or PyTorch's nvidia-nccl wheel).
+for lib in libcublas.so.13 libcudart.so.13 libnccl.so.2; do
+  if ldd "$B/neurocuda" | grep -q "$lib.*not found"; then
+    d=$(find / -xdev -name "$lib" -printf '%h\n' 2>/dev/null | head -1)
+    [ -n "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
+  fi
+done
 ldd "$B/neurocuda" | grep 'not found' && echo "gpu-env.sh: WARNING: missing libraries" >&2
 true

@@ -19,15 +19,18 @@
 #   4. the anchors: the same networks as plain ANNs in PyTorch (batch 8192;
 #      VGG16 2048 = 256 × 8) and as SpikingJelly-style multi-step SNNs in
 #      eager PyTorch (batch 1024 / 256, T = 8), fp32 with TF32 off, tf32, bf16;
-#   5. one nsys profile (VGG-style, bf16);
-#   6. if time is left: compute-sanitizer (memcheck on the kernels test, racecheck on
-#      the engine and trainer tests; NC_SANITIZE overrides).
+#   5. one profile: nsys (VGG-style, bf16) where the image has it, else ncu
+#      (VGG-style, NC_PROFILE_PREC); with NC_PROFILE_TRAIN=1 also ncu's kernel
+#      times of one `bench --train`, summed by kernel;
+#   6. if time is left: compute-sanitizer (memcheck on the kernels test,
+#      racecheck on the kernels that use shared memory; NC_SANITIZE overrides).
 # The last lines printed are a summary table (the device reply keeps the end
 # of the output).  NC_RUN_BUDGET (seconds, default 560) bounds the whole run.
-# Shorter calls: NC_TESTS (test names), NC_PRECISIONS, NC_BENCH_NETS, NC_ACC_NEED
-# NC_ACC_PRECISIONS (the accuracy step's), NC_TRAIN_BENCH=1 (one BPTT step against PyTorch's),
-# NC_TORCH_FLOOR=0 (no PyTorch inference anchors), NC_PROFILE_TRAIN=1 (kernel times of a training bench).
-# (seconds needed to start the accuracy step), NC_PROFILE=0, NC_SANITIZE.
+# Shorter calls: NC_TESTS (test names), NC_PRECISIONS, NC_BENCH_NETS,
+# NC_ACC_NEED (seconds needed to start the accuracy step), NC_ACC_PRECISIONS
+# (the accuracy step's precisions), NC_TRAIN_BENCH=1 (one BPTT step against
+# PyTorch's), NC_TORCH_FLOOR=0 (no PyTorch inference anchors), NC_PROFILE=0,
+# NC_SANITIZE.
 set -uo pipefail
 OUT=${OUT:-/tmp/nc-out}
 mkdir -p "$OUT"
@@ -38,23 +41,8 @@ start=$SECONDS
 left() { echo $((budget - (SECONDS - start))); }
 log() { echo "[$((SECONDS - start))s] $*"; }
 
-# ---- unpack --------------------------------------------------------------------
-if [ ! -f .gpu/nc.tar.xz ]; then
-  echo "gpu-run.sh: no .gpu/nc.tar.xz (run tools/gpu-bundle.sh, and carry .gpu)" >&2
-  exit 1
-fi
-rm -rf /tmp/nc && mkdir -p /tmp/nc && tar xJf .gpu/nc.tar.xz -C /tmp/nc || exit 1
-B=/tmp/nc/bin
-export LD_LIBRARY_PATH=/tmp/nc/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-if ldd "$B/neurocuda" | grep -q 'libcublas.*not found'; then
-  # no system CUDA libraries: use the ones PyTorch's wheels bring
-  for lib in libcublas.so.13 libcudart.so.13; do
-    d=$(find / -xdev -name "$lib" -printf '%h\n' 2>/dev/null | head -1)
-    [ -n "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
-  done
-fi
-export NC_SOURCE_DIR=$root
-export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-16}
+# ---- unpack (tools/gpu-env.sh: B, NC_SOURCE_DIR, LD_LIBRARY_PATH) -----------------
+source "$root/tools/gpu-env.sh" || exit 1
 ldd "$B/neurocuda" > "$OUT/ldd.txt" 2>&1
 grep 'not found' "$OUT/ldd.txt" && log "WARNING: missing libraries (see ldd.txt)"
 
