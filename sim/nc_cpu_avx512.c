@@ -94,6 +94,120 @@ void nc_avx512_ev_gather(float *y, int64_t ldy, int64_t nq, int n, const float *
     }
 }
 
+/* ---- event-driven conv by scatter ---------------------------------------- */
+
+/* The buffer of one sample's currents, channel-last with a margin: buffer
+ * row (iy + 2) and column (ix + 2) hold the outputs that tap (0, 0) of input
+ * (iy, ix) reaches, and tap (ky, kx) reaches the position ky rows and kx
+ * columns before it.  Every tap of every input lands inside, so the scatter
+ * tests no bounds; the outputs are its rows and columns from
+ * (2 − pad top, 2 − pad left) on. */
+#define SC_K 3
+static int64_t scatter_buf_cols(const nc_window *g) { return g->w + SC_K - 1; }
+static int64_t scatter_buf_floats(const nc_window *g, int cout)
+{
+    return (int64_t)(g->h + SC_K - 1) * scatter_buf_cols(g) * cout;
+}
+
+int nc_avx512_scatter_fits(const nc_window *g, int cout)
+{
+    return cout >= 1 && cout <= 32 && g->kernel[0] == SC_K && g->kernel[1] == SC_K && g->stride[0] == 1 &&
+           g->stride[1] == 1 && g->dilation[0] == 1 && g->dilation[1] == 1 && g->pad[0] < SC_K &&
+           g->pad[2] < SC_K && g->pad[1] < SC_K && g->pad[3] < SC_K &&
+           scatter_buf_floats(g, cout) <= NC_AVX512_SCATTER_MAX_FLOATS;
+}
+
+size_t nc_avx512_scatter_work_floats(const nc_window *g, int cout)
+{
+    return 16 + (size_t)scatter_buf_floats(g, cout); /* alignment, the buffer */
+}
+
+/* Input position by input position: the taps of its events summed in
+ * registers (9·NV sums; one loop over the position's events, whose exit is
+ * the one mispredicted branch), then added into the 9 outputs they reach.
+ * The gather (nc_avx512_ev_gather) instead runs three short loops per output
+ * position, each ending in a mispredicted exit. */
+#define SC_LOAD(j, p) (j < nv - 1 || full ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(last, p))
+#define SC_STORE(j, p, v) (j < nv - 1 || full ? _mm512_storeu_ps(p, v) : _mm512_mask_storeu_ps(p, last, v))
+#define SCATTER(NV, FULL)                                                                                  \
+    static void scatter##NV##_##FULL(const nc_window *g, int cout, __mmask16 last, const float *wt,          \
+                                     const int *start, const int64_t *off, const float *val, float *buf)   \
+    {                                                                                                      \
+        const int full = FULL, nv = NV; /* SC_LOAD, SC_STORE (full: no masked lanes) */                                   \
+        int64_t tap_ld = (int64_t)g->c * cout, cols = scatter_buf_cols(g);                                 \
+        for (int iy = 0, q = 0; iy < g->h; iy++)                                                           \
+            for (int ix = 0; ix < g->w; ix++, q++) {                                                       \
+                if (start[q] == start[q + 1])                                                              \
+                    continue;                                                                              \
+                __m512 acc[SC_K * SC_K][NV];                                                               \
+                _Pragma("GCC unroll 9") for (int k = 0; k < SC_K * SC_K; k++)                              \
+                    _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) acc[k][j] = _mm512_setzero_ps();  \
+                const float *wq = wt - ix * tap_ld; /* off[e] = ix·tap_ld + ci·Cout */                     \
+                for (int e = start[q]; e < start[q + 1]; e++) {                                            \
+                    __m512 u = _mm512_set1_ps(val[e]);                                                     \
+                    const float *w = wq + off[e];                                                          \
+                    _Pragma("GCC unroll 9") for (int k = 0; k < SC_K * SC_K; k++)                          \
+                        _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) acc[k][j] =                   \
+                            _mm512_fmadd_ps(u, SC_LOAD(j, w + k * tap_ld + 16 * j), acc[k][j]);            \
+                }                                                                                          \
+                float *o = buf + ((iy + SC_K - 1) * cols + ix + SC_K - 1) * cout;                          \
+                _Pragma("GCC unroll 3") for (int ky = 0; ky < SC_K; ky++)                                  \
+                    _Pragma("GCC unroll 3") for (int kx = 0; kx < SC_K; kx++) {                            \
+                        float *ok = o - (ky * cols + kx) * cout;                                           \
+                        _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                               \
+                            SC_STORE(j, ok + 16 * j, _mm512_add_ps(SC_LOAD(j, ok + 16 * j), acc[ky * SC_K + kx][j])); \
+                    }                                                                                      \
+            }                                                                                              \
+    }
+SCATTER(1, 0)
+SCATTER(1, 1)
+SCATTER(2, 0)
+SCATTER(2, 1)
+#undef SCATTER
+#undef SC_LOAD
+#undef SC_STORE
+
+/* Every position of the buffer starts at the bias (or 0). */
+static void scatter_init(int64_t positions, int cout, const float *bias, float *buf)
+{
+    for (int c0 = 0; c0 < cout; c0 += 16) {
+        __mmask16 m = cout - c0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (cout - c0)) - 1);
+        __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
+        for (int64_t p = 0; p < positions; p++)
+            _mm512_mask_storeu_ps(buf + p * cout + c0, m, b);
+    }
+}
+
+/* y = (add ? y : 0) + the buffer's outputs: OW·Cout consecutive floats per
+ * output row. */
+static void scatter_out(const nc_window *g, int cout, const float *buf, float *y, int add)
+{
+    int64_t n = (int64_t)g->ow * cout, cols = scatter_buf_cols(g);
+    for (int oy = 0; oy < g->oh; oy++) {
+        const float *b = buf + ((oy + SC_K - 1 - g->pad[0]) * cols + SC_K - 1 - g->pad[1]) * cout;
+        float *yo = y + oy * n;
+        for (int64_t k = 0; k < n; k += 16) {
+            __mmask16 m = n - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - k)) - 1);
+            __m512 v = _mm512_maskz_loadu_ps(m, b + k);
+            _mm512_mask_storeu_ps(yo + k, m, add ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, yo + k), v) : v);
+        }
+    }
+}
+
+void nc_avx512_conv_scatter(const nc_window *g, int cout, const int *start, const int64_t *off, const float *val,
+                            const float *wt, const float *bias, float *y, int add, float *work)
+{
+    float *buf = (float *)(((uintptr_t)work + 63) & ~(uintptr_t)63); /* whole cache lines per 16 outputs */
+    scatter_init(scatter_buf_floats(g, cout) / cout, cout, bias, buf);
+    __mmask16 last = (__mmask16)(cout % 16 ? (1u << (cout % 16)) - 1 : 0xFFFF);
+    if (cout > 16)
+        (cout % 16 ? scatter2_0 : scatter2_1)(g, cout, last, wt, start, off, val, buf);
+    else
+        (cout % 16 ? scatter1_0 : scatter1_1)(g, cout, last, wt, start, off, val, buf);
+    scatter_out(g, cout, buf, y, add);
+}
+#undef SC_K
+
 /* ---- first-layer conv ---------------------------------------------------------- */
 
 void nc_avx512_conv_thin_sample(const nc_window *g, int cout, const float *xp, int64_t hp, int64_t wp,
