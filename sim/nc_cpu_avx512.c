@@ -39,7 +39,9 @@ int nc_avx512_event_lists(int64_t q0, int64_t q1, int w, int cin, int cout, int6
  * a segment go in pairs into two sets of sums, a and b, added at the end:
  * one set of NV ≤ 2 vectors leaves the FMA units waiting on the latency of
  * the previous FMA of the same sum.  A pair's missing second event (an odd
- * count) is the first one again under an empty mask. */
+ * count) is the first one again under an empty mask.  NV up to 8 (16 sums
+ * in registers): a dense layer of 128 outputs (the MLP's) reads each event
+ * once instead of once per block of 64. */
 #define EV_LOAD(NV, j, p) (j < NV - 1 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(last, p))
 #define EV_GATHER16(NV)                                                                                    \
     static void ev_gather16_##NV(float *y, int64_t ldy, int64_t nq, __mmask16 last, const float *init,       \
@@ -48,7 +50,7 @@ int nc_avx512_event_lists(int64_t q0, int64_t q1, int w, int cin, int cout, int6
     {                                                                                                      \
         for (int64_t qq = 0; qq < nq; qq++, y += ldy, lo += lds, hi += lds, soff += lds) {                 \
             __m512 a[NV], b[NV];                                                                           \
-            _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++) {                                         \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) {                                         \
                 a[j] = init ? EV_LOAD(NV, j, init + 16 * j) : _mm512_setzero_ps();                         \
                 b[j] = _mm512_setzero_ps();                                                                \
             }                                                                                              \
@@ -59,13 +61,13 @@ int nc_avx512_event_lists(int64_t q0, int64_t q1, int w, int cin, int cout, int6
                     __mmask16 second = (__mmask16)-more;                                                   \
                     const float *p0 = wb + off[e], *p1 = wb + off[e + more];                               \
                     __m512 u0 = _mm512_set1_ps(val[e]), u1 = _mm512_set1_ps(val[e + more]);                \
-                    _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++) {                                 \
+                    _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) {                                 \
                         a[j] = _mm512_fmadd_ps(u0, EV_LOAD(NV, j, p0 + 16 * j), a[j]);                     \
                         b[j] = _mm512_mask3_fmadd_ps(u1, EV_LOAD(NV, j, p1 + 16 * j), b[j], second);       \
                     }                                                                                      \
                 }                                                                                          \
             }                                                                                              \
-            _Pragma("GCC unroll 4") for (int j = 0; j < NV - 1; j++)                                       \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NV - 1; j++)                                       \
                 _mm512_storeu_ps(y + 16 * j, _mm512_add_ps(a[j], b[j]));                                   \
             _mm512_mask_storeu_ps(y + 16 * (NV - 1), last, _mm512_add_ps(a[NV - 1], b[NV - 1]));          \
         }                                                                                                  \
@@ -74,22 +76,31 @@ EV_GATHER16(1)
 EV_GATHER16(2)
 EV_GATHER16(3)
 EV_GATHER16(4)
+EV_GATHER16(5)
+EV_GATHER16(6)
+EV_GATHER16(7)
+EV_GATHER16(8)
 #undef EV_GATHER16
+
 #undef EV_LOAD
 
 void nc_avx512_ev_gather(float *y, int64_t ldy, int64_t nq, int n, const float *init, const float *wt,
                          const int *ns, int64_t lds, const int *lo, const int *hi, const int64_t *soff,
                          const int *start, const int64_t *off, const float *val)
 {
-    for (int c0 = 0; c0 < n; c0 += 64) {
-        int nc = n - c0 < 64 ? n - c0 : 64, nv = (nc + 15) / 16;
+    for (int c0 = 0; c0 < n; c0 += NC_AVX512_EV_BLOCK) {
+        int nc = n - c0 < NC_AVX512_EV_BLOCK ? n - c0 : NC_AVX512_EV_BLOCK, nv = (nc + 15) / 16;
         __mmask16 last = (__mmask16)(nc % 16 ? (1u << (nc % 16)) - 1 : 0xFFFF);
         const float *i0 = init ? init + c0 : NULL;
         switch (nv) {
         case 1: ev_gather16_1(y + c0, ldy, nq, last, i0, wt + c0, ns, lds, lo, hi, soff, start, off, val); break;
         case 2: ev_gather16_2(y + c0, ldy, nq, last, i0, wt + c0, ns, lds, lo, hi, soff, start, off, val); break;
         case 3: ev_gather16_3(y + c0, ldy, nq, last, i0, wt + c0, ns, lds, lo, hi, soff, start, off, val); break;
-        default: ev_gather16_4(y + c0, ldy, nq, last, i0, wt + c0, ns, lds, lo, hi, soff, start, off, val); break;
+        case 4: ev_gather16_4(y + c0, ldy, nq, last, i0, wt + c0, ns, lds, lo, hi, soff, start, off, val); break;
+        case 5: ev_gather16_5(y + c0, ldy, nq, last, i0, wt + c0, ns, lds, lo, hi, soff, start, off, val); break;
+        case 6: ev_gather16_6(y + c0, ldy, nq, last, i0, wt + c0, ns, lds, lo, hi, soff, start, off, val); break;
+        case 7: ev_gather16_7(y + c0, ldy, nq, last, i0, wt + c0, ns, lds, lo, hi, soff, start, off, val); break;
+        default: ev_gather16_8(y + c0, ldy, nq, last, i0, wt + c0, ns, lds, lo, hi, soff, start, off, val); break;
         }
     }
 }

@@ -24,8 +24,9 @@ int nc_avx512_event_lists(int64_t q0, int64_t q1, int w, int cin, int cout, int6
                           int *start, int64_t *off, float *val, int ne);
 
 /* y[q·ldy + (0, n)] = init + the gathered events of output positions q < nq
- * (see ev_gather in nc_cpu_ops.c), n outputs of any count: 64 at a time in
- * four registers of 16, the last one masked. */
+ * (see ev_gather in nc_cpu_ops.c), n outputs of any count: up to
+ * NC_AVX512_EV_BLOCK at a time in registers of 16, the last one masked. */
+#define NC_AVX512_EV_BLOCK 128
 void nc_avx512_ev_gather(float *y, int64_t ldy, int64_t nq, int n, const float *init, const float *wt,
                          const int *ns, int64_t lds, const int *lo, const int *hi, const int64_t *soff,
                          const int *start, const int64_t *off, const float *val);

@@ -720,7 +720,14 @@ static void fast_dense_events_weight(int fin, int fout, const float *weight, flo
 }
 
 /* Rows per block of nc_dense_events: their event lists are built first, then
- * each 64-output slice of the weight serves all of them while in cache. */
+ * each slice of NC_EV_BLOCK outputs of the weight serves all of them while
+ * in cache (the AVX-512 build's gather holds 128 sums in registers, the
+ * others 64). */
+#if NC_EV_AVX512
+#define NC_EV_BLOCK NC_AVX512_EV_BLOCK
+#else
+#define NC_EV_BLOCK 64
+#endif
 #define NC_DENSE_EV_ROWS 16
 
 static size_t fast_dense_events_work_floats(int fin)
@@ -746,8 +753,8 @@ static void fast_dense_events(int64_t rows, int fin, int fout, const float *in, 
         for (int k = 0; k < nb; k++)
             ne = event_lists(k, k + 1, 1, fin, fout, 0, in + (r0 + k) * fin, start, off, val, ne);
         start[nb] = ne;
-        for (int c0 = 0; c0 < fout; c0 += 64) {
-            int n = fout - c0 < 64 ? fout - c0 : 64;
+        for (int c0 = 0; c0 < fout; c0 += NC_EV_BLOCK) {
+            int n = fout - c0 < NC_EV_BLOCK ? fout - c0 : NC_EV_BLOCK;
             ev_gather(out + r0 * fout + c0, fout, nb, n, bias ? bias + c0 : NULL, wt + c0, ones, 1, rows_lo,
                       rows_lo + 1, zeros, start, off, val);
         }
