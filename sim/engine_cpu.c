@@ -264,10 +264,17 @@ static nc_status node_fail(run_ctx *c, int i, nc_status code, const char *what)
                    what);
 }
 
+/* The machine's RAM, asked once: sysconf(_SC_PHYS_PAGES) is a sysinfo()
+ * system call, and every value of every pass checks against it. */
 static double physical_bytes(void)
 {
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    return pages > 0 && size > 0 ? (double)pages * (double)size : 1e300;
+    static _Atomic double bytes; /* 0: not asked yet (engines may run in several threads) */
+    double b = bytes;
+    if (b == 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+        bytes = b = pages > 0 && size > 0 ? (double)pages * (double)size : 1e300;
+    }
+    return b;
 }
 
 /* The smallest free block of at least `bytes` (and not wastefully larger),
@@ -378,9 +385,16 @@ static nc_status value_like_input(run_ctx *c, int i, cpu_value *out, const float
     return value_alloc(c, i, in->rows, in->constant, out);
 }
 
-/* flatten and output: the same values under another shape. */
+/* flatten and output: the same values under another shape.  A borrowed
+ * input (the caller's tensor, alive for the whole pass and never written)
+ * is borrowed again instead of copied. */
 static nc_status run_copy(run_ctx *c, int i, cpu_value *out)
 {
+    const cpu_value *in = input_value(c, i, 0);
+    if (!in->owned && !c->step_out && numel_of(c, c->net->nodes[i].inputs[0]) == numel_of(c, i)) {
+        *out = (cpu_value){in->data, in->rows, in->constant, 0, 0};
+        return NC_OK;
+    }
     const float *src;
     nc_status s = value_like_input(c, i, out, &src);
     if (s == NC_OK && out->data != src)
