@@ -1029,8 +1029,14 @@ static size_t fast_conv2d_events_maxpool_work_floats(const nc_window *conv, int 
 /* Max pool of a channel-last plane, in [H·W][C] → out [OH·OW][C]: the
  * comparisons of nc_maxpool in its order (window row-major, best = x > best ?
  * x : best from −inf; a window of padding only gives 0), 8 channels a vector. */
+static void maxpool_channels_last_2x2(const nc_window *g, const float *in, float *out);
+
 static void maxpool_channels_last(const nc_window *g, const float *in, float *out)
 {
+    if (pool_is_2x2(g)) {
+        maxpool_channels_last_2x2(g, in, out);
+        return;
+    }
     int c = g->c, dh = g->dilation[0], dw = g->dilation[1];
     for (int oy = 0; oy < g->oh; oy++) {
         nc_axis_taps ty = nc_taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
@@ -1060,6 +1066,37 @@ static void maxpool_channels_last(const nc_window *g, const float *in, float *ou
             }
         }
     }
+}
+
+/* The same for the 2×2, stride-2 window of pool_is_2x2 (the CNNs'), without
+ * the window arithmetic per output: its four taps in the general loop's
+ * order, so that the results are the same bit for bit. */
+static void maxpool_channels_last_2x2(const nc_window *g, const float *in, float *out)
+{
+    int c = g->c;
+    int64_t row = (int64_t)g->w * c;
+    for (int oy = 0; oy < g->oh; oy++)
+        for (int ox = 0; ox < g->ow; ox++) {
+            const float *x = in + (2 * oy * (int64_t)g->w + 2 * ox) * c;
+            float *y = out + ((int64_t)oy * g->ow + ox) * c;
+            int ch = 0;
+#if NC_EV_AVX2
+            for (; ch + 8 <= c; ch += 8) {
+                __m256 best = _mm256_max_ps(_mm256_loadu_ps(x + ch), _mm256_set1_ps(-INFINITY));
+                best = _mm256_max_ps(_mm256_loadu_ps(x + c + ch), best);
+                best = _mm256_max_ps(_mm256_loadu_ps(x + row + ch), best);
+                _mm256_storeu_ps(y + ch, _mm256_max_ps(_mm256_loadu_ps(x + row + c + ch), best));
+            }
+#endif
+            for (; ch < c; ch++) {
+                float best = -INFINITY;
+                best = x[ch] > best ? x[ch] : best;
+                best = x[c + ch] > best ? x[c + ch] : best;
+                best = x[row + ch] > best ? x[row + ch] : best;
+                best = x[row + c + ch] > best ? x[row + c + ch] : best;
+                y[ch] = best;
+            }
+        }
 }
 
 /* Works channel-last inside: the gather's [8 positions][Cout] blocks are
