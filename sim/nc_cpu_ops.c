@@ -1099,10 +1099,11 @@ static void maxpool_channels_last_2x2(const nc_window *g, const float *in, float
         }
 }
 
-/* Works channel-last inside: the gather's [8 positions][Cout] blocks are
- * added to running sums kept as [P][Cout], pooled 8 channels at a time, and
- * only the pooled increments are transposed to [C][OH·OW].  Every sum,
- * comparison and difference is the one the unfused path makes, in its order. */
+/* Works channel-last inside: each step's currents (the gather's [8
+ * positions][Cout] blocks, or the scatter's buffer) are added to running sums
+ * kept as [P][Cout], pooled 8 channels at a time, and only the pooled
+ * increments are transposed to [C][OH·OW].  Every sum, comparison and
+ * difference is the one the unfused path makes, in its order. */
 static void fast_conv2d_events_maxpool(const nc_window *conv, int cout, const nc_window *pool, int T, int64_t n,
                               const float *in, int64_t in_step, const float *wt, const float *bias, float *out,
                               int64_t out_step, float *work)
