@@ -293,8 +293,10 @@ static float *pool_get(cpu_state *st, size_t bytes)
         if (!pool)
             return NULL;
         st->pool = pool;
-        float *data = malloc(bytes ? bytes : 1);
-        if (!data)
+        /* cache-line aligned: a row of 16 floats is then one line, not two
+         * (the AVX-512 dense kernel on two misaligned operands: +20 %) */
+        void *data = NULL;
+        if (posix_memalign(&data, 64, bytes ? (bytes + 63) / 64 * 64 : 64) != 0)
             return NULL;
         best = st->n_pool++;
         st->pool[best] = (pool_block){data, bytes, 0, 0};
@@ -387,11 +389,14 @@ static nc_status value_like_input(run_ctx *c, int i, cpu_value *out, const float
 
 /* flatten and output: the same values under another shape.  A borrowed
  * input (the caller's tensor, alive for the whole pass and never written)
- * is borrowed again instead of copied. */
+ * is borrowed again instead of copied, when it is cache-line aligned as
+ * the engine's own buffers are (else the copy costs less than the kernels
+ * reading misaligned rows). */
 static nc_status run_copy(run_ctx *c, int i, cpu_value *out)
 {
     const cpu_value *in = input_value(c, i, 0);
-    if (!in->owned && !c->step_out && numel_of(c, c->net->nodes[i].inputs[0]) == numel_of(c, i)) {
+    if (!in->owned && !c->step_out && numel_of(c, c->net->nodes[i].inputs[0]) == numel_of(c, i) &&
+        (uintptr_t)in->data % 64 == 0) {
         *out = (cpu_value){in->data, in->rows, in->constant, 0, 0};
         return NC_OK;
     }

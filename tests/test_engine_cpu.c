@@ -369,6 +369,21 @@ static void test_flatten_of_input(void)
     if (out)
         NC_CHECK(compare("SNN", out->data, want, T * N * O, 1e-5, 1e-4), "SNN: IF on dense(flatten(x))");
     NC_CHECK(memcmp(before, x->data, sizeof before) == 0, "the caller's input is left as it was");
+    /* the same input at a cache-line aligned address (borrowed) and one float
+     * past it (copied): the same outputs */
+    float *buf = aligned_alloc(64, 64 * ((N * F + 1) * sizeof(float) / 64 + 1));
+    for (int shift = 0; shift < 2; shift++) {
+        nc_tensor moved = *x;
+        moved.data = buf + shift;
+        memcpy(moved.data, before, sizeof before);
+        nc_tensor *got = NULL;
+        NC_CHECK(run(net, &moved, &snn, &got, &err) == NC_OK, "SNN forward, input moved by %d floats", shift);
+        if (got && out)
+            NC_CHECK(memcmp(got->data, out->data, T * N * O * sizeof(float)) == 0, "input moved by %d floats", shift);
+        NC_CHECK(memcmp(before, moved.data, sizeof before) == 0, "input moved by %d: left as it was", shift);
+        nc_tensor_free(got);
+    }
+    free(buf);
     nc_tensor_free(x), nc_tensor_free(out);
     nc_net_free(net);
 }
