@@ -515,15 +515,18 @@ static nc_status run_events(run_ctx *c, int i, const cpu_value *in, cpu_value *o
      * the (malloc-aligned) workspace */
     per_slot = (per_slot + 15) & ~(size_t)15;
     /* cost: about one FMA per output and non-zero input would be the density
-     * times the MACs; count the dense MACs / 64 as the floats of work */
-    int threads = job_threads(c->threads, in->rows, nc_node_macs(c->net, i) * in->rows / 64);
+     * times the MACs; count the dense MACs / 64 as the floats of work, plus
+     * the inputs, which the event lists read all of (a classifier of 10
+     * outputs costs mostly that: 13 µs a pass for the MLP's, on one thread) */
+    int64_t cost = (nc_node_macs(c->net, i) / 64 + in_numel) * in->rows;
+    int threads = job_threads(c->threads, in->rows, cost);
     nc_status s = work_reserve(c, i, per_slot, threads);
     if (s != NC_OK)
         return s;
     row_job j = {.op = conv ? JOB_CONV_EVENTS : JOB_DENSE_EVENTS, .node = n, .g = &c->st->win[i],
                  .in = in->data, .out = out->data, .in_row = in_numel, .out_row = out_numel,
                  .work = c->work, .work_floats = per_slot, .wt = c->st->evw[i]};
-    job_parallel(c->st, &j, threads, in->rows, nc_node_macs(c->net, i) * in->rows / 64);
+    job_parallel(c->st, &j, threads, in->rows, cost);
     return NC_OK;
 }
 
@@ -562,7 +565,7 @@ static nc_status run_events_max_pool(run_ctx *c, int i, int p, const cpu_value *
         return s;
     size_t per_slot = (nc_conv2d_events_maxpool_work_floats(conv, (int)n->shape[0], pool) + 15) & ~(size_t)15;
     int64_t in_row = numel_of(c, n->inputs[0]), out_row = numel_of(c, p);
-    int64_t cost = nc_node_macs(c->net, i) * in->rows / 64; /* as in run_events */
+    int64_t cost = (nc_node_macs(c->net, i) / 64 + in_row) * in->rows; /* as in run_events */
     int threads = job_threads(c->threads, c->N, cost);
     if ((s = work_reserve(c, i, per_slot, threads)) != NC_OK)
         return s;
