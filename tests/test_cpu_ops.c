@@ -231,7 +231,8 @@ static const double densities[] = {0.0, 0.02, 0.1, 0.3, 0.6, 1.0};
 /* Event-driven conv (groups 1) against the reference on sparse inputs.
  * window: 0 random (stride, padding, dilation, ceil), 1 the 3×3 pad-1
  * layer of a VGG, 2 a 2×2 stride-2 one, 3 a 3×3 stride-1 one with random
- * padding 0–2 per side (what the AVX-512 build scatters, for Cout ≤ 32). */
+ * padding 0–2 per side, up to 30×30 (what the AVX-512 build scatters, for
+ * Cout ≤ 32 and a buffer of at most 128 KiB). */
 static int conv_events_case(int64_t rows, double density, int window, int cout)
 {
     nc_window g;
@@ -242,7 +243,8 @@ static int conv_events_case(int64_t rows, double density, int window, int cout)
         int k3[2] = {3, 3}, k2[2] = {2, 2}, s1[2] = {1, 1}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1}, p0[4] = {0};
         int d[2] = {1, 1}, h = rnd_int(2, 15), w = rnd_int(2, 15);
         int pr[4] = {rnd_int(0, 2), rnd_int(0, 2), rnd_int(0, 2), rnd_int(0, 2)};
-        if (window == 3 && nc_window_init(&g, cin, h, w, k3, s1, pr, d, 0) == 0)
+        int h3 = rnd_int(2, 30), w3 = rnd_int(2, 30); /* up to the VGG's 28×28 and past it */
+        if (window == 3 && nc_window_init(&g, cin, h3, w3, k3, s1, pr, d, 0) == 0)
             ;
         else
             nc_window_init(&g, cin, h, w, window == 2 ? k2 : k3, window == 2 ? s2 : s1, window == 2 ? p0 : p1, d,
