@@ -10,6 +10,7 @@
 
 #include "nc_window.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Values the event lists must have room for past their last event: the
@@ -23,11 +24,31 @@ int nc_avx512_event_lists(int64_t q0, int64_t q1, int w, int cin, int cout, int6
                           int *start, int64_t *off, float *val, int ne);
 
 /* y[q·ldy + (0, n)] = init + the gathered events of output positions q < nq
- * (see ev_gather in nc_cpu_ops.c), n outputs of any count: 64 at a time in
- * four registers of 16, the last one masked. */
+ * (see ev_gather in nc_cpu_ops.c), n outputs of any count: up to
+ * NC_AVX512_EV_BLOCK at a time in registers of 16, the last one masked. */
+#define NC_AVX512_EV_BLOCK 128
 void nc_avx512_ev_gather(float *y, int64_t ldy, int64_t nq, int n, const float *init, const float *wt,
                          const int *ns, int64_t lds, const int *lo, const int *hi, const int64_t *soff,
                          const int *start, const int64_t *off, const float *val);
+
+/* The event-driven conv by scatter, for a 3×3 kernel of stride 1, no
+ * dilation, padding under 3, Cout ≤ 32, and a buffer of one sample's
+ * currents of at most NC_AVX512_SCATTER_MAX_FLOATS (128 KiB: in L2; the
+ * VGG's 28×28 layer of 32 channels, 115 KiB, still ran 23 % faster than by
+ * gather, the CNN's 14×14 one, 32 KiB, fits in L1): each
+ * input position sums the taps of its events in registers and adds them
+ * into the outputs they reach, in a channel-last buffer with a margin (no
+ * bounds tests).  In: the lists of one sample as event_lists in
+ * nc_cpu_ops.c builds them (position-major, off[e] = ix·Cin·Cout + ci·Cout).
+ * Out: y [OH·OW][Cout] channel-last, y = bias + the events' sums, or with
+ * add, y += that (in this order: the running sums of a fused max pool get
+ * what the unfused conv's currents would add).  wt as
+ * nc_conv2d_events_weight makes it; work: nc_avx512_scatter_work_floats(). */
+#define NC_AVX512_SCATTER_MAX_FLOATS (32 * 1024)
+int nc_avx512_scatter_fits(const nc_window *g, int cout);
+size_t nc_avx512_scatter_work_floats(const nc_window *g, int cout);
+void nc_avx512_conv_scatter(const nc_window *g, int cout, const int *start, const int64_t *off, const float *val,
+                            const float *wt, const float *bias, float *y, int add, float *work);
 
 /* The first-layer conv of few input channels (conv_thin in nc_cpu_ops.c)
  * for one sample, from its zero-padded copy xp ([Cin][hp][wp], wp a multiple

@@ -234,13 +234,45 @@ static void fast_conv2d_events_weight(const nc_window *g, int cout, const float 
                         weight[(((int64_t)m * cin + ci) * kh + ky) * kw + kx];
 }
 
-static size_t fast_conv2d_events_work_floats(const nc_window *g, int cout)
+/* Whether the AVX-512 build runs the event-driven conv of this geometry by
+ * scatter (nc_avx512_conv_scatter) rather than by gather (ev_gather): the
+ * fused and the unfused conv choose alike, so that they agree bit for bit. */
+static int conv_events_scatter(const nc_window *g, int cout)
+{
+#if NC_EV_AVX512
+    return nc_avx512_scatter_fits(g, cout);
+#else
+    (void)g, (void)cout;
+    return 0;
+#endif
+}
+
+/* The event-driven conv's workspace: first the lists and tables of
+ * conv_events_carve (int64 tables first), ... */
+static size_t conv_events_lists_floats(const nc_window *g, int cout)
 {
     size_t hw = (size_t)g->h * g->w, p = (size_t)g->oh * g->ow, taps = (size_t)g->kernel[0] * g->kernel[1];
     /* event offsets (int64) and values with their slack, segment offsets
      * (int64) and bounds, 8 positions of outputs [8][Cout] and of input [8][Cin] */
-    return 3 * ((size_t)g->c * hw + NC_EV_LIST_SLACK) + p * (4 * taps + 1) + 8 * (size_t)cout + 8 * (size_t)g->c +
-           hw + 1 + 64;
+    return (3 * ((size_t)g->c * hw + NC_EV_LIST_SLACK) + p * (4 * taps + 1) + 8 * (size_t)cout + 8 * (size_t)g->c +
+            hw + 1 + 64 + 15) / 16 * 16;
+}
+
+/* ... then, for the scatter, its buffer and one sample's currents
+ * channel-last (for the unfused conv). */
+static size_t conv_events_scatter_floats(const nc_window *g, int cout)
+{
+#if NC_EV_AVX512
+    if (conv_events_scatter(g, cout))
+        return (nc_avx512_scatter_work_floats(g, cout) + 15) / 16 * 16 + (size_t)g->oh * g->ow * cout;
+#endif
+    (void)g, (void)cout;
+    return 0;
+}
+
+static size_t fast_conv2d_events_work_floats(const nc_window *g, int cout)
+{
+    return conv_events_lists_floats(g, cout) + conv_events_scatter_floats(g, cout);
 }
 
 /* 8×8 transpose of floats: dst[j·ld_d + i] = src[i·ld_s + j]. */
@@ -549,10 +581,61 @@ static void conv_events_row(const nc_window *g, int cout, const float *x, const 
     }
 }
 
+/* sum[k] += x[k]. */
+static void add_into(int64_t n, const float *restrict x, float *restrict sum)
+{
+    int64_t k = 0;
+#if NC_EV_AVX2 /* -O2 does not vectorise loops of unknown length */
+    for (; k + 8 <= n; k += 8)
+        _mm256_storeu_ps(sum + k, _mm256_add_ps(_mm256_loadu_ps(sum + k), _mm256_loadu_ps(x + k)));
+#endif
+    for (; k < n; k++)
+        sum[k] += x[k];
+}
+
+/* sum (channel-last [P][Cout]) = the currents of spikes x (add 0), or
+ * sum += them (add 1): by scatter where conv_events_scatter, else by
+ * gather, 8 positions a block.  cw: the lists of `work`. */
+static void conv_events_sum(const nc_window *conv, int cout, const float *x, const float *next, const float *wt,
+                            const float *bias, int add, float *sum, const conv_events_work *cw, float *work)
+{
+    int64_t p = (int64_t)conv->oh * conv->ow, in_row = (int64_t)conv->c * conv->h * conv->w;
+    conv_events_lists(conv, cout, x, cw);
+    /* the next input (if any) into L2 while this one's sums are made: the
+     * lists wait on it otherwise (it was written long ago, by the IF) */
+    for (int64_t k = 0; next && k < in_row; k += 16)
+        __builtin_prefetch(next + k, 0, 2);
+#if NC_EV_AVX512
+    if (conv_events_scatter(conv, cout)) {
+        nc_avx512_conv_scatter(conv, cout, cw->start, cw->off, cw->val, wt, bias, sum, add,
+                               work + conv_events_lists_floats(conv, cout));
+        return;
+    }
+#endif
+    (void)work;
+    for (int64_t q0 = 0; q0 < p; q0 += 8) {
+        int nq = p - q0 < 8 ? (int)(p - q0) : 8;
+        float *dst = add ? cw->acc : sum + q0 * cout;
+        conv_events_block(conv, cout, q0, nq, wt, bias, cw, dst);
+        if (add)
+            add_into((int64_t)nq * cout, cw->acc, sum + q0 * cout);
+    }
+}
+
 static void fast_conv2d_events(const nc_window *g, int cout, int64_t rows, const float *in, const float *wt,
                       const float *bias, float *out, float *work)
 {
     int64_t in_row = (int64_t)g->c * g->h * g->w, out_row = (int64_t)cout * g->oh * g->ow;
+    if (conv_events_scatter(g, cout)) { /* channel-last currents, then [Cout][OH·OW] */
+        conv_events_work cw = conv_events_carve(g, cout, work);
+        float *cl = work + fast_conv2d_events_work_floats(g, cout) - (size_t)g->oh * g->ow * cout;
+        for (int64_t r = 0; r < rows; r++) {
+            conv_events_sum(g, cout, in + r * in_row, r + 1 < rows ? in + (r + 1) * in_row : NULL, wt, bias, 0, cl,
+                            &cw, work);
+            transpose_plane((int64_t)g->oh * g->ow, cout, cl, out + r * out_row);
+        }
+        return;
+    }
     conv_events_work cw = conv_events_carve(g, cout, work);
     conv_events_segments(g, cout, &cw);
     for (int64_t r = 0; r < rows; r++)
@@ -567,7 +650,14 @@ static void fast_dense_events_weight(int fin, int fout, const float *weight, flo
 }
 
 /* Rows per block of nc_dense_events: their event lists are built first, then
- * each 64-output slice of the weight serves all of them while in cache. */
+ * each slice of NC_EV_BLOCK outputs of the weight serves all of them while
+ * in cache (the AVX-512 build's gather holds 128 sums in registers, the
+ * others 64). */
+#if NC_EV_AVX512
+#define NC_EV_BLOCK NC_AVX512_EV_BLOCK
+#else
+#define NC_EV_BLOCK 64
+#endif
 #define NC_DENSE_EV_ROWS 16
 
 static size_t fast_dense_events_work_floats(int fin)
@@ -593,8 +683,8 @@ static void fast_dense_events(int64_t rows, int fin, int fout, const float *in, 
         for (int k = 0; k < nb; k++)
             ne = event_lists(k, k + 1, 1, fin, fout, 0, in + (r0 + k) * fin, start, off, val, ne);
         start[nb] = ne;
-        for (int c0 = 0; c0 < fout; c0 += 64) {
-            int n = fout - c0 < 64 ? fout - c0 : 64;
+        for (int c0 = 0; c0 < fout; c0 += NC_EV_BLOCK) {
+            int n = fout - c0 < NC_EV_BLOCK ? fout - c0 : NC_EV_BLOCK;
             ev_gather(out + r0 * fout + c0, fout, nb, n, bias ? bias + c0 : NULL, wt + c0, ones, 1, rows_lo,
                       rows_lo + 1, zeros, start, off, val);
         }
@@ -811,18 +901,6 @@ static void fast_maxpool(const nc_window *g, int64_t rows, const float *in, floa
     }
 }
 
-/* sum[k] += x[k]. */
-static void add_into(int64_t n, const float *restrict x, float *restrict sum)
-{
-    int64_t k = 0;
-#if NC_EV_AVX2 /* -O2 does not vectorise loops of unknown length */
-    for (; k + 8 <= n; k += 8)
-        _mm256_storeu_ps(sum + k, _mm256_add_ps(_mm256_loadu_ps(sum + k), _mm256_loadu_ps(x + k)));
-#endif
-    for (; k < n; k++)
-        sum[k] += x[k];
-}
-
 /* y[k] becomes y[k] − prev[k], and prev[k] the old y[k]. */
 static void diff_and_keep(int64_t n, float *restrict y, float *restrict prev)
 {
@@ -881,8 +959,14 @@ static size_t fast_conv2d_events_maxpool_work_floats(const nc_window *conv, int 
 /* Max pool of a channel-last plane, in [H·W][C] → out [OH·OW][C]: the
  * comparisons of nc_maxpool in its order (window row-major, best = x > best ?
  * x : best from −inf; a window of padding only gives 0), 8 channels a vector. */
+static void maxpool_channels_last_2x2(const nc_window *g, const float *in, float *out);
+
 static void maxpool_channels_last(const nc_window *g, const float *in, float *out)
 {
+    if (pool_is_2x2(g)) {
+        maxpool_channels_last_2x2(g, in, out);
+        return;
+    }
     int c = g->c, dh = g->dilation[0], dw = g->dilation[1];
     for (int oy = 0; oy < g->oh; oy++) {
         nc_axis_taps ty = nc_taps_of(oy, g->kernel[0], g->stride[0], g->pad[0], g->pad[2], dh, g->h);
@@ -914,10 +998,42 @@ static void maxpool_channels_last(const nc_window *g, const float *in, float *ou
     }
 }
 
-/* Works channel-last inside: the gather's [8 positions][Cout] blocks are
- * added to running sums kept as [P][Cout], pooled 8 channels at a time, and
- * only the pooled increments are transposed to [C][OH·OW].  Every sum,
- * comparison and difference is the one the unfused path makes, in its order. */
+/* The same for the 2×2, stride-2 window of pool_is_2x2 (the CNNs'), without
+ * the window arithmetic per output: its four taps in the general loop's
+ * order, so that the results are the same bit for bit. */
+static void maxpool_channels_last_2x2(const nc_window *g, const float *in, float *out)
+{
+    int c = g->c;
+    int64_t row = (int64_t)g->w * c;
+    for (int oy = 0; oy < g->oh; oy++)
+        for (int ox = 0; ox < g->ow; ox++) {
+            const float *x = in + (2 * oy * (int64_t)g->w + 2 * ox) * c;
+            float *y = out + ((int64_t)oy * g->ow + ox) * c;
+            int ch = 0;
+#if NC_EV_AVX2
+            for (; ch + 8 <= c; ch += 8) {
+                __m256 best = _mm256_max_ps(_mm256_loadu_ps(x + ch), _mm256_set1_ps(-INFINITY));
+                best = _mm256_max_ps(_mm256_loadu_ps(x + c + ch), best);
+                best = _mm256_max_ps(_mm256_loadu_ps(x + row + ch), best);
+                _mm256_storeu_ps(y + ch, _mm256_max_ps(_mm256_loadu_ps(x + row + c + ch), best));
+            }
+#endif
+            for (; ch < c; ch++) {
+                float best = -INFINITY;
+                best = x[ch] > best ? x[ch] : best;
+                best = x[c + ch] > best ? x[c + ch] : best;
+                best = x[row + ch] > best ? x[row + ch] : best;
+                best = x[row + c + ch] > best ? x[row + c + ch] : best;
+                y[ch] = best;
+            }
+        }
+}
+
+/* Works channel-last inside: each step's currents (the gather's [8
+ * positions][Cout] blocks, or the scatter's buffer) are added to running sums
+ * kept as [P][Cout], pooled 8 channels at a time, and only the pooled
+ * increments are transposed to [C][OH·OW].  Every sum, comparison and
+ * difference is the one the unfused path makes, in its order. */
 static void fast_conv2d_events_maxpool(const nc_window *conv, int cout, const nc_window *pool, int T, int64_t n,
                               const float *in, int64_t in_step, const float *wt, const float *bias, float *out,
                               int64_t out_step, float *work)
@@ -927,20 +1043,15 @@ static void fast_conv2d_events_maxpool(const nc_window *conv, int cout, const nc
     float *sum = work + (fast_conv2d_events_work_floats(conv, cout) + 15) / 16 * 16;
     float *pooled = sum + p * cout, *prev = pooled + out_row;
     conv_events_work cw = conv_events_carve(conv, cout, work);
-    conv_events_segments(conv, cout, &cw);
+    if (!conv_events_scatter(conv, cout))
+        conv_events_segments(conv, cout, &cw);
     for (int64_t s = 0; s < n; s++) {
         const float *x = in + s * in_row;
         float *y = out + s * out_row;
         for (int t = 0; t < T; t++) {
-            conv_events_lists(conv, cout, x + t * in_step, &cw);
-            for (int64_t q0 = 0; q0 < p; q0 += 8) {
-                int nq = p - q0 < 8 ? (int)(p - q0) : 8;
-                /* step 0's currents are the sums; later steps add theirs */
-                float *dst = t == 0 ? sum + q0 * cout : cw.acc;
-                conv_events_block(conv, cout, q0, nq, wt, bias, &cw, dst);
-                if (t > 0)
-                    add_into((int64_t)nq * cout, cw.acc, sum + q0 * cout);
-            }
+            /* step 0's currents are the sums; later steps add theirs */
+            const float *next = t + 1 < T ? x + (t + 1) * in_step : s + 1 < n ? x + in_row : NULL;
+            conv_events_sum(conv, cout, x + t * in_step, next, wt, bias, t > 0, sum, &cw, work);
             maxpool_channels_last(pool, sum, pooled);
             if (t == 0)
                 memcpy(prev, pooled, (size_t)out_row * sizeof(float));

@@ -41,7 +41,9 @@ void nc_ref_conv2d(const nc_window *g, int cout, int groups, int64_t rows, const
  * Exact for ANY input; fast when most inputs are zero (after an IF neuron).
  * Per sample, the non-zero inputs become lists per input position (value and
  * channel); each output position then adds up value·W[:, ci, ky, kx] over the
- * events in its window, its Cout sums in registers (AVX-512, AVX2 + FMA, or plain C).
+ * events in its window, its Cout sums in registers (AVX-512, AVX2 + FMA, or plain C)
+ * — except that the AVX-512 build scatters the events of a 3×3 stride-1 conv
+ * of at most 32 outputs (each input position's taps into the outputs they reach).
  * groups must be 1.  wt: the weight re-laid out by nc_conv2d_events_weight as
  * [KH][KW][Cin][Cout] (KH·KW·Cin·Cout floats).  work:
  * nc_conv2d_events_work_floats() floats (one sample's lists, window tables

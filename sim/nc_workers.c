@@ -16,7 +16,10 @@ typedef struct job_queue {
 
 /* Worker k (1 … n) takes part in a job when k < the job's thread count; it
  * spins a little after a job, as the next one usually follows within
- * microseconds (the next layer), then sleeps. */
+ * microseconds (the next layer), then sleeps.  The caller, once its own
+ * chunks are done, spins too while the workers finish theirs before it
+ * sleeps: on a VM, waking a thread that sleeps costs tens of microseconds
+ * (its virtual CPU halts), more than a small layer's whole job. */
 struct nc_workers {
     pthread_t tid[NC_WORKERS_MAX];
     int n;                  /* workers started                          */
@@ -25,7 +28,8 @@ struct nc_workers {
     job_queue *q;           /* the current job                          */
     int threads;            /* its thread count (the caller is slot 0)  */
     atomic_uint generation; /* +1 per job                               */
-    int busy;               /* workers still draining the current job   */
+    atomic_int busy;        /* workers still draining the current job   */
+    int caller_spin;        /* the caller's current spin budget (caller_spin) */
     int quit;
 };
 
@@ -36,11 +40,34 @@ typedef struct worker_arg {
 
 /* Spin iterations before a worker sleeps (each a CPU pause, ~10–40 ns). */
 #define NC_WORKER_SPIN 4000
+/* Pauses (~25 ns each on the dev VM's AMD CPU) the caller spends at most
+ * waiting for the workers' last chunks before it sleeps: about one chunk of
+ * a small layer. */
+#define NC_CALLER_SPIN 2000
+#define NC_CALLER_SPIN_MIN 32
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
 #else
 #define cpu_relax() ((void)0)
 #endif
+
+/* The caller waits for the workers' last chunks by spinning, so that its
+ * CPU does not halt and need waking.  The budget adapts: halved when the
+ * workers did not finish within it (on a loaded machine a worker may wait
+ * milliseconds for a CPU, perhaps the caller's: spinning then only delays
+ * it), doubled again when they did. */
+static void caller_spin(nc_workers *p)
+{
+    int k = 0;
+    while (k < p->caller_spin && atomic_load(&p->busy) > 0) {
+        cpu_relax();
+        k++;
+    }
+    if (k == p->caller_spin)
+        p->caller_spin = p->caller_spin / 2 > NC_CALLER_SPIN_MIN ? p->caller_spin / 2 : NC_CALLER_SPIN_MIN;
+    else if (p->caller_spin < NC_CALLER_SPIN)
+        p->caller_spin = 2 * p->caller_spin < NC_CALLER_SPIN ? 2 * p->caller_spin : NC_CALLER_SPIN;
+}
 
 static void job_drain(job_queue *q, int slot)
 {
@@ -75,10 +102,11 @@ static void *worker_main(void *arg)
         if (!mine)
             continue;
         job_drain(q, a.slot);
-        pthread_mutex_lock(&p->mu);
-        if (--p->busy == 0)
+        if (atomic_fetch_sub(&p->busy, 1) == 1) { /* the last one: the caller may sleep on `done` */
+            pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
 }
 
@@ -91,6 +119,8 @@ nc_workers *nc_workers_new(void)
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
     atomic_init(&p->generation, 0);
+    atomic_init(&p->busy, 0);
+    p->caller_spin = NC_CALLER_SPIN;
     return p;
 }
 
@@ -146,13 +176,14 @@ void nc_workers_run(nc_workers *p, int threads, int64_t rows, int64_t chunk, nc_
     pthread_mutex_lock(&p->mu);
     p->q = &q;
     p->threads = threads;
-    p->busy = threads - 1;
+    atomic_store(&p->busy, threads - 1);
     atomic_fetch_add(&p->generation, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     job_drain(&q, 0);
-    pthread_mutex_lock(&p->mu);
-    while (p->busy > 0)
+    caller_spin(p);
+    pthread_mutex_lock(&p->mu); /* a worker that ends now signals after this thread waits */
+    while (atomic_load(&p->busy) > 0)
         pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
 }

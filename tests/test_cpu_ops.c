@@ -111,16 +111,20 @@ static void test_conv_random(void)
 
 /* First-layer convs (few input channels, stride 1, outputs ≥ 16 wide) run
  * without im2col (conv_thin): widths around the 32-output blocks, asymmetric
- * padding, any output count, with and without bias. */
+ * padding, any output count, with and without bias; every third one has one
+ * input channel and a 3×3 kernel (an image's first conv, which the AVX-512
+ * build runs with its inputs held in registers), odd heights included. */
 static void test_conv_thin(void)
 {
     int bad = 0;
     for (int i = 0; i < 60; i++) {
         nc_window g;
         int k[2] = {rnd_int(1, 5), rnd_int(1, 5)}, s[2] = {1, 1}, d[2] = {1, 1}, p[4];
+        if (i % 3 == 0)
+            k[0] = k[1] = 3;
         for (int j = 0; j < 4; j++)
             p[j] = rnd_int(0, k[j % 2] - 1);
-        int cin = rnd_int(1, 32 / (k[0] * k[1]) < 3 ? 32 / (k[0] * k[1]) : 3);
+        int cin = i % 3 == 0 ? 1 : rnd_int(1, 32 / (k[0] * k[1]) < 3 ? 32 / (k[0] * k[1]) : 3);
         if (nc_window_init(&g, cin, rnd_int(3, 40), rnd_int(16, 70), k, s, p, d, 0) != 0 || g.ow < 16) {
             i--;
             continue;
@@ -230,7 +234,9 @@ static const double densities[] = {0.0, 0.02, 0.1, 0.3, 0.6, 1.0};
 
 /* Event-driven conv (groups 1) against the reference on sparse inputs.
  * window: 0 random (stride, padding, dilation, ceil), 1 the 3×3 pad-1
- * layer of a VGG, 2 a 2×2 stride-2 one. */
+ * layer of a VGG, 2 a 2×2 stride-2 one, 3 a 3×3 stride-1 one with random
+ * padding 0–2 per side, up to 30×30 (what the AVX-512 build scatters, for
+ * Cout ≤ 32 and a buffer of at most 128 KiB). */
 static int conv_events_case(int64_t rows, double density, int window, int cout)
 {
     nc_window g;
@@ -240,8 +246,13 @@ static int conv_events_case(int64_t rows, double density, int window, int cout)
     } else {
         int k3[2] = {3, 3}, k2[2] = {2, 2}, s1[2] = {1, 1}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1}, p0[4] = {0};
         int d[2] = {1, 1}, h = rnd_int(2, 15), w = rnd_int(2, 15);
-        nc_window_init(&g, cin, h, w, window == 1 ? k3 : k2, window == 1 ? s1 : s2, window == 1 ? p1 : p0,
-                       d, 0);
+        int pr[4] = {rnd_int(0, 2), rnd_int(0, 2), rnd_int(0, 2), rnd_int(0, 2)};
+        int h3 = rnd_int(2, 30), w3 = rnd_int(2, 30); /* up to the VGG's 28×28 and past it */
+        if (window == 3 && nc_window_init(&g, cin, h3, w3, k3, s1, pr, d, 0) == 0)
+            ;
+        else
+            nc_window_init(&g, cin, h, w, window == 2 ? k2 : k3, window == 2 ? s2 : s1, window == 2 ? p0 : p1, d,
+                           0);
     }
     int64_t n_in = rows * g.c * g.h * g.w, n_out = rows * cout * g.oh * g.ow;
     int64_t n_w = (int64_t)cout * cin * g.kernel[0] * g.kernel[1];
@@ -270,7 +281,7 @@ static void test_conv_events(void)
     int bad = 0, n = 0;
     for (size_t di = 0; di < sizeof densities / sizeof densities[0]; di++)
         for (size_t ci = 0; ci < sizeof couts / sizeof couts[0]; ci++)
-            for (int window = 0; window < 3; window++, n++)
+            for (int window = 0; window < 4; window++, n++)
                 bad += !conv_events_case(rnd_int(1, 3), densities[di], window, couts[ci]);
     for (int i = 0; i < 100; i++, n++) /* more random windows */
         bad += !conv_events_case(rnd_int(1, 3), densities[rnd_int(0, 5)], 0, rnd_int(1, 70));
@@ -470,6 +481,18 @@ static void test_conv_events_maxpool(void)
         int ceil_mode, cin = rnd_int(1, 20), cout = rnd_int(1, 40), T = rnd_int(1, 6);
         int64_t N = rnd_int(1, 3);
         random_window(&conv, cin, 1, &ceil_mode);
+        if (iter % 4 == 1) {
+            /* 3×3, stride 1 (the CNNs' layer; the AVX-512 build scatters its
+             * events when Cout ≤ 32): every padding 0–2 per side, input up
+             * to 14×14 */
+            int k3[2] = {3, 3}, s1[2] = {1, 1}, d1[2] = {1, 1};
+            int p3[4] = {rnd_int(0, 2), rnd_int(0, 2), rnd_int(0, 2), rnd_int(0, 2)};
+            cout = rnd_int(1, 32);
+            if (nc_window_init(&conv, cin, rnd_int(3, 14), rnd_int(3, 14), k3, s1, p3, d1, 0) != 0) {
+                cases--;
+                continue;
+            }
+        }
         /* every third pool is the common 2×2/2; the others have random
          * padding, dilation and ceil mode */
         int k[2] = {rnd_int(1, 3), rnd_int(1, 3)}, st[2] = {rnd_int(1, 2), rnd_int(1, 2)}, d[2] = {1, 1}, pd[4];

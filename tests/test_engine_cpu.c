@@ -304,6 +304,75 @@ static void test_two_layer_train(void)
     nc_net_free(net);
 }
 
+/* input [2, 2, 3] → flatten → dense 12→3 → IF → output: the flatten of the
+ * caller's input borrows it (no copy); the caller's tensor is left as it
+ * was, and the outputs are the hand-computed ones in ANN and SNN mode. */
+static void test_flatten_of_input(void)
+{
+    enum { N = 2, F = 12, O = 3, T = 3 };
+    nc_net *net = nc_net_new();
+    int64_t xs[3] = {2, 2, 3};
+    int in = add_input(net, 3, xs);
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", in);
+    int d = add_dense(net, "fc", fl, O, F, -1.0f, 1.0f);
+    int a = add_neuron(net, "if", d, NC_NEURON_IF);
+    float th = 0.25f;
+    set_if(net, a, 1, &th, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    add1(net, NC_NODE_OUTPUT, "y", a);
+    NC_CHECK(infer(net), "shapes");
+    int64_t shape[4] = {N, 2, 2, 3};
+    nc_tensor *x = rnd_tensor(4, shape, -1.0f, 1.0f), *out = NULL;
+    float before[N * F], dense[N * O];
+    memcpy(before, x->data, sizeof before);
+    const float *w = net->nodes[d].weight->data, *b = net->nodes[d].bias->data;
+    for (int r = 0; r < N; r++)
+        for (int o = 0; o < O; o++) {
+            float acc = b[o];
+            for (int i = 0; i < F; i++)
+                acc += x->data[r * F + i] * w[o * F + i];
+            dense[r * O + o] = acc;
+        }
+    nc_error err = {0};
+    nc_run_options ann = {.mode = NC_MODE_ANN, .T = 1}, snn = {.mode = NC_MODE_SNN, .T = T};
+    NC_CHECK(run(net, x, &ann, &out, &err) == NC_OK, "ANN forward");
+    float relu[N * O];
+    for (int k = 0; k < N * O; k++)
+        relu[k] = dense[k] > 0 ? dense[k] : 0;
+    if (out)
+        NC_CHECK(compare("ANN", out->data, relu, N * O, 1e-5, 1e-4), "ANN: relu(dense(flatten(x)))");
+    nc_tensor_free(out), out = NULL;
+    NC_CHECK(run(net, x, &snn, &out, &err) == NC_OK, "SNN forward");
+    float want[T * N * O], v[N * O];
+    for (int k = 0; k < N * O; k++)
+        v[k] = 0.5f * th;
+    for (int t = 0; t < T; t++) /* the same current at every step (direct encoding) */
+        for (int k = 0; k < N * O; k++) {
+            float m = v[k] + dense[k];
+            want[t * N * O + k] = m >= th ? th : 0.0f;
+            v[k] = m >= th ? m - th : m;
+        }
+    if (out)
+        NC_CHECK(compare("SNN", out->data, want, T * N * O, 1e-5, 1e-4), "SNN: IF on dense(flatten(x))");
+    NC_CHECK(memcmp(before, x->data, sizeof before) == 0, "the caller's input is left as it was");
+    /* the same input at a cache-line aligned address (borrowed) and one float
+     * past it (copied): the same outputs */
+    float *buf = aligned_alloc(64, 64 * ((N * F + 1) * sizeof(float) / 64 + 1));
+    for (int shift = 0; shift < 2; shift++) {
+        nc_tensor moved = *x;
+        moved.data = buf + shift;
+        memcpy(moved.data, before, sizeof before);
+        nc_tensor *got = NULL;
+        NC_CHECK(run(net, &moved, &snn, &got, &err) == NC_OK, "SNN forward, input moved by %d floats", shift);
+        if (got && out)
+            NC_CHECK(memcmp(got->data, out->data, T * N * O * sizeof(float)) == 0, "input moved by %d floats", shift);
+        NC_CHECK(memcmp(before, moved.data, sizeof before) == 0, "input moved by %d: left as it was", shift);
+        nc_tensor_free(got);
+    }
+    free(buf);
+    nc_tensor_free(x), nc_tensor_free(out);
+    nc_net_free(net);
+}
+
 /* Event-driven layers: input → IF → conv 3×3 (stride 2 on the second) →
  * IF → conv → IF → flatten → dense → IF → dense, in SNN mode, where the
  * inputs of the convs and dense layers are sparse spikes.  The engine's
@@ -982,6 +1051,7 @@ int main(void)
     NC_RUN(test_if_equals_qcfs);
     NC_RUN(test_spike_trains);
     NC_RUN(test_two_layer_train);
+    NC_RUN(test_flatten_of_input);
     NC_RUN(test_event_driven);
     NC_RUN(test_fused_conv_maxpool);
     NC_RUN(test_snn_approaches_ann);
