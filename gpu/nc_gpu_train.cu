@@ -245,6 +245,23 @@ __global__ void pool_backward_kernel(nc_gwin w, int cip, int64_t total, const fl
     }
 }
 
+// The common average pool, 2×2 stride 2 without padding over an even H and W
+// (every input in exactly one window of 4), without the general kernel's
+// window arithmetic per element: one thread per window writes its four
+// inputs' 0 + dout/4, the general kernel's sum for a single window, bit for bit.
+__global__ void avgpool2_backward_kernel(int64_t windows, int ow, int64_t ohw, const float *dout, float *din)
+{
+    for (int64_t e = gtid(); e < windows; e += gstride()) {
+        int64_t pl = e / ohw;
+        int rest = (int)(e - pl * ohw), oy = rest / ow, ox = rest - oy * ow;
+        float v = __fadd_rn(0.0f, __fdiv_rn(dout[e], 4.0f));
+        float2 pair = make_float2(v, v);
+        float2 *row = (float2 *)(din + pl * 4 * ohw + (int64_t)(2 * oy) * (2 * ow)) + ox;
+        row[0] = pair;
+        row[ow] = pair; // the next input row: 2·ow floats on
+    }
+}
+
 __global__ void gap_backward_kernel(int64_t planes, int64_t hw, float inv, const float *dout, float *din)
 {
     for (int64_t i = gtid(); i < planes * hw; i += gstride())
@@ -1235,6 +1252,15 @@ void gt_avgpool_backward(nc_train_backend *b, const nc_window *w, int cip, int64
     if (!usable(g) || rows <= 0 || !din || !window_ok(g, "avgpool_backward", w))
         return;
     int64_t total = rows * w->c * (int64_t)w->h * w->w;
+    int two_by_two = w->kernel[0] == 2 && w->kernel[1] == 2 && w->stride[0] == 2 && w->stride[1] == 2 &&
+                     w->dilation[0] == 1 && w->dilation[1] == 1 && !w->pad[0] && !w->pad[1] && !w->pad[2] &&
+                     !w->pad[3] && w->h % 2 == 0 && w->w % 2 == 0 && w->oh == w->h / 2 && w->ow == w->w / 2;
+    if (two_by_two) {
+        int64_t ohw = (int64_t)w->oh * w->ow, windows = rows * w->c * ohw;
+        avgpool2_backward_kernel<<<grid_for(windows), kThreads, 0, g->stream>>>(windows, w->ow, ohw, dout, din);
+        launched(g, "avgpool_backward", "avgpool2_backward_kernel");
+        return;
+    }
     pool_backward_kernel<false><<<grid_for(total), kThreads, 0, g->stream>>>(to_gwin(w), cip, total, nullptr, dout,
                                                                                din);
     launched(g, "avgpool_backward", "pool_backward_kernel");

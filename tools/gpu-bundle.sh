@@ -76,8 +76,11 @@ bash "$bundler" .gpu/nc.tar.xz "${targets[@]/#/$builddir/}"
 # add the data to the archive (the bundler packs bin/ and lib/)
 tmp=$(mktemp -d)
 tar xJf .gpu/nc.tar.xz -C "$tmp"
-cp -r "$stage/data" "$tmp/"
+# NC_BUNDLE_DATA=0: no images (a call that carries the full .fmnist instead
+# and must stay under the 64 MiB carry limit)
+[ "${NC_BUNDLE_DATA:-1}" = 1 ] && cp -r "$stage/data" "$tmp/"
 rm -f "$tmp"/lib/libnccl.so* # 200 MB, and the GPU machine has it (tools/gpu-env.sh finds it)
-tar cJf .gpu/nc.tar.xz -C "$tmp" bin lib data
+tar cJf .gpu/nc.tar.xz -C "$tmp" bin lib $([ -d "$tmp/data" ] && echo data)
 rm -rf "$tmp"
-echo "$(du -h .gpu/nc.tar.xz | cut -f1) .gpu/nc.tar.xz: $(tar tJf .gpu/nc.tar.xz | grep -c '^bin/.') programs, data/fmnist, data/fmnist10k"
+echo "$(du -h .gpu/nc.tar.xz | cut -f1) .gpu/nc.tar.xz: $(tar tJf .gpu/nc.tar.xz | grep -c '^bin/.') programs$(
+  [ "${NC_BUNDLE_DATA:-1}" = 1 ] && echo ", data/fmnist, data/fmnist10k")"
