@@ -162,36 +162,6 @@ nc_status finish_run(grun *r, nc_status s)
     return s;
 }
 
-static nc_status check_options(const nc_run_options *o, nc_error *err)
-{
-    if (o->mode != NC_MODE_ANN && o->mode != NC_MODE_QCFS && o->mode != NC_MODE_SNN)
-        return nc_fail(err, NC_ERR_ARGUMENT, "gpu engine: unknown mode %d", (int)o->mode);
-    if (o->mode == NC_MODE_SNN && o->T < 1)
-        return nc_fail(err, NC_ERR_ARGUMENT, "gpu engine: SNN mode needs T >= 1 steps, got %d", o->T);
-    if (o->mode == NC_MODE_SNN && o->encoding != NC_ENCODING_DIRECT && o->encoding != NC_ENCODING_POISSON)
-        return nc_fail(err, NC_ERR_ARGUMENT, "gpu engine: unknown input encoding %d", (int)o->encoding);
-    return NC_OK;
-}
-
-// [N, shape] always; [T, N, shape] (a sequence, no encoding) in SNN mode.
-static nc_status check_input(const nc_net *net, const nc_tensor *input, const nc_run_options *o, int *seq, nc_error *err)
-{
-    const nc_node *in = &net->nodes[net->input];
-    int snn = o->mode == NC_MODE_SNN;
-    *seq = snn && input && input->ndim == in->ndim + 2 && input->shape[0] == o->T;
-    int fits = input && input->ndim == in->ndim + 1 + *seq && input->shape[*seq] >= 1;
-    for (int d = 0; fits && d < in->ndim; d++)
-        fits = input->shape[d + 1 + *seq] == in->shape[d];
-    if (fits)
-        return NC_OK;
-    char a[128], b[128] = "no tensor";
-    nc_shape_str(in->ndim, in->shape, a, sizeof a);
-    if (input)
-        nc_shape_str(input->ndim, input->shape, b, sizeof b);
-    return nc_fail(err, NC_ERR_SHAPE, "gpu engine: input '%s' expects a batch of shape [N, %s%s, got %s", in->name,
-                   a + 1, snn ? " (or a sequence [T, N, ...])" : "", b);
-}
-
 // Sets up a run and uploads the input into a pool block (*d_input).
 nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *opts, grun *r, float **d_input,
                     nc_error *err)
@@ -200,9 +170,9 @@ nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *
     if (!st || !st->net || !e->net)
         return nc_fail(err, NC_ERR_ARGUMENT, "gpu engine: no network loaded");
     int seq = 0;
-    nc_status s = check_options(opts, err);
+    nc_status s = nc_engine_check_options("gpu", opts, err);
     if (s == NC_OK)
-        s = check_input(st->net, input, opts, &seq, err);
+        s = nc_engine_check_input("gpu", st->net, input, opts->mode == NC_MODE_SNN, opts->T, &seq, err);
     if (s != NC_OK)
         return s;
     NC_CUDA_TRY(err, "gpu engine", cudaSetDevice(st->device));
@@ -233,11 +203,9 @@ static nc_status make_output(grun *r, nc_tensor **out)
 {
     const gval *v = &r->val[r->net->output];
     int64_t f = numel_of(r, r->net->output), step = r->N * f;
-    int64_t shape[3] = {r->T, r->N, f};
-    nc_tensor *t = r->snn ? nc_tensor_new(3, shape) : nc_tensor_new2(r->N, f);
+    nc_tensor *t = nc_engine_output_tensor("gpu", r->snn, r->T, r->N, f, r->err);
     if (!t)
-        return nc_fail(r->err, NC_ERR_MEMORY, "gpu engine: out of memory for the output (%lld values)",
-                       (long long)(r->snn ? r->T * step : step));
+        return NC_ERR_MEMORY;
     int steps = r->snn ? r->T : 1;
     size_t copy = (size_t)((v->constant ? 1 : steps) * step) * sizeof(float);
     cudaError_t e = cudaMemcpyAsync(t->data, v->data, copy, cudaMemcpyDeviceToHost, r->st->stream);

@@ -397,6 +397,29 @@ template <typename Perf> int first_allowed(const Perf *perf, int found, nc_conv_
 
 } // namespace
 
+namespace {
+
+// Keeps the first allowed of a backward pass's timed results in the plan
+// (algo, workspace, planned flag, and a line in its description).
+template <typename Perf>
+nc_status keep_backward(const Perf *perf, int found, nc_conv_plan *plan, const char *gradient, int *algo,
+                        size_t *workspace, int *planned, size_t ws_bytes, const char *where, nc_error *err)
+{
+    int k = first_allowed(perf, found, plan->math, ws_bytes);
+    if (k < 0)
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: cuDNN has no deterministic %s algorithm for the %s gradient",
+                       where, math_name(plan->math), gradient);
+    *algo = perf[k].algo;
+    *workspace = perf[k].memory;
+    *planned = 1;
+    size_t len = strlen(plan->desc);
+    snprintf(plan->desc + len, sizeof plan->desc - len, "; %s gradient algo %d (%.3f ms)", gradient, *algo,
+             perf[k].time);
+    return NC_OK;
+}
+
+} // namespace
+
 nc_status nc_cudnn_plan_backward_data(void *handle, nc_conv_plan *plan, const void *w, const void *dy, void *dx,
                                       void *ws, size_t ws_bytes, const char *where, nc_error *err)
 {
@@ -408,17 +431,8 @@ nc_status nc_cudnn_plan_backward_data(void *handle, nc_conv_plan *plan, const vo
                      (cudnnTensorDescriptor_t)plan->y_desc, dy, (cudnnConvolutionDescriptor_t)plan->conv_desc,
                      (cudnnTensorDescriptor_t)plan->x_desc, dx, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found, perf, ws,
                      ws_bytes));
-    int k = first_allowed(perf, found, plan->math, ws_bytes);
-    if (k < 0)
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: cuDNN has no deterministic %s algorithm for the input gradient",
-                       where, math_name(plan->math));
-    plan->data_algo = perf[k].algo;
-    plan->data_workspace = perf[k].memory;
-    plan->data_planned = 1;
-    size_t len = strlen(plan->desc);
-    snprintf(plan->desc + len, sizeof plan->desc - len, "; backward data algo %d (%.3f ms)", plan->data_algo,
-             perf[k].time);
-    return NC_OK;
+    return keep_backward(perf, found, plan, "input", &plan->data_algo, &plan->data_workspace, &plan->data_planned,
+                         ws_bytes, where, err);
 }
 
 nc_status nc_cudnn_plan_backward_filter(void *handle, nc_conv_plan *plan, const void *x, const void *dy,
@@ -433,17 +447,8 @@ nc_status nc_cudnn_plan_backward_filter(void *handle, nc_conv_plan *plan, const 
                      (cudnnTensorDescriptor_t)plan->y_desc, dy, (cudnnConvolutionDescriptor_t)plan->conv_desc,
                      (cudnnFilterDescriptor_t)plan->w_desc, dw_scratch, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
                      &found, perf, ws, ws_bytes));
-    int k = first_allowed(perf, found, plan->math, ws_bytes);
-    if (k < 0)
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: cuDNN has no deterministic %s algorithm for the weight gradient",
-                       where, math_name(plan->math));
-    plan->filter_algo = perf[k].algo;
-    plan->filter_workspace = perf[k].memory;
-    plan->filter_planned = 1;
-    size_t len = strlen(plan->desc);
-    snprintf(plan->desc + len, sizeof plan->desc - len, "; backward filter algo %d (%.3f ms)", plan->filter_algo,
-             perf[k].time);
-    return NC_OK;
+    return keep_backward(perf, found, plan, "weight", &plan->filter_algo, &plan->filter_workspace,
+                         &plan->filter_planned, ws_bytes, where, err);
 }
 
 nc_status nc_cudnn_backward_data(void *handle, const nc_conv_plan *plan, const void *w, const void *dy, void *dx,

@@ -7,14 +7,11 @@
 //   - memory: plain cudaMalloc (zero-filled on the stream), one stream, one
 //     cuBLAS handle (CUBLAS_DEFAULT_MATH: fp32, no TF32; atomics not allowed,
 //     so every GEMM is deterministic);
-//   - conv2d forward: im2col of a chunk of samples and one group into
-//     col[Kg, nb·P] (the CPU's layout), then one strided-batched cublasSgemm
-//     with a GEMM per sample that writes [Cout_g, P] straight into NCHW;
-//     the bias is added afterwards (as the CPU: GEMM result + bias);
-//   - conv2d backward: dout of the group gathered to dy[Mg, nb·P];
-//     dW_g += dy·colᵀ (one cublasSgemm, beta 1), dcol = W_gᵀ·dy (one
-//     cublasSgemm into col's buffer), din = col2im(dcol) as a gather (each
-//     input element sums its taps in the CPU's order, no atomics);
+//   - conv2d forward and backward: cuDNN (nc_gpu_train_conv.cu) where it takes
+//     the shape; else im2col of a chunk of samples and one group into
+//     col[Kg, nb·P] (the CPU's layout) and strided-batched cublasSgemm, and
+//     dW_g += dy·colᵀ, din = col2im(W_gᵀ·dy) as a gather (no atomics); the
+//     bias is added afterwards (as the CPU: convolution result + bias);
 //   - dense forward / backward: cublasSgemm (row-major operands read as
 //     column-major transposes);
 //   - parameter-gradient sums (biases, affine scale/shift, QCFS λ, IF θ) are
@@ -879,23 +876,21 @@ void gt_copy_rows(nc_train_backend *b, float *dst, int64_t dst_stride, const flo
     launched(g, "copy_rows", "copy_rows_kernel");
 }
 
-void gt_add(nc_train_backend *b, int64_t n, const float *x, const float *y, float *out)
+// out = x + y, or x − y (sub).
+void add_or_sub(nc_train_backend *b, int64_t n, const float *x, const float *y, float *out, bool sub)
 {
     gtrain *g = gt(b);
     if (!usable(g) || n <= 0)
         return;
-    add_sub_kernel<false><<<grid_for(n), kThreads, 0, g->stream>>>(n, x, y, out);
-    launched(g, "add", "add_sub_kernel");
+    if (sub)
+        add_sub_kernel<true><<<grid_for(n), kThreads, 0, g->stream>>>(n, x, y, out);
+    else
+        add_sub_kernel<false><<<grid_for(n), kThreads, 0, g->stream>>>(n, x, y, out);
+    launched(g, sub ? "sub" : "add", "add_sub_kernel");
 }
 
-void gt_sub(nc_train_backend *b, int64_t n, const float *x, const float *y, float *out)
-{
-    gtrain *g = gt(b);
-    if (!usable(g) || n <= 0)
-        return;
-    add_sub_kernel<true><<<grid_for(n), kThreads, 0, g->stream>>>(n, x, y, out);
-    launched(g, "sub", "add_sub_kernel");
-}
+void gt_add(nc_train_backend *b, int64_t n, const float *x, const float *y, float *o) { add_or_sub(b, n, x, y, o, 0); }
+void gt_sub(nc_train_backend *b, int64_t n, const float *x, const float *y, float *o) { add_or_sub(b, n, x, y, o, 1); }
 
 void gt_mean_steps(nc_train_backend *b, int T, int64_t per, const float *y, float *out)
 {
@@ -1072,17 +1067,25 @@ bool conv2d_backward_im2col(gtrain *g, const nc_window *w, int cout, int groups,
 // Rows per dense GEMM call (a cuBLAS dimension is an int).
 constexpr int64_t kDenseRows = (int64_t)1 << 30;
 
+// Can a dense layer of this shape run (false: nothing to do, or a bad argument recorded)?
+bool dense_ok(gtrain *g, const char *op, int64_t rows, int fin, int fout)
+{
+    if (!usable(g) || rows <= 0)
+        return false;
+    if (fin < 1 || fout < 1) {
+        bad_argument(g, op, "fin and fout must be positive");
+        return false;
+    }
+    return true;
+}
+
 void gt_dense(nc_train_backend *b, int64_t rows, int fin, int fout, const float *in, const float *weight,
               const float *bias, float *out)
 {
     gtrain *g = gt(b);
     const char *op = "dense";
-    if (!usable(g) || rows <= 0)
+    if (!dense_ok(g, op, rows, fin, fout))
         return;
-    if (fin < 1 || fout < 1) {
-        bad_argument(g, op, "fin and fout must be positive");
-        return;
-    }
     for (int64_t r0 = 0; r0 < rows; r0 += kDenseRows) {
         int64_t n = rows - r0 < kDenseRows ? rows - r0 : kDenseRows;
         // column-major: outᵀ [fout, n] = W [fout, fin] (stored as Wᵀ, ld fin) · inᵀ [fin, n]
@@ -1099,12 +1102,8 @@ void gt_dense_backward(nc_train_backend *b, int64_t rows, int fin, int fout, con
 {
     gtrain *g = gt(b);
     const char *op = "dense_backward";
-    if (!usable(g) || rows <= 0)
+    if (!dense_ok(g, op, rows, fin, fout))
         return;
-    if (fin < 1 || fout < 1) {
-        bad_argument(g, op, "fin and fout must be positive");
-        return;
-    }
     for (int64_t r0 = 0; r0 < rows; r0 += kDenseRows) {
         int64_t n = rows - r0 < kDenseRows ? rows - r0 : kDenseRows;
         // row-major din [n, fin] = dout [n, fout] · W [fout, fin]; column-major:

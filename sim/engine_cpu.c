@@ -936,25 +936,6 @@ static nc_status run_node(run_ctx *c, int i, const nc_tensor *input, cpu_value *
 
 /* ---- forward ---------------------------------------------------------------- */
 
-/* [N, shape] always; [T, N, shape] (a sequence, no encoding) in SNN mode. */
-static nc_status check_input(run_ctx *c, const nc_tensor *input)
-{
-    const nc_node *in = &c->net->nodes[c->net->input];
-    c->seq = c->snn && input && input->ndim == in->ndim + 2 && input->shape[0] == c->T;
-    int fits = input && input->ndim == in->ndim + 1 + c->seq && input->shape[c->seq] >= 1;
-    for (int d = 0; fits && d < in->ndim; d++)
-        fits = input->shape[d + 1 + c->seq] == in->shape[d];
-    if (fits)
-        return NC_OK;
-    char a[128], b[128];
-    nc_shape_str(in->ndim, in->shape, a, sizeof a);
-    if (input)
-        nc_shape_str(input->ndim, input->shape, b, sizeof b);
-    return nc_fail(c->err, NC_ERR_SHAPE,
-                   "cpu engine: input '%s' expects a batch of shape [N, %s%s, got %s", in->name,
-                   a + 1 /* drop '[' */, c->snn ? " (or a sequence [T, N, ...])" : "", input ? b : "no tensor");
-}
-
 static nc_status observe_and_report(run_ctx *c, int i)
 {
     const nc_observer *ob = c->opts->observer;
@@ -992,11 +973,9 @@ static nc_status make_output(run_ctx *c, nc_tensor **out)
 {
     const cpu_value *v = &c->val[c->net->output];
     int64_t f = numel_of(c, c->net->output), step = c->N * f;
-    int64_t shape[3] = {c->T, c->N, f};
-    nc_tensor *t = c->snn ? nc_tensor_new(3, shape) : nc_tensor_new2(c->N, f);
+    nc_tensor *t = nc_engine_output_tensor("cpu", c->snn, c->T, c->N, f, c->err);
     if (!t)
-        return nc_fail(c->err, NC_ERR_MEMORY, "cpu engine: out of memory for the output (%lld values)",
-                       (long long)(c->snn ? c->T * step : step));
+        return NC_ERR_MEMORY;
     int steps = c->snn ? c->T : 1;
     for (int s = 0; s < steps; s++)
         memcpy(t->data + s * step, v->data + (v->constant ? 0 : s * step), (size_t)step * sizeof(float));
@@ -1122,17 +1101,6 @@ static nc_status forward_steps(run_ctx *c, const nc_tensor *input)
     return s;
 }
 
-static nc_status check_options(const nc_run_options *o, nc_error *err)
-{
-    if (o->mode != NC_MODE_ANN && o->mode != NC_MODE_QCFS && o->mode != NC_MODE_SNN)
-        return nc_fail(err, NC_ERR_ARGUMENT, "cpu engine: unknown mode %d", (int)o->mode);
-    if (o->mode == NC_MODE_SNN && o->T < 1)
-        return nc_fail(err, NC_ERR_ARGUMENT, "cpu engine: SNN mode needs T >= 1 steps, got %d", o->T);
-    if (o->mode == NC_MODE_SNN && o->encoding != NC_ENCODING_DIRECT && o->encoding != NC_ENCODING_POISSON)
-        return nc_fail(err, NC_ERR_ARGUMENT, "cpu engine: unknown input encoding %d", (int)o->encoding);
-    return NC_OK;
-}
-
 static int cpu_threads(const nc_engine *e) { return nc_workers_count(e->threads); }
 
 /* The nodes in order over the batch of c->N samples. */
@@ -1158,13 +1126,13 @@ static nc_status cpu_forward(nc_engine *e, const nc_tensor *input, const nc_run_
     nc_run_options defaults = {.mode = NC_MODE_ANN, .T = 1};
     if (!opts)
         opts = &defaults;
-    nc_status s = check_options(opts, err);
+    nc_status s = nc_engine_check_options("cpu", opts, err);
     if (s != NC_OK)
         return s;
     run_ctx c = {.e = e, .net = e->net, .st = e->impl, .opts = opts, .err = err,
                  .snn = opts->mode == NC_MODE_SNN, .T = opts->mode == NC_MODE_SNN ? opts->T : 1,
                  .threads = cpu_threads(e)};
-    if ((s = check_input(&c, input)) != NC_OK)
+    if ((s = nc_engine_check_input("cpu", c.net, input, c.snn, c.T, &c.seq, c.err)) != NC_OK)
         return s;
     c.N = input->shape[c.seq];
     c.val = calloc((size_t)c.net->n_nodes, sizeof *c.val);

@@ -699,23 +699,6 @@ static nc_status observe_value(run_ctx *c, int i, const lvalue *v)
 
 /* ---- forward ----------------------------------------------------------------------- */
 
-static nc_status check_input(run_ctx *c, const nc_tensor *input)
-{
-    const nc_node *in = &c->net->nodes[c->net->input];
-    c->seq = input && input->ndim == in->ndim + 2 && input->shape[0] == c->T;
-    int fits = input && input->ndim == in->ndim + 1 + c->seq && input->shape[c->seq] >= 1;
-    for (int d = 0; fits && d < in->ndim; d++)
-        fits = input->shape[d + 1 + c->seq] == in->shape[d];
-    if (fits)
-        return NC_OK;
-    char a[128], b[128] = "no tensor";
-    nc_shape_str(in->ndim, in->shape, a, sizeof a);
-    if (input)
-        nc_shape_str(input->ndim, input->shape, b, sizeof b);
-    return nc_fail(c->err, NC_ERR_SHAPE, "loihi engine: input '%s' expects a batch of shape [N, %s (or a sequence "
-                                         "[T, N, ...]), got %s", in->name, a + 1, b);
-}
-
 static nc_status run_node(run_ctx *c, int i, const nc_tensor *input)
 {
     const nc_node *n = &c->net->nodes[i];
@@ -750,7 +733,7 @@ static nc_status snn_forward(nc_engine *e, const nc_tensor *input, const nc_run_
         return nc_fail(err, NC_ERR_ARGUMENT, "loihi engine: unknown input encoding %d", (int)opts->encoding);
     run_ctx c = {.e = e, .st = st, .net = st->net, .q = st->q, .opts = opts, .T = opts->T, .err = err,
                  .threads = thread_count(e)};
-    nc_status s = check_input(&c, input);
+    nc_status s = nc_engine_check_input("loihi", c.net, input, 1, c.T, &c.seq, c.err);
     if (s != NC_OK)
         return s;
     c.N = input->shape[c.seq];

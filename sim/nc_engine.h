@@ -84,6 +84,16 @@ void nc_engine_free(nc_engine *e); /* NULL is a no-op */
 /* Checks every node with supports(); on the first node it cannot run, fails
  * with a message naming the node, the engine and the reason. */
 nc_status nc_engine_check(nc_engine *e, const nc_net *net, nc_error *err);
+/* For engines, the checks every forward pass makes, with messages that start
+ * "<engine> engine: ": the run options (a known mode; in SNN mode T >= 1 and a
+ * known encoding), and the input against the net's input node — a batch
+ * [N, shape], or with snn also a sequence [T, N, shape] (*seq = 1). */
+nc_status nc_engine_check_options(const char *engine, const nc_run_options *o, nc_error *err);
+nc_status nc_engine_check_input(const char *engine, const nc_net *net, const nc_tensor *input, int snn, int T,
+                                int *seq, nc_error *err);
+/* The output tensor of a pass, [T, N, F] in SNN mode (snn) else [N, F]; NULL
+ * and a message naming the engine when out of memory. */
+nc_tensor *nc_engine_output_tensor(const char *engine, int snn, int T, int64_t N, int64_t f, nc_error *err);
 nc_status nc_engine_load(nc_engine *e, const nc_net *net, nc_error *err);
 nc_status nc_engine_forward(nc_engine *e, const nc_tensor *input, const nc_run_options *opts,
                             nc_tensor **out, nc_error *err);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nc_engine_registry.h"
+#include "nc_workers.h"
 
 typedef struct rank_thread {
     struct nc_rank_pool *pool;
@@ -105,15 +106,7 @@ void nc_rank_pool_free(nc_rank_pool *p)
 {
     if (!p)
         return;
-    pthread_mutex_lock(&p->mu);
-    p->quit = 1;
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
-    for (int r = 1; r <= p->started; r++)
-        pthread_join(p->threads[r], NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->go);
-    pthread_cond_destroy(&p->done);
+    nc_threads_quit(&p->mu, &p->go, &p->done, &p->quit, p->threads + 1, p->started); /* rank 0 is the caller */
     free(p);
 }
 

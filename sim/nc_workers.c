@@ -124,19 +124,25 @@ nc_workers *nc_workers_new(void)
     return p;
 }
 
+void nc_threads_quit(pthread_mutex_t *mu, pthread_cond_t *wake, pthread_cond_t *done, int *quit, const pthread_t *tids,
+                     int n)
+{
+    pthread_mutex_lock(mu);
+    *quit = 1;
+    pthread_cond_broadcast(wake);
+    pthread_mutex_unlock(mu);
+    for (int k = 0; k < n; k++)
+        pthread_join(tids[k], NULL);
+    pthread_mutex_destroy(mu);
+    pthread_cond_destroy(wake);
+    pthread_cond_destroy(done);
+}
+
 void nc_workers_free(nc_workers *p)
 {
     if (!p)
         return;
-    pthread_mutex_lock(&p->mu);
-    p->quit = 1;
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-    for (int k = 0; k < p->n; k++)
-        pthread_join(p->tid[k], NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->wake);
-    pthread_cond_destroy(&p->done);
+    nc_threads_quit(&p->mu, &p->wake, &p->done, &p->quit, p->tid, p->n);
     free(p);
 }
 

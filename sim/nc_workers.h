@@ -13,6 +13,7 @@
 #ifndef NC_WORKERS_H
 #define NC_WORKERS_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #define NC_WORKERS_MAX 64 /* threads of one pool, the caller's included */
@@ -28,6 +29,11 @@ void nc_workers_free(nc_workers *w);
  * cannot be started: the caller then does their share; w may be NULL: the
  * caller alone).  Returns when every row is done. */
 void nc_workers_run(nc_workers *w, int threads, int64_t rows, int64_t chunk, nc_rows_fn fn, void *ctx);
+/* The end of a pool of threads that wait on `wake` under `mu` (this one, and
+ * the ranks of sim/nc_ranks.c): sets *quit under mu, wakes them, joins the n
+ * threads of tids, then destroys mu, wake and done. */
+void nc_threads_quit(pthread_mutex_t *mu, pthread_cond_t *wake, pthread_cond_t *done, int *quit, const pthread_t *tids,
+                     int n);
 /* The threads to use on this machine: `wanted` if > 0, else the cores online,
  * within 1 … NC_WORKERS_MAX. */
 int nc_workers_count(int wanted);

@@ -6,6 +6,7 @@
 #include "nc_test.h"
 #define NC_TEST_RNG_SEED 0x51ab5eedull
 #include "nc_test_util.h"
+#include "nc_test_runner.h"
 
 #include <math.h>
 
@@ -507,19 +508,12 @@ static void test_evaluation_over_ranks(void)
 
 /* ---- the runner: `neurocuda run` and a conversion with fine-tuning ---------------- */
 
+/* The runner's job with d->ranks ranks (NULL and a message if it failed). */
 static nc_runner *run_job(const nc_runner_desc *d)
 {
-    nc_runner *r = NULL;
-    nc_error err = {0};
-    nc_status s = nc_runner_new(d, &r, &err);
-    if (s == NC_OK)
-        s = nc_runner_run(r, NULL, &err);
-    if (s != NC_OK) {
-        printf("# runner, %d ranks: %s\n", d->ranks, err.message);
-        nc_runner_free(r);
-        return NULL;
-    }
-    return r;
+    char what[48];
+    snprintf(what, sizeof what, "runner, %d ranks", d->ranks);
+    return nc_test_run_job(d, what);
 }
 
 static void test_runner_over_ranks(void)

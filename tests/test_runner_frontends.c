@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "nc_test.h"
+#include "nc_test_runner.h"
 
 #include "../app/nc_cli.h"
 #include "nc-job.h"
@@ -74,12 +75,8 @@ static int same_rows(const nc_runner *a, const nc_runner *b)
 
 static nc_runner *run_desc(const nc_runner_desc *d)
 {
-    nc_runner *r = NULL;
-    nc_error err = {0};
-    nc_status st = nc_runner_new(d, &r, &err);
-    if (st == NC_OK)
-        st = nc_runner_run(r, NULL, &err);
-    NC_CHECK(st == NC_OK, "runner: %s", err.message);
+    nc_runner *r = nc_test_run_job(d, "runner");
+    NC_CHECK(r != NULL, "the runner ran the job");
     return r;
 }
 

@@ -40,15 +40,12 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_onnx  # noqa: E402
+from nc_models import conv_bn_relu  # noqa: E402  (3×3, stride 1, BatchNorm, ReLU)
 import nc_models  # noqa: E402
 from train_models import BATCH, evaluate, fit, log  # noqa: E402
 
 SEED = 1717
 LEARNING_RATE = 2e-3
-
-
-def conv_bn_relu(cin, cout):
-    return [nn.Conv2d(cin, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
 
 
 def ho_mlp_wide():
