@@ -124,7 +124,7 @@ static void nc_accuracy_chart_init(NcAccuracyChart *self)
 {
     self->runs = g_ptr_array_new_with_free_func((GDestroyNotify)run_free);
     nc_chart_set_name(NC_CHART(self), "accuracy");
-    nc_chart_set_placeholder(NC_CHART(self), "Convert and run the model to see the accuracy grow with the timesteps.");
+    nc_chart_set_empty_text(NC_CHART(self), "Convert and run the model to see the accuracy grow with the timesteps.");
 }
 
 GtkWidget *nc_accuracy_chart_new(void) { return g_object_new(NC_TYPE_ACCURACY_CHART, NULL); }

@@ -4,7 +4,7 @@
 #include <adwaita.h>
 
 typedef struct {
-    char *name, *placeholder;
+    char *name, *empty_text;
     GskRenderNode *cache;
     int cache_width, cache_height;
     gboolean pointer_inside;
@@ -14,7 +14,7 @@ typedef struct {
 
 G_DEFINE_TYPE_WITH_PRIVATE(NcChart, nc_chart, GTK_TYPE_WIDGET)
 
-enum { PROP_0, PROP_NAME, PROP_PLACEHOLDER, N_PROPS };
+enum { PROP_0, PROP_NAME, PROP_EMPTY_TEXT, N_PROPS };
 static GParamSpec *props[N_PROPS];
 
 static void drop_cache(NcChart *self)
@@ -75,12 +75,12 @@ static void on_dark_changed(NcChart *self) { nc_chart_changed(self); }
 
 /* ---- drawing ------------------------------------------------------------------------ */
 
-static void draw_placeholder(NcChart *self, cairo_t *cr, double w, double h, const nc_plot_style *st)
+static void draw_empty_text(NcChart *self, cairo_t *cr, double w, double h, const nc_plot_style *st)
 {
     NcChartPrivate *priv = nc_chart_get_instance_private(self);
     cairo_set_source_rgba(cr, st->background.r, st->background.g, st->background.b, 1);
     cairo_paint(cr);
-    PangoLayout *layout = gtk_widget_create_pango_layout(GTK_WIDGET(self), priv->placeholder);
+    PangoLayout *layout = gtk_widget_create_pango_layout(GTK_WIDGET(self), priv->empty_text);
     pango_layout_set_alignment(layout, PANGO_ALIGN_CENTER);
     pango_layout_set_width(layout, (int)(MAX(w - 40, 50) * PANGO_SCALE));
     pango_layout_set_wrap(layout, PANGO_WRAP_WORD);
@@ -103,10 +103,10 @@ static void build_cache(NcChart *self, int w, int h, const nc_plot_style *st)
     NcChartPrivate *priv = nc_chart_get_instance_private(self);
     GtkSnapshot *sub = gtk_snapshot_new();
     cairo_t *cr = gtk_snapshot_append_cairo(sub, &GRAPHENE_RECT_INIT(0, 0, w, h));
-    if (has_data(self) || !priv->placeholder)
+    if (has_data(self) || !priv->empty_text)
         NC_CHART_GET_CLASS(self)->draw(self, cr, w, h, st);
     else
-        draw_placeholder(self, cr, w, h, st);
+        draw_empty_text(self, cr, w, h, st);
     cairo_destroy(cr);
     priv->cache = gtk_snapshot_free_to_node(sub);
     priv->cache_width = w, priv->cache_height = h;
@@ -233,11 +233,11 @@ void nc_chart_set_name(NcChart *self, const char *name)
     g_object_notify_by_pspec(G_OBJECT(self), props[PROP_NAME]);
 }
 
-void nc_chart_set_placeholder(NcChart *self, const char *text)
+void nc_chart_set_empty_text(NcChart *self, const char *text)
 {
     NcChartPrivate *priv = nc_chart_get_instance_private(self);
-    g_free(priv->placeholder);
-    priv->placeholder = g_strdup(text);
+    g_free(priv->empty_text);
+    priv->empty_text = g_strdup(text);
     nc_chart_changed(self);
 }
 
@@ -252,7 +252,7 @@ static void nc_chart_get_property(GObject *object, guint id, GValue *value, GPar
     NcChartPrivate *priv = nc_chart_get_instance_private(NC_CHART(object));
     switch (id) {
     case PROP_NAME: g_value_set_string(value, priv->name); break;
-    case PROP_PLACEHOLDER: g_value_set_string(value, priv->placeholder); break;
+    case PROP_EMPTY_TEXT: g_value_set_string(value, priv->empty_text); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
     }
 }
@@ -262,7 +262,7 @@ static void nc_chart_set_property(GObject *object, guint id, const GValue *value
     NcChart *self = NC_CHART(object);
     switch (id) {
     case PROP_NAME: nc_chart_set_name(self, g_value_get_string(value)); break;
-    case PROP_PLACEHOLDER: nc_chart_set_placeholder(self, g_value_get_string(value)); break;
+    case PROP_EMPTY_TEXT: nc_chart_set_empty_text(self, g_value_get_string(value)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
     }
 }
@@ -273,7 +273,7 @@ static void nc_chart_dispose(GObject *object)
     NcChartPrivate *priv = nc_chart_get_instance_private(self);
     drop_cache(self);
     g_clear_pointer(&priv->name, g_free);
-    g_clear_pointer(&priv->placeholder, g_free);
+    g_clear_pointer(&priv->empty_text, g_free);
     G_OBJECT_CLASS(nc_chart_parent_class)->dispose(object);
 }
 
@@ -287,8 +287,8 @@ static void nc_chart_class_init(NcChartClass *klass)
     widget_class->snapshot = nc_chart_snapshot;
     widget_class->css_changed = nc_chart_css_changed;
     props[PROP_NAME] = g_param_spec_string("name", NULL, NULL, NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
-    props[PROP_PLACEHOLDER] =
-        g_param_spec_string("placeholder", NULL, NULL, NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+    props[PROP_EMPTY_TEXT] =
+        g_param_spec_string("empty-text", NULL, NULL, NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
     g_object_class_install_properties(object_class, N_PROPS, props);
     gtk_widget_class_set_css_name(widget_class, "ncchart");
     gtk_widget_class_set_accessible_role(widget_class, GTK_ACCESSIBLE_ROLE_IMG);

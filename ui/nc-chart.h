@@ -10,7 +10,7 @@
  *   - takes the colours from the theme (libadwaita's named colours, dark or
  *     light), and follows AdwStyleManager;
  *   - exports the chart (nc_chart_export) in the light style, for documents;
- *   - shows a placeholder text while has_data() is FALSE. */
+ *   - shows its empty-state text while has_data() is FALSE. */
 #pragma once
 
 #include <gtk/gtk.h>
@@ -54,7 +54,7 @@ gboolean nc_chart_export(NcChart *self, const char *path, int width, int height,
  * shown while there is nothing to draw. */
 const char *nc_chart_get_name(NcChart *self);
 void nc_chart_set_name(NcChart *self, const char *name);
-void nc_chart_set_placeholder(NcChart *self, const char *text);
+void nc_chart_set_empty_text(NcChart *self, const char *text);
 /* The pointer position over the chart, or FALSE when it is outside. */
 gboolean nc_chart_get_pointer(NcChart *self, double *x, double *y);
 /* Number of times the cached drawing was rebuilt (tests: the views redraw). */

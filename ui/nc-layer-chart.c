@@ -296,14 +296,14 @@ GtkWidget *nc_layer_chart_new(NcLayerChartKind kind)
 {
     NcLayerChart *self = g_object_new(NC_TYPE_LAYER_CHART, NULL);
     static const char *names[] = {"firing-rates", "calibration-error", "sops"};
-    static const char *placeholders[] = {
+    static const char *empty_texts[] = {
         "Firing rates per layer appear after the first simulated batch.",
         "The conversion error of each layer, split into clipping, quantisation and unevenness, "
         "appears after the first simulated batch.",
         "Synaptic operations per layer, against the ANN's multiply-accumulates, appear after the first batch."};
     self->kind = kind;
     nc_chart_set_name(NC_CHART(self), names[kind]);
-    nc_chart_set_placeholder(NC_CHART(self), placeholders[kind]);
+    nc_chart_set_empty_text(NC_CHART(self), empty_texts[kind]);
     return GTK_WIDGET(self);
 }
 

@@ -78,7 +78,7 @@ GtkWidget *nc_quant_chart_new(void)
 {
     NcQuantChart *self = g_object_new(NC_TYPE_QUANT_CHART, NULL);
     nc_chart_set_name(NC_CHART(self), "loihi-quantisation");
-    nc_chart_set_placeholder(NC_CHART(self), "The loihi engine's quantisation error per layer appears once the "
+    nc_chart_set_empty_text(NC_CHART(self), "The loihi engine's quantisation error per layer appears once the "
                                              "network is converted.");
     return GTK_WIDGET(self);
 }
@@ -105,7 +105,7 @@ void nc_quant_chart_set_net(NcQuantChart *self, const nc_net *net)
     nc_error err = {0};
     if (net && nc_loihi_quantise(net, NULL, &q, &err) != NC_OK) {
         g_autofree char *text = g_strdup_printf("The loihi engine cannot quantise this network: %s", err.message);
-        nc_chart_set_placeholder(NC_CHART(self), text);
+        nc_chart_set_empty_text(NC_CHART(self), text);
     }
     if (q) {
         int64_t clipped = 0;

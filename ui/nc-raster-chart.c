@@ -4,7 +4,7 @@
 #include <string.h>
 
 /* What the chart says while it has no spikes to draw (NcChart's empty-state
- * text, its "placeholder" property): the finished message, not a stand-in. */
+ * text, its "empty-text" property). */
 #define NO_SPIKES_YET "The spikes of the chosen layer appear after the first simulated batch."
 
 struct _NcRasterChart {
@@ -63,7 +63,7 @@ static void read_spilled(NcRasterChart *self, const NcLayerViews *v)
     g_autoptr(GError) error = NULL;
     self->repacked = g_malloc0(((size_t)v->raster_neurons * (size_t)v->T + 7) / 8);
     if (!nc_raster_spill_read(self->data->spill, self->layer, self->sample, self->repacked, &error)) {
-        nc_chart_set_placeholder(NC_CHART(self), error->message);
+        nc_chart_set_empty_text(NC_CHART(self), error->message);
         g_clear_pointer(&self->repacked, g_free);
         return;
     }
@@ -74,7 +74,7 @@ static void read_spilled(NcRasterChart *self, const NcLayerViews *v)
  * copy is needed only when that is not a whole byte. */
 static void select_bits(NcRasterChart *self)
 {
-    nc_chart_set_placeholder(NC_CHART(self), NO_SPIKES_YET);
+    nc_chart_set_empty_text(NC_CHART(self), NO_SPIKES_YET);
     g_clear_pointer(&self->repacked, g_free);
     self->bits = NULL, self->rows = 0;
     const NcLayerViews *v = views(self);
@@ -286,7 +286,7 @@ static void nc_raster_chart_init(NcRasterChart *self)
 {
     self->sample = 0;
     nc_chart_set_name(NC_CHART(self), "raster");
-    nc_chart_set_placeholder(NC_CHART(self), NO_SPIKES_YET);
+    nc_chart_set_empty_text(NC_CHART(self), NO_SPIKES_YET);
     GtkEventController *scroll = gtk_event_controller_scroll_new(GTK_EVENT_CONTROLLER_SCROLL_VERTICAL);
     g_signal_connect(scroll, "scroll", G_CALLBACK(on_scroll), self);
     gtk_widget_add_controller(GTK_WIDGET(self), scroll);

@@ -150,7 +150,7 @@ static void nc_teach_view_init(NcTeachView *self)
 {
     self->step = 1, self->speed = 4;
     nc_chart_set_name(NC_CHART(self), "teaching");
-    nc_chart_set_placeholder(NC_CHART(self), "Convert & Run: the first test image is simulated with every spike "
+    nc_chart_set_empty_text(NC_CHART(self), "Convert & Run: the first test image is simulated with every spike "
                                              "kept, to be stepped through or played here.");
 }
 

@@ -93,7 +93,7 @@ static void nc_trace_chart_class_init(NcTraceChartClass *klass)
 static void nc_trace_chart_init(NcTraceChart *self)
 {
     nc_chart_set_name(NC_CHART(self), "membrane");
-    nc_chart_set_placeholder(NC_CHART(self),
+    nc_chart_set_empty_text(NC_CHART(self),
                              "The membrane potential of a neuron appears after the first simulated batch; "
                              "click a neuron in the raster to choose it.");
 }
