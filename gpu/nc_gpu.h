@@ -220,6 +220,13 @@ nc_status nc_gpu_test_prespike_max(int nhwc, int T, long long n, int c, int h, i
                                    const int stride[2], const int pad[4], const int dilation[2], int ceil_mode,
                                    const float *bias, const float *in, float *out, nc_error *err);
 
+/* The trainer's bf16 copies on host arrays: in [rows, a, b] goes to bf16
+ * [rows, b, a] (rounded to nearest even) — narrowed gets those values as
+ * floats — and is transposed back, widened and added to base [rows, a, b]
+ * into widened. */
+nc_status nc_gpu_test_transpose_bf16(long long rows, long long a, long long b, const float *in, const float *base,
+                                     float *narrowed, float *widened, nc_error *err);
+
 /* Poisson encoding on the device (same stream of numbers as
  * nc_poisson_encode in sim/nc_cpu_ops.h). */
 nc_status nc_gpu_test_poisson(unsigned long long seed, int T, long long n, const float *in, float *out,

@@ -465,7 +465,7 @@ nc_status nc_cudnn_backward_data(void *handle, const nc_conv_plan *plan, const v
 }
 
 nc_status nc_cudnn_backward_filter(void *handle, const nc_conv_plan *plan, const void *x, const void *dy, void *dw,
-                                   void *ws, const char *where, nc_error *err)
+                                   void *ws, float beta, const char *where, nc_error *err)
 {
     const float one = 1.0f;
     NC_CUDNN_TRY(err, where,
@@ -473,6 +473,6 @@ nc_status nc_cudnn_backward_filter(void *handle, const nc_conv_plan *plan, const
                                            (cudnnTensorDescriptor_t)plan->y_desc, dy,
                                            (cudnnConvolutionDescriptor_t)plan->conv_desc,
                                            (cudnnConvolutionBwdFilterAlgo_t)plan->filter_algo, ws,
-                                           plan->filter_workspace, &one, (cudnnFilterDescriptor_t)plan->w_desc, dw));
+                                           plan->filter_workspace, &beta, (cudnnFilterDescriptor_t)plan->w_desc, dw));
     return NC_OK;
 }

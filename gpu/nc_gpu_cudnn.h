@@ -97,7 +97,7 @@ void nc_cudnn_plan_free(nc_conv_plan *plan);
 nc_status nc_cudnn_conv(void *handle, const nc_conv_plan *plan, const void *x, const void *w, void *y, void *ws,
                         float beta, const char *where, nc_error *err);
 
-// ---- the trainer's backward passes (NC_CONV_FP32 or NC_CONV_TF32 plans) ----
+// ---- the trainer's backward passes (NC_CONV_FP32_ANY, NC_CONV_TF32 or NC_CONV_BF16 plans) ----
 //
 // Choose the deterministic algorithm of the backward-data or the
 // backward-filter pass of a forward plan, timing them on real buffers: w, dy
@@ -112,8 +112,9 @@ nc_status nc_cudnn_plan_backward_filter(void *handle, nc_conv_plan *plan, const 
 // dx = convᵀ(dy, w) (overwritten).  ws: plan->data_workspace bytes.
 nc_status nc_cudnn_backward_data(void *handle, const nc_conv_plan *plan, const void *w, const void *dy, void *dx,
                                  void *ws, const char *where, nc_error *err);
-// dw += the filter gradient of x and dy.  ws: plan->filter_workspace bytes.
+// dw = the filter gradient of x and dy + beta·dw (beta 1 accumulates; 0 overwrites, for a bf16
+// gradient that the caller widens and adds).  ws: plan->filter_workspace bytes.
 nc_status nc_cudnn_backward_filter(void *handle, const nc_conv_plan *plan, const void *x, const void *dy, void *dw,
-                                   void *ws, const char *where, nc_error *err);
+                                   void *ws, float beta, const char *where, nc_error *err);
 
 #endif

@@ -219,6 +219,14 @@ cudaError_t nc_launch_fill_random_bf16(cudaStream_t s, int64_t n, uint64_t seed,
 // becomes [HW, C] with (a, b) = (C, HW), and back with (HW, C).
 cudaError_t nc_launch_transpose_rows(cudaStream_t s, int64_t rows, int64_t a, int64_t b, const float *in,
                                      float *out);
+// The same, rounded to bf16 (to nearest even) on the way: the trainer's bf16
+// convolutions read their fp32 NCHW values as bf16 NHWC.
+cudaError_t nc_launch_transpose_rows_to_bf16(cudaStream_t s, int64_t rows, int64_t a, int64_t b, const float *in,
+                                             nc_bf16 *out);
+// And back: out[r, b, a] = float(in[r, a, b]), added to out's value when add
+// is 1 (a weight gradient accumulates), else written.
+cudaError_t nc_launch_transpose_rows_add_bf16(cudaStream_t s, int64_t rows, int64_t a, int64_t b,
+                                              const nc_bf16 *in, int add, float *out);
 // nc_launch_avgpool over [rows, H, W, C] → [rows, OH, OW, C]; the same sums
 // in the same order, so the two layouts give the same values bit for bit.
 cudaError_t nc_launch_avgpool_nhwc(cudaStream_t s, const nc_gwin *g, int count_include_pad, int64_t rows,

@@ -541,25 +541,34 @@ __global__ void fill_random_kernel(int64_t n, uint64_t seed, float lo, float hi,
 // out[r, b, a] = in[r, a, b] for r < rows: NCHW ↔ NHWC of one sample is the
 // transpose of its [C, HW] (or [HW, C]) matrix.  32×32 tiles through shared
 // memory, so that reads and writes are both coalesced; blockIdx.z walks rows.
+// The trainer's bf16 convolutions use two variants: fp32 in, bf16 out (rounded
+// to nearest), and bf16 in, fp32 out, added to what out holds (Add).
 constexpr int kTile = 32;
 
-__global__ void transpose_rows_kernel(int64_t rows, int64_t A, int64_t B, const float *in, float *out)
+__device__ __forceinline__ float widen(float x) { return x; }
+__device__ __forceinline__ float widen(nc_bf16 x) { return __bfloat162float(x); }
+template <typename Out> __device__ __forceinline__ Out narrow(float x);
+template <> __device__ __forceinline__ float narrow<float>(float x) { return x; }
+template <> __device__ __forceinline__ nc_bf16 narrow<nc_bf16>(float x) { return __float2bfloat16_rn(x); }
+
+template <typename In, typename Out, bool Add>
+__global__ void transpose_rows_kernel(int64_t rows, int64_t A, int64_t B, const In *in, Out *out)
 {
     __shared__ float tile[kTile][kTile + 1];
     int64_t a0 = (int64_t)blockIdx.y * kTile, b0 = (int64_t)blockIdx.x * kTile;
     for (int64_t r = blockIdx.z; r < rows; r += gridDim.z) {
-        const float *x = in + r * A * B;
-        float *y = out + r * A * B;
+        const In *x = in + r * A * B;
+        Out *y = out + r * A * B;
         for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
             int64_t a = a0 + i, b = b0 + threadIdx.x;
             if (a < A && b < B)
-                tile[i][threadIdx.x] = x[a * B + b];
+                tile[i][threadIdx.x] = widen(x[a * B + b]);
         }
         __syncthreads();
         for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
             int64_t b = b0 + i, a = a0 + threadIdx.x;
             if (a < A && b < B)
-                y[b * A + a] = tile[threadIdx.x][i];
+                y[b * A + a] = narrow<Out>(Add ? widen(y[b * A + a]) + tile[threadIdx.x][i] : tile[threadIdx.x][i]);
         }
         __syncthreads();
     }
@@ -1155,17 +1164,36 @@ cudaError_t nc_launch_fill_random_bf16(cudaStream_t s, int64_t n, uint64_t seed,
     return cudaGetLastError();
 }
 
-cudaError_t nc_launch_transpose_rows(cudaStream_t s, int64_t rows, int64_t a, int64_t b, const float *in, float *out)
+template <typename In, typename Out, bool Add>
+cudaError_t launch_transpose_rows(cudaStream_t s, int64_t rows, int64_t a, int64_t b, const In *in, Out *out)
 {
     if (rows <= 0 || a <= 0 || b <= 0)
         return cudaSuccess;
-    if (in == out || (a + kTile - 1) / kTile > 65535)
+    if ((const void *)in == (const void *)out || (a + kTile - 1) / kTile > 65535)
         return cudaErrorInvalidValue;
     dim3 block(kTile, 8);
     dim3 grid((unsigned)((b + kTile - 1) / kTile), (unsigned)((a + kTile - 1) / kTile),
               (unsigned)(rows < 65535 ? rows : 65535));
-    transpose_rows_kernel<<<grid, block, 0, s>>>(rows, a, b, in, out);
+    transpose_rows_kernel<In, Out, Add><<<grid, block, 0, s>>>(rows, a, b, in, out);
     return cudaGetLastError();
+}
+
+cudaError_t nc_launch_transpose_rows(cudaStream_t s, int64_t rows, int64_t a, int64_t b, const float *in, float *out)
+{
+    return launch_transpose_rows<float, float, false>(s, rows, a, b, in, out);
+}
+
+cudaError_t nc_launch_transpose_rows_to_bf16(cudaStream_t s, int64_t rows, int64_t a, int64_t b, const float *in,
+                                             nc_bf16 *out)
+{
+    return launch_transpose_rows<float, nc_bf16, false>(s, rows, a, b, in, out);
+}
+
+cudaError_t nc_launch_transpose_rows_add_bf16(cudaStream_t s, int64_t rows, int64_t a, int64_t b,
+                                              const nc_bf16 *in, int add, float *out)
+{
+    return add ? launch_transpose_rows<nc_bf16, float, true>(s, rows, a, b, in, out)
+               : launch_transpose_rows<nc_bf16, float, false>(s, rows, a, b, in, out);
 }
 
 cudaError_t nc_launch_avgpool_nhwc(cudaStream_t s, const nc_gwin *g, int count_include_pad, int64_t rows,

@@ -20,13 +20,15 @@ _Static_assert((int)N_OPTIONS == (int)NC_GPU_N_OPTIONS, "nc_gpu_options.h counts
 const nc_engine_option nc_gpu_option_table[N_OPTIONS] = {
     [OPT_PRECISION] = {.key = "precision", .type = NC_ENGINE_OPTION_CHOICE, .default_value = "fp32",
                        .choices = "fp32|tf32|bf16|split-bf16|split-bf16x2",
-                       .help = "products of conv and dense layers (nc_gpu.h: fp32 is as exact as the CPU)",
+                       .help = "products of conv and dense layers (nc_gpu.h: fp32 is as exact as the CPU); the "
+                               "GPU trainer: tf32 on TF32 tensor cores, bf16 with bf16 convolutions and fp32 "
+                               "weights (mixed precision), the others fp32",
                        .env = "NC_GPU_PRECISION"},
     [OPT_CONV] = {.key = "conv", .type = NC_ENGINE_OPTION_CHOICE, .default_value = "auto",
                   .choices = "auto|cudnn|im2col",
                   .help = "how convolutions run: cuDNN (loaded at run time) or im2col + cuBLAS; auto: cuDNN where it "
                           "is faster (fp32: the exact mode on bf16 tensor cores; an analog input of T·N rows "
-                          "keeps im2col); the GPU trainer: cuDNN (fp32 FMA) unless im2col",
+                          "keeps im2col); the GPU trainer: cuDNN unless im2col",
                   .env = "NC_GPU_CONV"},
     [OPT_CHUNK_MB] = {.key = "chunk-mb", .type = NC_ENGINE_OPTION_INT, .default_value = "0", .min = 0,
                       .max = 65536, .help = "im2col chunk of a convolution in MiB (0: from the L2 cache size)",

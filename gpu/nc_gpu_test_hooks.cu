@@ -268,3 +268,28 @@ extern "C" nc_status nc_gpu_test_poisson(unsigned long long seed, int T, long lo
     NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, (size_t)(T * n) * 4, cudaMemcpyDeviceToHost));
     return NC_OK;
 }
+
+extern "C" nc_status nc_gpu_test_transpose_bf16(long long rows, long long a, long long b, const float *in,
+                                                const float *base, float *narrowed, float *widened, nc_error *err)
+{
+    const char *where = "gpu bf16 transpose test";
+    if (rows < 1 || a < 1 || b < 1)
+        return nc_fail(err, NC_ERR_ARGUMENT, "%s: empty shape", where);
+    size_t n = (size_t)(rows * a * b);
+    dev_buffers d;
+    float *din, *dsum;
+    nc_bf16 *d16;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.put(in, n * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.put(base, n * 4, (void **)&dsum));
+    NC_CUDA_TRY(err, where, d.get(n * 2, (void **)&d16));
+    NC_CUDA_TRY(err, where, cudaMemset(d16, 0xff, n * 2)); /* poison: every output must be written */
+    NC_CUDA_TRY(err, where, nc_launch_transpose_rows_to_bf16(0, rows, a, b, din, d16));
+    NC_CUDA_TRY(err, where, nc_launch_transpose_rows_add_bf16(0, rows, b, a, d16, 1, dsum));
+    /* the bf16 values themselves, widened without a transpose: [rows, b, a] */
+    NC_CUDA_TRY(err, where, nc_launch_transpose_rows_add_bf16(0, rows * b, a, 1, d16, 0, din));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(narrowed, din, n * 4, cudaMemcpyDeviceToHost));
+    NC_CUDA_TRY(err, where, cudaMemcpy(widened, dsum, n * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}

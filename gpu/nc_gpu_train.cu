@@ -1479,9 +1479,11 @@ extern "C" nc_status nc_train_backend_gpu_new(nc_train_backend **out, nc_error *
         NC_CUDA_TRY(err, where, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
         NC_CUBLAS_TRY(err, where, cublasCreate(&g->blas));
         NC_CUBLAS_TRY(err, where, cublasSetStream(g->blas, g->stream));
-        // fp32 products, no TF32 (unless NVIDIA_TF32_OVERRIDE forces it), no
-        // atomics: gradients comparable with the CPU and deterministic
-        NC_CUBLAS_TRY(err, where, cublasSetMathMode(g->blas, CUBLAS_DEFAULT_MATH));
+        // fp32 products, no TF32 (unless NVIDIA_TF32_OVERRIDE forces it or the
+        // precision is tf32), no atomics: gradients comparable with the CPU and
+        // deterministic.  The bf16 mode keeps its dense layers in fp32.
+        cublasMath_t math = nc_train_conv_math() == NC_CONV_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+        NC_CUBLAS_TRY(err, where, cublasSetMathMode(g->blas, math));
         NC_CUBLAS_TRY(err, where, cublasSetAtomicsMode(g->blas, CUBLAS_ATOMICS_NOT_ALLOWED));
         return nc_train_convs_new(g->stream, &g->convs, err);
     };

@@ -10,11 +10,17 @@
 #include <vector>
 
 #include "gpu/nc_gpu_cudnn.h"
+#include "gpu/nc_gpu_internal.h"
 
 namespace {
 
 // Room cuDNN may use while it times its algorithms (less when memory is short).
-constexpr size_t kPlanWorkspace = (size_t)256 << 20;
+// The FFT algorithms need it: on the H200, at 2048 rows, the input gradient of a
+// 14x14 conv takes 0.33-0.52 ms through FFT (290-300 MB of workspace) against
+// 0.69-1.33 ms through the best algorithm that fits in 256 MB, and the 28x28
+// layers' FFT variants ask for 550-880 MB (docs/bench-logs/gpu_2026-12-02/
+// session8_call1/train_conv_probe.txt).
+constexpr size_t kPlanWorkspace = (size_t)1 << 30;
 const char *const kWhere = "gpu trainer: conv2d";
 
 struct train_plan {
@@ -23,7 +29,10 @@ struct train_plan {
     int refused; // cuDNN has no deterministic algorithm: im2col runs it
 };
 
-nc_conv_shape shape_of(const nc_window *w, int cout, int groups, int64_t rows)
+// The trainer's shape of a convolution: NCHW fp32 values, or channels-last
+// bf16 copies of them in the bf16 mode (cuDNN's bf16 kernels are 2-4x
+// faster on channels-last operands than on NCHW ones).
+nc_conv_shape shape_of(const nc_window *w, int cout, int groups, int64_t rows, nc_conv_math m)
 {
     nc_conv_shape s;
     memset(&s, 0, sizeof s);
@@ -34,11 +43,17 @@ nc_conv_shape shape_of(const nc_window *w, int cout, int groups, int64_t rows)
     s.dh = w->dilation[0], s.dw = w->dilation[1];
     s.ph = w->pad[0], s.pw = w->pad[1];
     s.groups = groups;
-    s.nchw = 1;
+    s.nchw = m != NC_CONV_BF16;
     return s;
 }
 
 } // namespace
+
+// A device buffer that only grows (the bf16 mode's channels-last copies).
+struct grow_buffer {
+    void *p = nullptr;
+    size_t bytes = 0;
+};
 
 struct nc_train_convs {
     cudaStream_t stream = nullptr;
@@ -46,7 +61,10 @@ struct nc_train_convs {
     std::vector<train_plan> plans; // grows at the first pass of each shape; never shrinks
     void *ws = nullptr;            // the workspace, grown on demand
     size_t ws_bytes = 0;
-    nc_conv_math math = NC_CONV_FP32_ANY; // fp32 FMA; Winograd and FFT allowed (fp32-accurate, deterministic)
+    nc_conv_math math = NC_CONV_FP32_ANY; // nc_train_conv_math()
+    // the bf16 mode's channels-last bf16 copies: an input (x, or its
+    // gradient), an output (y, or its gradient), the weight and its gradient
+    grow_buffer in16, out16, w16, dw16;
 };
 
 namespace {
@@ -57,6 +75,25 @@ nc_status cuda_check(nc_error *err, const char *call, cudaError_t e)
         return NC_OK;
     return nc_fail(err, e == cudaErrorMemoryAllocation ? NC_ERR_MEMORY : NC_ERR_DEVICE, "%s: %s failed: %s", kWhere,
                    call, cudaGetErrorString(e));
+}
+
+// b, at least `bytes` long (its old contents are not kept).
+nc_status grow(nc_train_convs *c, grow_buffer *b, size_t bytes, nc_error *err)
+{
+    if (bytes <= b->bytes)
+        return NC_OK;
+    if (b->p) { // queued work may still use it
+        nc_status s = cuda_check(err, "cudaStreamSynchronize", cudaStreamSynchronize(c->stream));
+        if (s != NC_OK)
+            return s;
+        cudaFree(b->p);
+        b->p = nullptr;
+        b->bytes = 0;
+    }
+    nc_status s = cuda_check(err, "cudaMalloc (bf16 operands)", cudaMalloc(&b->p, bytes));
+    if (s == NC_OK)
+        b->bytes = bytes;
+    return s;
 }
 
 // The workspace, at least `bytes` long.
@@ -93,8 +130,9 @@ train_plan *find(nc_train_convs *c, const nc_conv_shape &s)
     return nullptr;
 }
 
-// The plan of shape s, its forward chosen now on in, weight, out if new.
-nc_status plan_for(nc_train_convs *c, const nc_conv_shape &s, const float *in, const float *weight, float *out,
+// The plan of shape s, its forward chosen now on in, weight, out (cuDNN's
+// operands: fp32 NCHW, or the bf16 mode's channels-last copies) if new.
+nc_status plan_for(nc_train_convs *c, const nc_conv_shape &s, const void *in, const void *weight, void *out,
                    train_plan **got, nc_error *err)
 {
     if ((*got = find(c, s)))
@@ -106,7 +144,7 @@ nc_status plan_for(nc_train_convs *c, const nc_conv_shape &s, const float *in, c
     nc_status st = workspace(c, room, err);
     if (st == NC_OK)
         st = nc_cudnn_plan(c->cudnn, c->stream, &s, c->math, in, weight, out, c->ws, room, &tp.plan, kWhere, err);
-    if (st == NC_ERR_UNSUPPORTED) { // no deterministic fp32 algorithm: im2col, from now on
+    if (st == NC_ERR_UNSUPPORTED) { // no deterministic algorithm: im2col, from now on
         tp.refused = 1;
         st = NC_OK;
     }
@@ -117,8 +155,13 @@ nc_status plan_for(nc_train_convs *c, const nc_conv_shape &s, const float *in, c
     return NC_OK;
 }
 
-nc_status plan_backward(nc_train_convs *c, train_plan *tp, const float *in, const float *weight, const float *dout,
-                        float *din, int need_filter, nc_error *err)
+size_t weight_count(const nc_conv_shape &sh)
+{
+    return (size_t)sh.cout * (sh.c / (sh.groups > 1 ? sh.groups : 1)) * sh.kh * sh.kw;
+}
+
+nc_status plan_backward(nc_train_convs *c, train_plan *tp, const void *in, const void *weight, const void *dout,
+                        void *din, int need_filter, nc_error *err)
 {
     size_t room = planning_room();
     nc_status s = NC_OK;
@@ -127,8 +170,7 @@ nc_status plan_backward(nc_train_convs *c, train_plan *tp, const float *in, cons
     if (s != NC_OK || !need_filter || tp->plan.filter_planned)
         return s;
     // a weight-sized scratch for cuDNN to overwrite while it times
-    const nc_conv_shape &sh = tp->shape;
-    size_t wbytes = (size_t)sh.cout * (sh.c / (sh.groups > 1 ? sh.groups : 1)) * sh.kh * sh.kw * sizeof(float);
+    size_t wbytes = weight_count(tp->shape) * sizeof(float);
     void *scratch = nullptr;
     if ((s = workspace(c, room, err)) != NC_OK ||
         (s = cuda_check(err, "cudaMalloc (weight-gradient scratch)", cudaMalloc(&scratch, wbytes))) != NC_OK)
@@ -139,7 +181,108 @@ nc_status plan_backward(nc_train_convs *c, train_plan *tp, const float *in, cons
     return s;
 }
 
+// ---- the bf16 mode: channels-last bf16 copies in, fp32 NCHW values out ----
+//
+// A sample's NCHW [C, H·W] is the transpose of its NHWC [H·W, C], and a KCRS
+// filter [K][C, R·S] that of KRSC [K][R·S, C]: each copy is one transposing
+// kernel that rounds (or widens) on the way.
+
+nc_status cuda_launch(nc_error *err, const char *kernel, cudaError_t e) { return cuda_check(err, kernel, e); }
+
+// dst = bf16 channels-last copy of the [rows, a, b] fp32 values at src.
+nc_status to_bf16(nc_train_convs *c, grow_buffer *dst, int64_t rows, int64_t a, int64_t b, const float *src,
+                  nc_error *err)
+{
+    nc_status s = grow(c, dst, (size_t)(rows * a * b) * sizeof(nc_bf16), err);
+    if (s != NC_OK)
+        return s;
+    return cuda_launch(err, "nc_launch_transpose_rows_to_bf16",
+                       nc_launch_transpose_rows_to_bf16(c->stream, rows, a, b, src, (nc_bf16 *)dst->p));
+}
+
+// dst (fp32, [rows, b, a]) = (or +=, add) the widened bf16 values [rows, a, b] at src.
+nc_status from_bf16(nc_train_convs *c, const grow_buffer *src, int64_t rows, int64_t a, int64_t b, int add,
+                    float *dst, nc_error *err)
+{
+    return cuda_launch(err, "nc_launch_transpose_rows_add_bf16",
+                       nc_launch_transpose_rows_add_bf16(c->stream, rows, a, b, (const nc_bf16 *)src->p, add, dst));
+}
+
+nc_status weight_to_bf16(nc_train_convs *c, const nc_conv_shape &sh, const float *weight, nc_error *err)
+{
+    int cg = sh.c / (sh.groups > 1 ? sh.groups : 1);
+    return to_bf16(c, &c->w16, sh.cout, cg, (int64_t)sh.kh * sh.kw, weight, err);
+}
+
+nc_status input_to_bf16(nc_train_convs *c, const nc_conv_shape &sh, const float *in, nc_error *err)
+{
+    return to_bf16(c, &c->in16, sh.rows, sh.c, (int64_t)sh.h * sh.w, in, err);
+}
+
+nc_status forward_bf16(nc_train_convs *c, const nc_conv_shape &sh, const float *in, const float *weight, float *out,
+                       nc_error *err)
+{
+    nc_status s = input_to_bf16(c, sh, in, err);
+    int64_t P = (int64_t)sh.oh * sh.ow;
+    if (s == NC_OK)
+        s = weight_to_bf16(c, sh, weight, err);
+    if (s == NC_OK)
+        s = grow(c, &c->out16, (size_t)(sh.rows * sh.cout * P) * sizeof(nc_bf16), err);
+    train_plan *tp = nullptr;
+    if (s == NC_OK)
+        s = plan_for(c, sh, c->in16.p, c->w16.p, c->out16.p, &tp, err);
+    if (s == NC_OK && tp->refused)
+        return NC_ERR_UNSUPPORTED;
+    if (s == NC_OK)
+        s = workspace(c, tp->plan.workspace, err);
+    if (s == NC_OK)
+        s = nc_cudnn_conv(c->cudnn, &tp->plan, c->in16.p, c->w16.p, c->out16.p, c->ws, 0.0f, kWhere, err);
+    if (s == NC_OK)
+        s = from_bf16(c, &c->out16, sh.rows, P, sh.cout, 0, out, err);
+    return s;
+}
+
+// din = the input gradient (overwritten), dweight += the weight gradient;
+// the weight gradient is summed in fp32 by cuDNN and rounded to bf16 once.
+nc_status backward_bf16(nc_train_convs *c, train_plan *tp, const float *in, const float *weight, const float *dout,
+                        float *din, float *dweight, nc_error *err)
+{
+    const nc_conv_shape &sh = tp->shape;
+    int64_t P = (int64_t)sh.oh * sh.ow, HW = (int64_t)sh.h * sh.w;
+    int cg = sh.c / (sh.groups > 1 ? sh.groups : 1);
+    nc_status s = to_bf16(c, &c->out16, sh.rows, sh.cout, P, dout, err); // out16: dy from here on
+    if (s == NC_OK && din) {
+        if ((s = weight_to_bf16(c, sh, weight, err)) == NC_OK &&
+            (s = grow(c, &c->in16, (size_t)(sh.rows * sh.c * HW) * sizeof(nc_bf16), err)) == NC_OK)
+            s = plan_backward(c, tp, nullptr, c->w16.p, c->out16.p, c->in16.p, 0, err);
+        if (s == NC_OK && (s = workspace(c, tp->plan.data_workspace, err)) == NC_OK)
+            s = nc_cudnn_backward_data(c->cudnn, &tp->plan, c->w16.p, c->out16.p, c->in16.p, c->ws, kWhere, err);
+        if (s == NC_OK)
+            s = from_bf16(c, &c->in16, sh.rows, HW, sh.c, 0, din, err);
+    }
+    if (s != NC_OK || !dweight)
+        return s;
+    if ((s = input_to_bf16(c, sh, in, err)) == NC_OK &&
+        (s = grow(c, &c->dw16, weight_count(sh) * sizeof(nc_bf16), err)) == NC_OK)
+        s = plan_backward(c, tp, c->in16.p, nullptr, c->out16.p, nullptr, 1, err);
+    if (s == NC_OK && (s = workspace(c, tp->plan.filter_workspace, err)) == NC_OK)
+        s = nc_cudnn_backward_filter(c->cudnn, &tp->plan, c->in16.p, c->out16.p, c->dw16.p, c->ws, 0.0f, kWhere, err);
+    if (s == NC_OK)
+        s = from_bf16(c, &c->dw16, sh.cout, (int64_t)sh.kh * sh.kw, cg, 1, dweight, err);
+    return s;
+}
+
 } // namespace
+
+nc_conv_math nc_train_conv_math(void)
+{
+    const char *p = nc_gpu_options_get().precision;
+    if (p && strcmp(p, "bf16") == 0)
+        return NC_CONV_BF16;
+    if (p && strcmp(p, "tf32") == 0)
+        return NC_CONV_TF32;
+    return NC_CONV_FP32_ANY; // fp32 and the split modes: fp32 FMA (Winograd and FFT allowed)
+}
 
 nc_status nc_train_convs_new(cudaStream_t stream, nc_train_convs **out, nc_error *err)
 {
@@ -151,6 +294,7 @@ nc_status nc_train_convs_new(cudaStream_t stream, nc_train_convs **out, nc_error
     if (!c)
         return nc_fail(err, NC_ERR_MEMORY, "%s: out of memory", kWhere);
     c->stream = stream;
+    c->math = nc_train_conv_math();
     nc_status s = nc_cudnn_create(stream, &c->cudnn, err);
     if (s != NC_OK) {
         delete c;
@@ -169,8 +313,9 @@ void nc_train_convs_free(nc_train_convs *c)
     for (train_plan &p : c->plans)
         if (!p.refused)
             nc_cudnn_plan_free(&p.plan);
-    if (c->ws)
-        cudaFree(c->ws);
+    for (void *p : {c->ws, c->in16.p, c->out16.p, c->w16.p, c->dw16.p})
+        if (p)
+            cudaFree(p);
     nc_cudnn_destroy(c->cudnn);
     delete c;
 }
@@ -179,7 +324,7 @@ int nc_train_convs_take(nc_train_convs *c, const nc_window *w, int cout, int gro
 {
     if (!c || w->pad[0] != w->pad[2] || w->pad[1] != w->pad[3])
         return 0;
-    nc_conv_shape s = shape_of(w, cout, groups, rows);
+    nc_conv_shape s = shape_of(w, cout, groups, rows, c->math);
     char why[160];
     if (!nc_cudnn_shape_ok(&s, why, sizeof why))
         return 0;
@@ -190,12 +335,14 @@ int nc_train_convs_take(nc_train_convs *c, const nc_window *w, int cout, int gro
 nc_status nc_train_convs_forward(nc_train_convs *c, const nc_window *w, int cout, int groups, int64_t rows,
                                  const float *in, const float *weight, float *out, nc_error *err)
 {
+    nc_conv_shape shape = shape_of(w, cout, groups, rows, c->math);
     train_plan *tp = nullptr;
-    nc_status s = plan_for(c, shape_of(w, cout, groups, rows), in, weight, out, &tp, err);
-    if (s != NC_OK)
-        return s;
-    if (tp->refused)
+    nc_status s = c->math == NC_CONV_BF16 ? forward_bf16(c, shape, in, weight, out, err)
+                                          : plan_for(c, shape, in, weight, out, &tp, err);
+    if (s == NC_ERR_UNSUPPORTED || (tp && tp->refused))
         return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: cuDNN refused this shape (nc_train_convs_take says so)", kWhere);
+    if (s != NC_OK || c->math == NC_CONV_BF16)
+        return s;
     if ((s = workspace(c, tp->plan.workspace, err)) != NC_OK)
         return s;
     return nc_cudnn_conv(c->cudnn, &tp->plan, in, weight, out, c->ws, 0.0f, kWhere, err);
@@ -205,14 +352,15 @@ nc_status nc_train_convs_backward(nc_train_convs *c, const nc_window *w, int cou
                                   const float *in, const float *weight, const float *dout, float *din,
                                   float *dweight, nc_error *err)
 {
-    nc_conv_shape shape = shape_of(w, cout, groups, rows);
-    train_plan *tp = find(c, shape);
+    train_plan *tp = find(c, shape_of(w, cout, groups, rows, c->math));
     if (!tp || tp->refused) // every backward follows its forward
         return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: backward of a convolution cuDNN did not run forward", kWhere);
+    if (c->math == NC_CONV_BF16)
+        return backward_bf16(c, tp, in, weight, dout, din, dweight, err);
     nc_status s = plan_backward(c, tp, in, weight, dout, din, dweight != nullptr, err);
     if (s == NC_OK && din && (s = workspace(c, tp->plan.data_workspace, err)) == NC_OK)
         s = nc_cudnn_backward_data(c->cudnn, &tp->plan, weight, dout, din, c->ws, kWhere, err);
     if (s == NC_OK && dweight && (s = workspace(c, tp->plan.filter_workspace, err)) == NC_OK)
-        s = nc_cudnn_backward_filter(c->cudnn, &tp->plan, in, dout, dweight, c->ws, kWhere, err);
+        s = nc_cudnn_backward_filter(c->cudnn, &tp->plan, in, dout, dweight, c->ws, 1.0f, kWhere, err);
     return s;
 }

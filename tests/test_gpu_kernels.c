@@ -491,6 +491,49 @@ static void test_prespike_max_kernel(void)
              "a 4x4 window is refused: %s", err.message);
 }
 
+/* The trainer's bf16 copies (NCHW fp32 → NHWC bf16 and back, added): bit for
+ * bit the plain-C rounding and transposes, on shapes that are not multiples
+ * of the 32×32 tile, with exact rounding ties and an infinity. */
+static void test_bf16_transposes(void)
+{
+    static const int64_t shapes[][3] = {{3, 5, 7}, {2, 32, 64}, {4, 33, 50}, {1, 1, 1}, {5, 70, 9}};
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+        int64_t rows = shapes[k][0], a = shapes[k][1], b = shapes[k][2], n = rows * a * b;
+        float *in = malloc((size_t)n * sizeof *in), *base = malloc((size_t)n * sizeof *base);
+        float *narrowed = malloc((size_t)n * sizeof *narrowed), *widened = malloc((size_t)n * sizeof *widened);
+        float *want16 = malloc((size_t)n * sizeof *want16), *want = malloc((size_t)n * sizeof *want);
+        for (int64_t i = 0; i < n; i++) {
+            in[i] = rnd_range(-3.0f, 3.0f);
+            base[i] = rnd_range(-1.0f, 1.0f);
+        }
+        in[0] = 1.0f + 1.0f / 256.0f; /* halfway between two bf16 values: rounds to even (1.0) */
+        if (n > 2) {
+            in[1] = 1.0f + 3.0f / 256.0f; /* halfway: rounds to even (1 + 4/256) */
+            in[2] = INFINITY;
+        }
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t i = 0; i < a; i++)
+                for (int64_t j = 0; j < b; j++) {
+                    int64_t src = (r * a + i) * b + j, dst = (r * b + j) * a + i;
+                    want16[dst] = round_bf16(in[src]);
+                    want[src] = base[src] + want16[dst];
+                }
+        nc_error err = {0};
+        nc_status s = nc_gpu_test_transpose_bf16(rows, a, b, in, base, narrowed, widened, &err);
+        NC_CHECK(s == NC_OK, "bf16 transposes %lldx%lldx%lld: %s", (long long)rows, (long long)a, (long long)b,
+                 err.message);
+        if (s == NC_OK) {
+            NC_CHECK(memcmp(narrowed, want16, (size_t)n * sizeof *want16) == 0,
+                     "%lldx%lldx%lld: fp32 -> bf16 channels last, bit for bit", (long long)rows, (long long)a,
+                     (long long)b);
+            NC_CHECK(memcmp(widened, want, (size_t)n * sizeof *want) == 0,
+                     "%lldx%lldx%lld: bf16 -> fp32 back, added, bit for bit", (long long)rows, (long long)a,
+                     (long long)b);
+        }
+        free(in), free(base), free(narrowed), free(widened), free(want16), free(want);
+    }
+}
+
 /* affine, scale (per value and scalar), relu, clip, qcfs, add of 3, concat:
  * the CPU engine's results, bit for bit. */
 static void test_elementwise_kernels(void)
@@ -598,11 +641,12 @@ int main(void)
     GPU_RUN(test_conv_kernels, skip);
     GPU_RUN(test_pool_kernels, skip);
     GPU_RUN(test_prespike_max_kernel, skip);
+    GPU_RUN(test_bf16_transposes, skip);
     GPU_RUN(test_elementwise_kernels, skip);
     GPU_RUN(test_gated_kernel, skip);
 #else
     static const char *names[] = {"test_if_kernel", "test_exact_operands", "test_poisson_kernel", "test_gemm_precisions",
-                                  "test_conv_kernels", "test_pool_kernels", "test_prespike_max_kernel", "test_elementwise_kernels",
+                                  "test_conv_kernels", "test_pool_kernels", "test_prespike_max_kernel", "test_bf16_transposes", "test_elementwise_kernels",
                                   "test_gated_kernel"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         nc_test_report(names[i], 0, skip);

@@ -9,7 +9,9 @@
  *     padding, dilation, 1×1, no bias, NULL din / dweight / dbias, gradients
  *     accumulated onto non-zero values), also with a 1 MiB workspace so that
  *     the samples go in several chunks: within 1e-5·max|ref| + 1e-4·|ref|
- *     (GEMMs sum in another order);
+ *     (GEMMs sum in another order); in the bf16 mode within 1e-2 (and the
+ *     output and input gradient of a plain conv are bf16 values, so that
+ *     path ran), in the tf32 mode within 2e-3;
  *   - dense forward and backward: the same tolerance;
  *   - avg/max pools (ceil_mode, count_include_pad, padding, dilation, ties
  *     and −inf for the first-max rule) and global avgpool, forward and
@@ -260,8 +262,9 @@ static void conv_desc(const conv_case *k, char *buf, size_t size)
              k->rows, k->bias ? "" : " no-bias");
 }
 
-/* Forward, then backward with (din, dweight, dbias) = `which` bits 1, 2, 4. */
-static void conv_run(pair *Pp, const conv_case *k, int which)
+/* Forward, then backward with (din, dweight, dbias) = `which` bits 1, 2, 4,
+ * each result within atol_rel·max|cpu| + rtol·|cpu| of the CPU's. */
+static void conv_run_within(pair *Pp, const conv_case *k, int which, double atol_rel, double rtol)
 {
     pair P = *Pp;
     nc_window g;
@@ -277,7 +280,7 @@ static void conv_run(pair *Pp, const conv_case *k, int which)
     buf out = buf_new(&P, out_n, NULL);
     FOR_SIDES BE->ops->conv2d(BE, &g, k->cout, k->groups, k->rows, S(in), S(w), SN(bias, k->bias), S(out));
     snprintf(what, sizeof what, "%s: forward", desc);
-    check_buf(&P, what, &out, GEMM_ATOL, GEMM_RTOL);
+    check_buf(&P, what, &out, atol_rel, rtol);
 
     buf dout = buf_rand(&P, out_n, -1, 1), din = buf_rand(&P, in_n, -5, 5); /* din: overwritten */
     buf dw = buf_rand(&P, w_n, -1, 1), db = buf_rand(&P, k->cout, -1, 1);   /* accumulated onto */
@@ -285,14 +288,16 @@ static void conv_run(pair *Pp, const conv_case *k, int which)
                                        SN(dw, which & 2), SN(db, which & 4));
     if (which & 1) {
         snprintf(what, sizeof what, "%s: din", desc);
-        check_buf(&P, what, &din, GEMM_ATOL, GEMM_RTOL);
+        check_buf(&P, what, &din, atol_rel, rtol);
     }
     snprintf(what, sizeof what, "%s: dweight%s", desc, which & 2 ? " +=" : " (NULL: unchanged)");
-    check_buf(&P, what, &dw, GEMM_ATOL, GEMM_RTOL);
+    check_buf(&P, what, &dw, atol_rel, rtol);
     snprintf(what, sizeof what, "%s: dbias%s", desc, which & 4 ? " +=" : " (NULL: unchanged)");
-    check_buf(&P, what, &db, GEMM_ATOL, GEMM_RTOL);
+    check_buf(&P, what, &db, atol_rel, rtol);
     buf_free_all(&P, (buf *[]){&in, &w, &bias, &out, &dout, &din, &dw, &db}, 8);
 }
+
+static void conv_run(pair *Pp, const conv_case *k, int which) { conv_run_within(Pp, k, which, GEMM_ATOL, GEMM_RTOL); }
 
 static void test_conv2d(void)
 {
@@ -319,6 +324,68 @@ static void test_conv2d_chunks(void)
         return;
     for (size_t i = 0; i < sizeof conv_cases / sizeof *conv_cases; i++)
         conv_run(&P, &conv_cases[i], 7);
+    pair_free(&P);
+}
+
+/* The trainer in another precision (the engine option "precision", here
+ * through its environment override): a backend made with it. */
+static int pair_new_in(pair *P, const char *precision)
+{
+    setenv("NC_GPU_PRECISION", precision, 1);
+    int ok = pair_new(P);
+    unsetenv("NC_GPU_PRECISION");
+    return ok;
+}
+
+/* 1 when every value of b on the GPU is a bf16 value (low 16 bits zero). */
+static int all_bf16(pair *P, const buf *b)
+{
+    if (!pair_sync(P, "all_bf16"))
+        return 0;
+    float *h = buf_get(P, b, 1);
+    int64_t wide = 0;
+    for (int64_t i = 0; i < b->n; i++) {
+        uint32_t u;
+        memcpy(&u, &h[i], sizeof u);
+        wide += (u & 0xffffu) != 0;
+    }
+    free(h);
+    return wide == 0;
+}
+
+/* bf16 mode: cuDNN's convolutions on bf16 copies, fp32 accumulation; the
+ * results are within bf16's rounding of the CPU's fp32 ones (a wrong layout
+ * or transpose would be off by the size of the values), and the forward
+ * output and the input gradient of a plain conv without bias are bf16
+ * values widened: the bf16 path ran, not the fp32 one.  tf32 mode: the same
+ * cases within TF32's rounding. */
+static void test_conv2d_bf16_tf32(void)
+{
+    pair P;
+    if (!pair_new_in(&P, "bf16"))
+        return;
+    for (size_t i = 0; i < sizeof conv_cases / sizeof *conv_cases; i++)
+        conv_run_within(&P, &conv_cases[i], 7, 1e-2, 1e-2);
+    conv_run_within(&P, &conv_cases[0], 2, 1e-2, 1e-2); /* dweight only */
+    const conv_case plain = {8, 10, 10, 16, 1, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 6, 0};
+    nc_window g;
+    int kernel[2] = {3, 3}, stride[2] = {1, 1}, dil[2] = {1, 1};
+    NC_CHECK(nc_window_init(&g, plain.c, plain.h, plain.w, kernel, stride, plain.pad, dil, 0) == 0, "window");
+    int64_t in_n = (int64_t)plain.rows * plain.c * 100, out_n = (int64_t)plain.rows * plain.cout * 100;
+    buf in = buf_rand(&P, in_n, -1, 1), w = buf_rand(&P, (int64_t)plain.cout * plain.c * 9, -0.2f, 0.2f);
+    buf out = buf_new(&P, out_n, NULL), dout = buf_rand(&P, out_n, -1, 1), din = buf_new(&P, in_n, NULL);
+    FOR_SIDES BE->ops->conv2d(BE, &g, plain.cout, 1, plain.rows, S(in), S(w), NULL, S(out));
+    FOR_SIDES BE->ops->conv2d_backward(BE, &g, plain.cout, 1, plain.rows, S(in), S(w), S(dout), S(din), NULL, NULL);
+    NC_CHECK(all_bf16(&P, &out), "bf16 mode: the forward output is bf16 values");
+    NC_CHECK(all_bf16(&P, &din), "bf16 mode: the input gradient is bf16 values");
+    check_buf(&P, "bf16 mode: plain conv forward", &out, 1e-2, 1e-2);
+    buf_free_all(&P, (buf *[]){&in, &w, &out, &dout, &din}, 5);
+    pair_free(&P);
+
+    if (!pair_new_in(&P, "tf32"))
+        return;
+    for (size_t i = 0; i < sizeof conv_cases / sizeof *conv_cases; i++)
+        conv_run_within(&P, &conv_cases[i], 7, 2e-3, 2e-3);
     pair_free(&P);
 }
 
@@ -890,6 +957,7 @@ int main(void)
     GPU_RUN(test_memory_and_steps, skip);
     GPU_RUN(test_conv2d, skip);
     GPU_RUN(test_conv2d_chunks, skip);
+    GPU_RUN(test_conv2d_bf16_tf32, skip);
     GPU_RUN(test_dense, skip);
     GPU_RUN(test_pools, skip);
     GPU_RUN(test_affine, skip);

@@ -36,6 +36,10 @@ targets=(app/neurocuda tests/test_gpu_kernels tests/test_gpu_engine)
 [ -f tests/test_multi_rank.c ] && targets+=(tests/test_multi_rank)
 # the C library of the Python package (tools/gpu-python-run.sh)
 [ -f lib/neurocuda.h ] && targets+=(lib/libneurocuda.so.1.0.0)
+# NC_BUNDLE_PROGRAMS="app/neurocuda": only these targets (a lean bundle that leaves room in the
+# 64 MiB carry for the full training set, tools/gpu-recipe-run.sh)
+# shellcheck disable=SC2206 # a space-separated list on purpose
+[ -n "${NC_BUNDLE_PROGRAMS:-}" ] && targets=($NC_BUNDLE_PROGRAMS)
 ninja -C "$builddir" "${targets[@]}"
 
 stage=$(mktemp -d)

@@ -19,6 +19,18 @@ export LD_LIBRARY_PATH=/tmp/nc/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export NC_SOURCE_DIR=$(pwd)
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-16}
 [ -d .fmnist ] && export FMNIST=$(pwd)/.fmnist
+# A carried .fmnist may hold xz-compressed IDX files (the training images are 26 MB as .gz,
+# 23 MB as .xz: what lets them fit beside a bundle): unpacked into /tmp/fmnist.
+if ls .fmnist/*.xz >/dev/null 2>&1; then
+  rm -rf /tmp/fmnist && mkdir -p /tmp/fmnist
+  for f in .fmnist/*; do
+    case $f in
+      *.xz) xz -dc "$f" > "/tmp/fmnist/$(basename "$f" .xz)" ;;
+      *) cp "$f" /tmp/fmnist/ ;;
+    esac
+  done
+  export FMNIST=/tmp/fmnist
+fi
 # Libraries the bundle leaves to the machine: the CUDA runtime and cuBLAS (from
 # PyTorch's wheels where the system has none) and NCCL (libnccl.so.2, 200 MB,
 # from the system or PyTorch's nvidia-nccl wheel).

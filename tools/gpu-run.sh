@@ -21,7 +21,8 @@
 #      eager PyTorch (batch 1024 / 256, T = 8), fp32 with TF32 off, tf32, bf16;
 #   5. one profile: nsys (VGG-style, bf16) where the image has it, else ncu
 #      (VGG-style, NC_PROFILE_PREC); with NC_PROFILE_TRAIN=1 also ncu's kernel
-#      times of one `bench --train`, summed by kernel;
+#      times of one `bench --train` (precision NC_PROFILE_TRAIN_PREC), summed
+#      by kernel;
 #   6. if time is left: compute-sanitizer (memcheck on the kernels test,
 #      racecheck on the kernels that use shared memory; NC_SANITIZE overrides).
 # The last lines printed are a summary table (the device reply keeps the end
@@ -29,7 +30,8 @@
 # Shorter calls: NC_TESTS (test names), NC_PRECISIONS, NC_BENCH_NETS,
 # NC_ACC_NEED (seconds needed to start the accuracy step), NC_ACC_PRECISIONS
 # (the accuracy step's precisions), NC_TRAIN_BENCH=1 (one BPTT step against
-# PyTorch's), NC_TORCH_FLOOR=0 (no PyTorch inference anchors), NC_PROFILE=0,
+# PyTorch's, for each conv:precision pair of NC_TRAIN_RUNS), NC_TORCH_FLOOR=0
+# (no PyTorch inference anchors), NC_PROFILE=0 (no inference profile),
 # NC_SANITIZE.
 set -uo pipefail
 OUT=${OUT:-/tmp/nc-out}
@@ -111,11 +113,13 @@ fi
 
 # ---- 3a. one training step (NC_TRAIN_BENCH=1): ours with cuDNN and with im2col, and PyTorch's ----
 if [ "${NC_TRAIN_BENCH:-0}" = 1 ] && [ "$(left)" -gt 120 ]; then
-  for conv in auto im2col; do
-    log "bench --train vgg-fmnist (conv=$conv)"
-    NC_GPU_CONV=$conv timeout 120 "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --batch 256 -T 8 --repeats 20 \
-      --warmup 3 --train > "$OUT/bench_train_vgg_$conv.txt" 2>&1
-    tail -4 "$OUT/bench_train_vgg_$conv.txt"
+  # NC_TRAIN_RUNS: conv path:precision pairs (the trainer's convolutions follow --precision)
+  for run in ${NC_TRAIN_RUNS:-auto:fp32 auto:bf16 auto:tf32 im2col:fp32}; do
+    conv=${run%%:*} prec=${run#*:}
+    log "bench --train vgg-fmnist (conv=$conv, precision $prec)"
+    NC_GPU_CONV=$conv timeout 120 "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision "$prec" --batch 256 \
+      -T 8 --repeats 20 --warmup 3 --train > "$OUT/train_vgg_${conv}_$prec.txt" 2>&1
+    tail -4 "$OUT/train_vgg_${conv}_$prec.txt"
   done
   timeout 120 python3 "$root/tools/torch_train_floor.py" 2>&1 | tee "$OUT/torch_train_floor.txt"
 fi
@@ -170,7 +174,8 @@ fi
 nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 log "profilers: nsys=${nsys:-none} ncu=${ncu:-none}"
-[ "${NC_PROFILE:-1}" = 0 ] && nsys= ncu=  # NC_PROFILE=0: no profile this call
+ncu_train=$ncu                            # NC_PROFILE_TRAIN=1 profiles the training step even so
+[ "${NC_PROFILE:-1}" = 0 ] && nsys= ncu=  # NC_PROFILE=0: no inference profile this call
 if [ -z "$nsys" ] && [ -n "$ncu" ] && [ "$(left)" -gt 120 ]; then
   log "ncu: the kernels of one ${NC_PROFILE_PREC:-fp32} VGG-style pass"
   timeout 100 "$ncu" --target-processes all --launch-skip 200 --launch-count 40 --section SpeedOfLight \
@@ -189,10 +194,12 @@ fi
 
 # ---- 5b. where a training step's time goes (NC_PROFILE_TRAIN=1): every kernel of one
 # `bench --train` timed by ncu, summed by name (the image has no nsys) ----
-if [ "${NC_PROFILE_TRAIN:-0}" = 1 ] && [ -n "$ncu" ] && [ "$(left)" -gt 150 ]; then
-  log "ncu: kernel times of bench --train (vgg-fmnist, batch 256, T 8)"
+if [ "${NC_PROFILE_TRAIN:-0}" = 1 ] && [ -n "$ncu_train" ] && [ "$(left)" -gt 150 ]; then
+  ncu=$ncu_train
+  log "ncu: kernel times of bench --train (vgg-fmnist, batch 256, T 8, ${NC_PROFILE_TRAIN_PREC:-fp32})"
   timeout 150 "$ncu" --metrics gpu__time_duration.sum --csv --target-processes all \
-    "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --batch 256 -T 8 --train --repeats 1 --warmup 1 --no-peak \
+    "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision "${NC_PROFILE_TRAIN_PREC:-fp32}" --batch 256 -T 8 \
+    --train --repeats 1 --warmup 1 --no-peak \
     > "$OUT/ncu_train.csv" 2>&1
   log "ncu rc=$?"
   python3 - "$OUT/ncu_train.csv" <<'EOF3' | tee "$OUT/ncu_train_summary.txt"
@@ -275,6 +282,10 @@ for f in sorted(glob.glob(os.path.join(out, "bench_*.txt"))):
     print(f"{name:34s} {j['ann']['ms_per_batch']:8.3f} {j['snn']['ms_per_batch']:8.3f} {j['snn']['tflops']:8.2f} "
           f"{100*j['snn'].get('fraction_of_peak', 0):6.1f} {j.get('peak_tflops', 0):7.1f} "
           f"{(f'{fl:8.2f}' if fl else '       -')}")
+for f in sorted(glob.glob(os.path.join(out, "train_vgg_*.txt"))):
+    steps = {l.split()[0]: l.split()[1] for l in open(f) if l.split()[:1] in (["qcfs-step"], ["bptt-step"])}
+    print(f"{os.path.basename(f)[:-4]:34s} qcfs-step {steps.get('qcfs-step', '?'):>8s} ms  "
+          f"bptt-step {steps.get('bptt-step', 'FAILED'):>8s} ms")
 for (net, p), ms in sorted(floor.items()):
     print(f"torch floor {net:12s} {p:5s} {ms:8.2f} ms")
 for (net, p), ms in sorted(sj.items()):
