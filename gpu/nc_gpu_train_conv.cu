@@ -29,6 +29,18 @@ struct train_plan {
     int refused; // cuDNN has no deterministic algorithm: im2col runs it
 };
 
+// The arithmetic of one convolution: the bf16 mode's only for an ungrouped
+// conv whose channel counts are multiples of 8 (cuDNN 9.14 refuses the input
+// gradient of a bf16 conv of 4 channels with BAD_PARAM after timing it); fp32
+// FMA for the others (e.g. a first layer of 1 or 3 channels: a small part of
+// a step).
+nc_conv_math math_for(nc_conv_math m, int c, int cout, int groups)
+{
+    if (m == NC_CONV_BF16 && (groups > 1 || c % 8 != 0 || cout % 8 != 0))
+        return NC_CONV_FP32_ANY;
+    return m;
+}
+
 // The trainer's shape of a convolution: NCHW fp32 values, or channels-last
 // bf16 copies of them in the bf16 mode (cuDNN's bf16 kernels are 2-4x
 // faster on channels-last operands than on NCHW ones).
@@ -132,8 +144,8 @@ train_plan *find(nc_train_convs *c, const nc_conv_shape &s)
 
 // The plan of shape s, its forward chosen now on in, weight, out (cuDNN's
 // operands: fp32 NCHW, or the bf16 mode's channels-last copies) if new.
-nc_status plan_for(nc_train_convs *c, const nc_conv_shape &s, const void *in, const void *weight, void *out,
-                   train_plan **got, nc_error *err)
+nc_status plan_for(nc_train_convs *c, const nc_conv_shape &s, nc_conv_math m, const void *in, const void *weight,
+                   void *out, train_plan **got, nc_error *err)
 {
     if ((*got = find(c, s)))
         return NC_OK;
@@ -143,7 +155,7 @@ nc_status plan_for(nc_train_convs *c, const nc_conv_shape &s, const void *in, co
     size_t room = planning_room();
     nc_status st = workspace(c, room, err);
     if (st == NC_OK)
-        st = nc_cudnn_plan(c->cudnn, c->stream, &s, c->math, in, weight, out, c->ws, room, &tp.plan, kWhere, err);
+        st = nc_cudnn_plan(c->cudnn, c->stream, &s, m, in, weight, out, c->ws, room, &tp.plan, kWhere, err);
     if (st == NC_ERR_UNSUPPORTED) { // no deterministic algorithm: im2col, from now on
         tp.refused = 1;
         st = NC_OK;
@@ -230,7 +242,7 @@ nc_status forward_bf16(nc_train_convs *c, const nc_conv_shape &sh, const float *
         s = grow(c, &c->out16, (size_t)(sh.rows * sh.cout * P) * sizeof(nc_bf16), err);
     train_plan *tp = nullptr;
     if (s == NC_OK)
-        s = plan_for(c, sh, c->in16.p, c->w16.p, c->out16.p, &tp, err);
+        s = plan_for(c, sh, NC_CONV_BF16, c->in16.p, c->w16.p, c->out16.p, &tp, err);
     if (s == NC_OK && tp->refused)
         return NC_ERR_UNSUPPORTED;
     if (s == NC_OK)
@@ -324,7 +336,7 @@ int nc_train_convs_take(nc_train_convs *c, const nc_window *w, int cout, int gro
 {
     if (!c || w->pad[0] != w->pad[2] || w->pad[1] != w->pad[3])
         return 0;
-    nc_conv_shape s = shape_of(w, cout, groups, rows, c->math);
+    nc_conv_shape s = shape_of(w, cout, groups, rows, math_for(c->math, w->c, cout, groups));
     char why[160];
     if (!nc_cudnn_shape_ok(&s, why, sizeof why))
         return 0;
@@ -335,13 +347,14 @@ int nc_train_convs_take(nc_train_convs *c, const nc_window *w, int cout, int gro
 nc_status nc_train_convs_forward(nc_train_convs *c, const nc_window *w, int cout, int groups, int64_t rows,
                                  const float *in, const float *weight, float *out, nc_error *err)
 {
-    nc_conv_shape shape = shape_of(w, cout, groups, rows, c->math);
+    nc_conv_math m = math_for(c->math, w->c, cout, groups);
+    nc_conv_shape shape = shape_of(w, cout, groups, rows, m);
     train_plan *tp = nullptr;
-    nc_status s = c->math == NC_CONV_BF16 ? forward_bf16(c, shape, in, weight, out, err)
-                                          : plan_for(c, shape, in, weight, out, &tp, err);
+    nc_status s = m == NC_CONV_BF16 ? forward_bf16(c, shape, in, weight, out, err)
+                                    : plan_for(c, shape, m, in, weight, out, &tp, err);
     if (s == NC_ERR_UNSUPPORTED || (tp && tp->refused))
         return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: cuDNN refused this shape (nc_train_convs_take says so)", kWhere);
-    if (s != NC_OK || c->math == NC_CONV_BF16)
+    if (s != NC_OK || m == NC_CONV_BF16)
         return s;
     if ((s = workspace(c, tp->plan.workspace, err)) != NC_OK)
         return s;
@@ -352,10 +365,11 @@ nc_status nc_train_convs_backward(nc_train_convs *c, const nc_window *w, int cou
                                   const float *in, const float *weight, const float *dout, float *din,
                                   float *dweight, nc_error *err)
 {
-    train_plan *tp = find(c, shape_of(w, cout, groups, rows, c->math));
+    nc_conv_math m = math_for(c->math, w->c, cout, groups);
+    train_plan *tp = find(c, shape_of(w, cout, groups, rows, m));
     if (!tp || tp->refused) // every backward follows its forward
         return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: backward of a convolution cuDNN did not run forward", kWhere);
-    if (c->math == NC_CONV_BF16)
+    if (m == NC_CONV_BF16)
         return backward_bf16(c, tp, in, weight, dout, din, dweight, err);
     nc_status s = plan_backward(c, tp, in, weight, dout, din, dweight != nullptr, err);
     if (s == NC_OK && din && (s = workspace(c, tp->plan.data_workspace, err)) == NC_OK)

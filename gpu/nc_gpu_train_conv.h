@@ -11,7 +11,8 @@
 //        transposing, rounding kernel each), accumulates in fp32 on bf16
 //        tensor cores, and its bf16 result is widened into the fp32 value
 //        (the weight gradient added to the fp32 one): the weights, the
-//        optimizer and every other layer stay fp32.
+//        optimizer and every other layer stay fp32.  Only ungrouped convs
+//        whose channel counts are multiples of 8; the others run in fp32.
 //
 // The trainer keeps im2col + cuBLAS for what this does not take: without
 // cuDNN, with the `conv` option set to im2col, for asymmetric padding (cuDNN

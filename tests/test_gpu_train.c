@@ -364,9 +364,16 @@ static void test_conv2d_bf16_tf32(void)
     pair P;
     if (!pair_new_in(&P, "bf16"))
         return;
+    /* the cases above have channel counts that keep them in fp32; these two run in bf16 */
+    const conv_case bf16_cases[] = {
+        {16, 11, 11, 8, 1, 3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, 4, 1}, /* stride 2, odd size */
+        {32, 14, 14, 64, 1, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 8, 1}, /* a VGG-style layer */
+    };
     for (size_t i = 0; i < sizeof conv_cases / sizeof *conv_cases; i++)
         conv_run_within(&P, &conv_cases[i], 7, 1e-2, 1e-2);
-    conv_run_within(&P, &conv_cases[0], 2, 1e-2, 1e-2); /* dweight only */
+    for (size_t i = 0; i < sizeof bf16_cases / sizeof *bf16_cases; i++)
+        conv_run_within(&P, &bf16_cases[i], 7, 1e-2, 1e-2);
+    conv_run_within(&P, &bf16_cases[1], 2, 1e-2, 1e-2); /* dweight only */
     const conv_case plain = {8, 10, 10, 16, 1, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 6, 0};
     nc_window g;
     int kernel[2] = {3, 3}, stride[2] = {1, 1}, dil[2] = {1, 1};
