@@ -187,6 +187,22 @@ static int channel_amp(const exp_ctx *c, int in, const float *amp, float *per_ch
     return 1;
 }
 
+/* The per-channel amplitudes of node from's spikes (r, ch channels) in a new
+ * array *a, for the reader named `reader` to fold into its weights; where
+ * they vary within a channel, a Scale node in front of the reader takes them
+ * and *a holds ones.  *a is NULL only when out of memory. */
+static nc_status input_amplitudes(exp_ctx *c, int from, const char *reader, rep *r, int64_t ch, float **a)
+{
+    *a = malloc((size_t)ch * sizeof(float));
+    if (!*a)
+        return oom(c);
+    if (channel_amp(c, from, r->amp, *a))
+        return NC_OK;
+    for (int64_t k = 0; k < ch; k++)
+        (*a)[k] = 1.0f;
+    return insert_scale(c, from, reader, r);
+}
+
 /* The input of node i as a representation with unit amplitude (a Scale is
  * inserted when needed). */
 static nc_status unit_input(exp_ctx *c, int i, rep *r)
@@ -223,15 +239,11 @@ static nc_status write_conv(exp_ctx *c, int i)
                          n->pad[0], n->pad[1], n->pad[2], n->pad[3]);
     }
     int ch = nc_node_channels(in);
-    float *a = malloc((size_t)ch * sizeof(float));
+    float *a;
+    st = input_amplitudes(c, n->inputs[0], n->name, &r, ch, &a);
     if (!a) {
         rep_clear(&r);
-        return oom(c);
-    }
-    if (!channel_amp(c, n->inputs[0], r.amp, a)) {
-        st = insert_scale(c, n->inputs[0], n->name, &r);
-        for (int k = 0; k < ch; k++)
-            a[k] = 1.0f;
+        return st;
     }
     const nc_tensor *w = n->weight;
     nir_node *o = st == NC_OK ? add_node(c, c->nname[i], "Conv2d") : NULL;
@@ -409,19 +421,15 @@ static nc_status write_pool(exp_ctx *c, int i)
     if (st != NC_OK)
         return st;
     int ch = nc_node_channels(in);
-    float *a = malloc((size_t)ch * sizeof(float));
     int64_t numel = nc_node_numel(n), inner = numel / ch;
-    float *amp = malloc((size_t)numel * sizeof(float));
-    if (!a || !amp) {
-        free(a);
+    float *amp = malloc((size_t)numel * sizeof(float)), *a = NULL;
+    if (amp)
+        st = input_amplitudes(c, n->inputs[0], n->name, &r, ch, &a);
+    if (!a) {
+        st = amp ? st : oom(c);
         free(amp);
         rep_clear(&r);
-        return oom(c);
-    }
-    if (!channel_amp(c, n->inputs[0], r.amp, a)) {
-        st = insert_scale(c, n->inputs[0], n->name, &r);
-        for (int q = 0; q < ch; q++)
-            a[q] = 1.0f;
+        return st;
     }
     int sum = c->absorbable[i];
     for (int64_t e = 0; e < numel; e++)
@@ -538,15 +546,11 @@ static nc_status write_affine(exp_ctx *c, int i)
     nc_status st = rep_copy(c, n->inputs[0], &r);
     if (st != NC_OK)
         return st;
-    float *a = malloc((size_t)ch * sizeof(float));
+    float *a;
+    st = input_amplitudes(c, n->inputs[0], n->name, &r, ch, &a);
     if (!a) {
         rep_clear(&r);
-        return oom(c);
-    }
-    if (!channel_amp(c, n->inputs[0], r.amp, a)) {
-        st = insert_scale(c, n->inputs[0], n->name, &r);
-        for (int64_t q = 0; q < ch; q++)
-            a[q] = 1.0f;
+        return st;
     }
     int conv = in->ndim == 3;
     nir_node *o = st == NC_OK ? add_node(c, c->nname[i], conv ? "Conv2d" : "Affine") : NULL;

@@ -198,27 +198,23 @@ nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *
     return NC_OK;
 }
 
+static nc_status copy_device_output(void *run, float *dst, int64_t n)
+{
+    grun *r = (grun *)run;
+    cudaError_t e = cudaMemcpyAsync(dst, r->val[r->net->output].data, (size_t)n * sizeof(float),
+                                    cudaMemcpyDeviceToHost, r->st->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(r->st->stream);
+    if (e != cudaSuccess)
+        return nc_gpu_fail_cuda(r->err, "gpu engine, output", "cudaMemcpyAsync (device to host)", e);
+    return NC_OK;
+}
+
 // Copies the output node's value to a new [N, F] or [T, N, F] tensor.
 static nc_status make_output(grun *r, nc_tensor **out)
 {
-    const gval *v = &r->val[r->net->output];
-    int64_t f = numel_of(r, r->net->output), step = r->N * f;
-    nc_tensor *t = nc_engine_output_tensor("gpu", r->snn, r->T, r->N, f, r->err);
-    if (!t)
-        return NC_ERR_MEMORY;
-    int steps = r->snn ? r->T : 1;
-    size_t copy = (size_t)((v->constant ? 1 : steps) * step) * sizeof(float);
-    cudaError_t e = cudaMemcpyAsync(t->data, v->data, copy, cudaMemcpyDeviceToHost, r->st->stream);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(r->st->stream);
-    if (e != cudaSuccess) {
-        nc_tensor_free(t);
-        return nc_gpu_fail_cuda(r->err, "gpu engine, output", "cudaMemcpyAsync (device to host)", e);
-    }
-    for (int s = 1; v->constant && s < steps; s++)
-        memcpy(t->data + s * step, t->data, (size_t)step * sizeof(float));
-    *out = t;
-    return NC_OK;
+    nc_output_value o = {"gpu", r->snn, r->T, r->val[r->net->output].constant, r->N, numel_of(r, r->net->output)};
+    return nc_engine_make_output(&o, copy_device_output, r, out, r->err);
 }
 
 static nc_status gpu_forward(nc_engine *e, const nc_tensor *input, const nc_run_options *opts, nc_tensor **out,
@@ -289,17 +285,8 @@ static nc_status load_window(const nc_net *net, int i, nc_gwin *g, nc_error *err
     g->ow = nc_window_out_size(g->w, g->kw, g->sw, g->pl, g->pr, g->dw, n->ceil_mode);
     if (g->c < 1 || g->h < 1 || g->w < 1 || g->oh < 1 || g->ow < 1)
         return load_fail(n, err, "kernel, stride, padding or dilation do not fit the input");
-    int64_t cout = n->kind == NC_NODE_CONV2D ? (n->weight ? n->weight->shape[0] : -1) : in->shape[0];
-    if (n->ndim != 3 || n->shape[0] != cout || n->shape[1] != g->oh || n->shape[2] != g->ow)
-        return load_fail(n, err, "stored output shape differs from the computed one; run shape inference");
-    if (n->kind == NC_NODE_CONV2D) {
-        const nc_tensor *w = n->weight;
-        if (n->groups < 1 || w->ndim != 4 || in->shape[0] % n->groups || w->shape[0] % n->groups ||
-            w->shape[1] * n->groups != in->shape[0] || w->shape[2] != n->kernel[0] || w->shape[3] != n->kernel[1] ||
-            (n->bias && nc_tensor_numel(n->bias) != w->shape[0]))
-            return load_fail(n, err, "weight shape does not fit the input and groups");
-    }
-    return NC_OK;
+    const char *misfit = nc_engine_window_misfit(n, in, g->oh, g->ow);
+    return misfit ? load_fail(n, err, misfit) : NC_OK;
 }
 
 static nc_status load_check_node(const nc_net *net, int i, nc_error *err)

@@ -344,6 +344,21 @@ static nc_status cudnn_operand(grun *r, int i, nc_conv_math m, int spike, const 
     return launch_check(r, "operand kernel", e);
 }
 
+// Node i's bias on its output out ([rows, c, inner]): left to the one reader
+// that adds it for free (bias_fusable), else added now.
+static nc_status add_bias_unless_fused(grun *r, int i, int64_t rows, int c, int64_t inner, gval *out)
+{
+    const gnode &g = r->st->nodes[i];
+    if (!r->net->nodes[i].bias)
+        return NC_OK;
+    if (bias_fusable(r, i)) {
+        out->pbias = g.b;
+        return NC_OK;
+    }
+    return launch_check(r, "add_bias kernel",
+                        nc_launch_add_bias(r->st->stream, rows, c, inner, g.b, out->data, out->data));
+}
+
 // Conv node i through cuDNN: channels-last input and output (T folded into
 // the rows).  In bf16 and in the exact fp32 mode the operand is spike counts
 // (written so by the IF before, or converted here); a bf16 output goes to
@@ -402,12 +417,8 @@ static nc_status run_conv_cudnn(grun *r, int i, nc_conv_math m, gval *out)
     if (s == NC_OK && m == NC_CONV_BF16 && !keep16)
         s = launch_check(r, "bf16_to_f32 kernel",
                          nc_launch_bf16_to_f32(st, R * g.cout * P, (const nc_bf16 *)y, out->data));
-    if (s == NC_OK && n->bias) {
-        if (bias_fusable(r, i))
-            out->pbias = g.b;
-        else
-            s = launch_check(r, "add_bias kernel", nc_launch_add_bias(st, R * P, g.cout, 1, g.b, out->data, out->data));
-    }
+    if (s == NC_OK)
+        s = add_bias_unless_fused(r, i, R * P, g.cout, 1, out);
     return s;
 }
 
@@ -422,13 +433,19 @@ static nc_status plain_in_new_out(grun *r, int i, const gval **in, gval *out)
     return value_alloc(r, i, (*in)->rows, (*in)->constant, out);
 }
 
+// The GEMM mode for node i's input in (a spike operand where the precision
+// allows it) and node i's weights prepared for that mode.
+static nc_status gemm_mode_and_weights(grun *r, int i, const gval *in, gemm_mode *m, const void *wp[3])
+{
+    *m = mode_for(r->st->prec, spike_operand(r, i, in));
+    return weights_for(r, i, *m, wp);
+}
 nc_status run_conv(grun *r, int i, gval *out)
 {
     const gval *cin = input_value(r, i, 0);
     int m = conv_math(r, i, counts_input(r, i, cin), cin->constant);
     if (m >= 0)
         return run_conv_cudnn(r, i, (nc_conv_math)m, out);
-    const nc_node *n = &r->net->nodes[i];
     gnode &g = r->st->nodes[i];
     const gval *in = nullptr;
     nc_status s = plain_in_new_out(r, i, &in, out);
@@ -442,9 +459,9 @@ nc_status run_conv(grun *r, int i, gval *out)
     if (groups > 1 && mg < 4) {
         s = launch_check(r, "conv_direct kernel", nc_launch_conv_direct(st, &w, cout, groups, R, in->data, g.w, out->data));
     } else {
-        gemm_mode m = mode_for(r->st->prec, spike_operand(r, i, in));
+        gemm_mode m;
         const void *wp[3];
-        if ((s = weights_for(r, i, m, wp)) != NC_OK)
+        if ((s = gemm_mode_and_weights(r, i, in, &m, wp)) != NC_OK)
             return s;
         if (P > 0x7fffffff || kg > 0x7fffffff)
             return nc_fail(r->err, NC_ERR_UNSUPPORTED, "%s: a GEMM dimension exceeds 2^31", r->where);
@@ -509,12 +526,8 @@ nc_status run_conv(grun *r, int i, gval *out)
             }
         }
     }
-    if (s == NC_OK && n->bias) {
-        if (bias_fusable(r, i))
-            out->pbias = g.b;
-        else
-            s = launch_check(r, "add_bias kernel", nc_launch_add_bias(st, R, cout, P, g.b, out->data, out->data));
-    }
+    if (s == NC_OK)
+        s = add_bias_unless_fused(r, i, R, cout, P, out);
     return s;
 }
 
@@ -559,9 +572,9 @@ nc_status run_dense(grun *r, int i, gval *out)
         return s;
     int fout = (int)n->weight->shape[0], fin = (int)n->weight->shape[1];
     int64_t R = in->rows;
-    gemm_mode m = mode_for(r->st->prec, spike_operand(r, i, in));
+    gemm_mode m;
     const void *wp[3];
-    if ((s = weights_for(r, i, m, wp)) != NC_OK)
+    if ((s = gemm_mode_and_weights(r, i, in, &m, wp)) != NC_OK)
         return s;
     const void *op = in->data;
     if (m.kind == NC_GEMM_BF16) {
@@ -576,13 +589,8 @@ nc_status run_dense(grun *r, int i, gval *out)
         op = conv;
     }
     s = dense_gemm(r->st->blas, m, R, fin, fout, op, wp, out->data, r->where, r->err);
-    if (s == NC_OK && n->bias) {
-        if (bias_fusable(r, i))
-            out->pbias = g.b;
-        else
-            s = launch_check(r, "add_bias kernel",
-                             nc_launch_add_bias(r->st->stream, R, fout, 1, g.b, out->data, out->data));
-    }
+    if (s == NC_OK)
+        s = add_bias_unless_fused(r, i, R, fout, 1, out);
     return s;
 }
 

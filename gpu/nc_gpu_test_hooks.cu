@@ -40,59 +40,40 @@ struct dev_buffers {
 };
 
 
-extern "C" nc_status nc_gpu_test_if(int T, long long n, int c, long long inner, const float *threshold,
+extern "C" nc_status nc_gpu_test_if(int bf16, int T, long long n, int c, long long inner, const float *threshold,
                                     int n_threshold, float v0_fraction, int reset_zero, int fire_gt,
                                     const float *bias, const float *in, long long in_step, float *out,
                                     long long out_step, nc_error *err)
 {
-    const char *where = "gpu IF test";
-    long long total = n * c * inner;
-    size_t in_floats = (size_t)((T - 1) * in_step + total), out_floats = (size_t)((T - 1) * out_step + total);
-    dev_buffers d;
-    float *dth, *db = nullptr, *din, *dout;
-    NC_CUDA_TRY(err, where, cudaSetDevice(0));
-    NC_CUDA_TRY(err, where, d.put(threshold, (size_t)n_threshold * 4, (void **)&dth));
-    NC_CUDA_TRY(err, where, d.put(in, in_floats * 4, (void **)&din));
-    NC_CUDA_TRY(err, where, d.get(out_floats * 4, (void **)&dout));
-    NC_CUDA_TRY(err, where, cudaMemset(dout, 0xff, out_floats * 4)); /* poison: every output must be written */
-    if (bias) {
-        NC_CUDA_TRY(err, where, d.put(bias, (size_t)c * 4, (void **)&db));
-    }
-    NC_CUDA_TRY(err, where, nc_launch_if(0, T, total, c, inner, dth, n_threshold, v0_fraction, reset_zero, fire_gt, db,
-                                         din, in_step, dout, out_step));
-    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
-    NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, out_floats * 4, cudaMemcpyDeviceToHost));
-    return NC_OK;
-}
-
-extern "C" nc_status nc_gpu_test_if_bf16(int T, long long n, int c, long long inner, const float *threshold,
-                                         int n_threshold, float v0_fraction, int reset_zero, int fire_gt,
-                                         const float *bias, const float *in, long long in_step, float *counts,
-                                         long long out_step, nc_error *err)
-{
-    const char *where = "gpu bf16 IF test";
+    const char *where = bf16 ? "gpu bf16 IF test" : "gpu IF test";
     long long total = n * c * inner;
     size_t in_n = (size_t)((T - 1) * in_step + total), out_n = (size_t)((T - 1) * out_step + total);
     dev_buffers d;
     float *dth, *db = nullptr, *din, *dout;
-    nc_bf16 *din16, *dcounts;
     NC_CUDA_TRY(err, where, cudaSetDevice(0));
     NC_CUDA_TRY(err, where, d.put(threshold, (size_t)n_threshold * 4, (void **)&dth));
     NC_CUDA_TRY(err, where, d.put(in, in_n * 4, (void **)&din));
-    NC_CUDA_TRY(err, where, d.get(in_n * 2, (void **)&din16));
-    NC_CUDA_TRY(err, where, d.get(out_n * 2, (void **)&dcounts));
     NC_CUDA_TRY(err, where, d.get(out_n * 4, (void **)&dout));
-    NC_CUDA_TRY(err, where, cudaMemset(dcounts, 0xff, out_n * 2)); /* poison: every output must be written */
     if (bias) {
         NC_CUDA_TRY(err, where, d.put(bias, (size_t)c * 4, (void **)&db));
     }
-    NC_CUDA_TRY(err, where, nc_launch_to_bf16(0, 1, (int64_t)in_n, din, nullptr, 1, 1, din16));
-    nc_if_io io = {nullptr, din16, nullptr, dcounts};
-    NC_CUDA_TRY(err, where, nc_launch_if_io(0, T, total, c, inner, dth, n_threshold, v0_fraction, reset_zero, fire_gt,
-                                            db, &io, in_step, out_step));
-    NC_CUDA_TRY(err, where, nc_launch_bf16_to_f32(0, (int64_t)out_n, dcounts, dout));
+    if (!bf16) {
+        NC_CUDA_TRY(err, where, cudaMemset(dout, 0xff, out_n * 4)); /* poison: every output must be written */
+        NC_CUDA_TRY(err, where, nc_launch_if(0, T, total, c, inner, dth, n_threshold, v0_fraction, reset_zero, fire_gt,
+                                             db, din, in_step, dout, out_step));
+    } else {
+        nc_bf16 *din16, *dcounts;
+        NC_CUDA_TRY(err, where, d.get(in_n * 2, (void **)&din16));
+        NC_CUDA_TRY(err, where, d.get(out_n * 2, (void **)&dcounts));
+        NC_CUDA_TRY(err, where, cudaMemset(dcounts, 0xff, out_n * 2)); /* poison: every output must be written */
+        NC_CUDA_TRY(err, where, nc_launch_to_bf16(0, 1, (int64_t)in_n, din, nullptr, 1, 1, din16));
+        nc_if_io io = {nullptr, din16, nullptr, dcounts};
+        NC_CUDA_TRY(err, where, nc_launch_if_io(0, T, total, c, inner, dth, n_threshold, v0_fraction, reset_zero,
+                                                fire_gt, db, &io, in_step, out_step));
+        NC_CUDA_TRY(err, where, nc_launch_bf16_to_f32(0, (int64_t)out_n, dcounts, dout));
+    }
     NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
-    NC_CUDA_TRY(err, where, cudaMemcpy(counts, dout, out_n * 4, cudaMemcpyDeviceToHost));
+    NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, out_n * 4, cudaMemcpyDeviceToHost));
     return NC_OK;
 }
 

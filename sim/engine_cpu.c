@@ -968,19 +968,18 @@ static void release_after(run_ctx *c, int i)
         value_free(c, &c->val[i]);
 }
 
+static nc_status copy_host_floats(void *src, float *dst, int64_t n)
+{
+    memcpy(dst, src, (size_t)n * sizeof(float));
+    return NC_OK;
+}
+
 /* Copies the output node's value to a new [N, F] or [T, N, F] tensor. */
 static nc_status make_output(run_ctx *c, nc_tensor **out)
 {
     const cpu_value *v = &c->val[c->net->output];
-    int64_t f = numel_of(c, c->net->output), step = c->N * f;
-    nc_tensor *t = nc_engine_output_tensor("cpu", c->snn, c->T, c->N, f, c->err);
-    if (!t)
-        return NC_ERR_MEMORY;
-    int steps = c->snn ? c->T : 1;
-    for (int s = 0; s < steps; s++)
-        memcpy(t->data + s * step, v->data + (v->constant ? 0 : s * step), (size_t)step * sizeof(float));
-    *out = t;
-    return NC_OK;
+    nc_output_value o = {"cpu", c->snn, c->T, v->constant, c->N, numel_of(c, c->net->output)};
+    return nc_engine_make_output(&o, copy_host_floats, v->data, out, c->err);
 }
 
 /* ---- step by step (recurrent nets) ---------------------------------------- */
@@ -1191,17 +1190,8 @@ static nc_status load_window(const nc_net *net, int i, nc_window *g, nc_error *e
     if (nc_window_init(g, (int)in->shape[0], (int)in->shape[1], (int)in->shape[2], n->kernel, n->stride,
                        n->pad, n->dilation, n->ceil_mode) != 0)
         return load_fail(n, err, "kernel, stride, padding or dilation do not fit the input");
-    int64_t cout = n->kind == NC_NODE_CONV2D ? (n->weight ? n->weight->shape[0] : -1) : in->shape[0];
-    if (n->ndim != 3 || n->shape[0] != cout || n->shape[1] != g->oh || n->shape[2] != g->ow)
-        return load_fail(n, err, "stored output shape differs from the computed one; run shape inference");
-    if (n->kind == NC_NODE_CONV2D) {
-        const nc_tensor *w = n->weight;
-        if (n->groups < 1 || w->ndim != 4 || in->shape[0] % n->groups || w->shape[0] % n->groups ||
-            w->shape[1] * n->groups != in->shape[0] || w->shape[2] != n->kernel[0] ||
-            w->shape[3] != n->kernel[1] || (n->bias && nc_tensor_numel(n->bias) != w->shape[0]))
-            return load_fail(n, err, "weight shape does not fit the input and groups");
-    }
-    return NC_OK;
+    const char *misfit = nc_engine_window_misfit(n, in, g->oh, g->ow);
+    return misfit ? load_fail(n, err, misfit) : NC_OK;
 }
 
 /* The parameters the kernels read without checking. */

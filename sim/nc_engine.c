@@ -90,12 +90,37 @@ nc_status nc_engine_check_input(const char *engine, const nc_net *net, const nc_
                    in->name, a + 1 /* drop '[' */, snn ? " (or a sequence [T, N, ...])" : "", b);
 }
 
-nc_tensor *nc_engine_output_tensor(const char *engine, int snn, int T, int64_t N, int64_t f, nc_error *err)
+const char *nc_engine_window_misfit(const nc_node *n, const nc_node *in, int oh, int ow)
 {
-    int64_t shape[3] = {T, N, f};
-    nc_tensor *t = snn ? nc_tensor_new(3, shape) : nc_tensor_new2(N, f);
+    int64_t cout = n->kind == NC_NODE_CONV2D ? (n->weight ? n->weight->shape[0] : -1) : in->shape[0];
+    if (n->ndim != 3 || n->shape[0] != cout || n->shape[1] != oh || n->shape[2] != ow)
+        return "stored output shape differs from the computed one; run shape inference";
+    if (n->kind == NC_NODE_CONV2D) {
+        const nc_tensor *w = n->weight;
+        if (n->groups < 1 || w->ndim != 4 || in->shape[0] % n->groups || w->shape[0] % n->groups ||
+            w->shape[1] * n->groups != in->shape[0] || w->shape[2] != n->kernel[0] ||
+            w->shape[3] != n->kernel[1] || (n->bias && nc_tensor_numel(n->bias) != w->shape[0]))
+            return "weight shape does not fit the input and groups";
+    }
+    return NULL;
+}
+
+nc_status nc_engine_make_output(const nc_output_value *v, nc_output_copy_fn copy, void *user, nc_tensor **out,
+                                nc_error *err)
+{
+    int64_t shape[3] = {v->T, v->N, v->f}, step = v->N * v->f;
+    int steps = v->snn ? v->T : 1;
+    nc_tensor *t = v->snn ? nc_tensor_new(3, shape) : nc_tensor_new2(v->N, v->f);
     if (!t)
-        nc_fail(err, NC_ERR_MEMORY, "%s engine: out of memory for the output (%lld values)", engine,
-                (long long)((snn ? T : 1) * N * f));
-    return t;
+        return nc_fail(err, NC_ERR_MEMORY, "%s engine: out of memory for the output (%lld values)", v->engine,
+                       (long long)(steps * step));
+    nc_status s = copy(user, t->data, (v->constant ? 1 : steps) * step);
+    if (s != NC_OK) {
+        nc_tensor_free(t);
+        return s;
+    }
+    for (int k = 1; v->constant && k < steps; k++)
+        memcpy(t->data + k * step, t->data, (size_t)step * sizeof(float));
+    *out = t;
+    return NC_OK;
 }

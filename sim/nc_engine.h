@@ -91,9 +91,27 @@ nc_status nc_engine_check(nc_engine *e, const nc_net *net, nc_error *err);
 nc_status nc_engine_check_options(const char *engine, const nc_run_options *o, nc_error *err);
 nc_status nc_engine_check_input(const char *engine, const nc_net *net, const nc_tensor *input, int snn, int T,
                                 int *seq, nc_error *err);
-/* The output tensor of a pass, [T, N, F] in SNN mode (snn) else [N, F]; NULL
- * and a message naming the engine when out of memory. */
-nc_tensor *nc_engine_output_tensor(const char *engine, int snn, int T, int64_t N, int64_t f, nc_error *err);
+/* For engines loading a conv or pool node n that reads node in and whose
+ * window gives oh × ow: NULL when n's stored output shape is the computed one
+ * and a conv's weight and bias fit its input and groups, else what does not
+ * fit (for the engine's load message). */
+const char *nc_engine_window_misfit(const nc_node *n, const nc_node *in, int oh, int ow);
+/* A pass's output value as an engine holds it: f values per sample, N
+ * samples, T steps one after another in SNN mode (snn); a constant value (the
+ * same at every step) holds one step. */
+typedef struct nc_output_value {
+    const char *engine;
+    int snn, T, constant;
+    int64_t N, f;
+} nc_output_value;
+/* Copies the first n floats of an engine's output value into dst. */
+typedef nc_status (*nc_output_copy_fn)(void *user, float *dst, int64_t n);
+/* The output tensor of a pass, [T, N, F] in SNN mode else [N, F], filled
+ * through copy (a constant value's one step repeated at every step). Fails
+ * with a message naming the engine when out of memory, or with copy's status;
+ * *out is set only on success. */
+nc_status nc_engine_make_output(const nc_output_value *v, nc_output_copy_fn copy, void *user, nc_tensor **out,
+                                nc_error *err);
 nc_status nc_engine_load(nc_engine *e, const nc_net *net, nc_error *err);
 nc_status nc_engine_forward(nc_engine *e, const nc_tensor *input, const nc_run_options *opts,
                             nc_tensor **out, nc_error *err);

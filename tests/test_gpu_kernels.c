@@ -55,7 +55,7 @@ static void if_case(int T, int64_t n, int c, int64_t inner, int per_channel, int
     nc_if_params p = {th, n_th, 0.5f, reset, cmp};
     nc_ref_if_run(&p, T, n, c, inner, x, in_step, ref, total, v);
     nc_error err = {0};
-    nc_status s = nc_gpu_test_if(T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO, cmp == NC_FIRE_GT,
+    nc_status s = nc_gpu_test_if(0, T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO, cmp == NC_FIRE_GT,
                                  with_bias ? bias : NULL, in, in_step, out, total, &err);
     NC_CHECK(s == NC_OK, "nc_gpu_test_if: %s", err.message);
     if (s == NC_OK) {
@@ -71,9 +71,9 @@ static void if_case(int T, int64_t n, int c, int64_t inner, int per_channel, int
     for (int64_t i = 0; i < in_n; i++)
         x[i] = with_bias ? round_bf16(in[i]) + bias[(i % total / inner) % c] : round_bf16(in[i]);
     nc_ref_if_run(&p, T, n, c, inner, x, in_step, ref, total, v);
-    s = nc_gpu_test_if_bf16(T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO, cmp == NC_FIRE_GT,
-                            with_bias ? bias : NULL, in, in_step, out, total, &err);
-    NC_CHECK(s == NC_OK, "nc_gpu_test_if_bf16: %s", err.message);
+    s = nc_gpu_test_if(1, T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO, cmp == NC_FIRE_GT,
+                       with_bias ? bias : NULL, in, in_step, out, total, &err);
+    NC_CHECK(s == NC_OK, "nc_gpu_test_if (bf16): %s", err.message);
     if (s == NC_OK) {
         for (int64_t i = 0; i < T * total; i++)
             out[i] *= th[per_channel ? (i % total / inner) % c : 0];
