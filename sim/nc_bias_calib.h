@@ -84,10 +84,11 @@ nc_status nc_bias_calibrate(nc_engine *engine, nc_net *net, const nc_dataset *ca
 void nc_bias_calib_work(const nc_net *net, const nc_bias_calib_options *o, int64_t count, double *observed,
                         double *plain);
 
-/* Seconds per image-step of one observed SNN pass over T steps on one batch
+/* Seconds per image-step of an observed SNN pass over T steps on one batch
  * of the first images of `calib` (the kind of pass nc_bias_calibrate does
- * most): a cheap measurement for a time plan.  Loads `net` when the engine
- * holds another; changes nothing in it. */
+ * most), timed after one untimed pass of the same batch: a cheap
+ * measurement for a time plan.  Loads `net` when the engine holds another;
+ * changes nothing in it. */
 nc_status nc_bias_calib_pass_rate(nc_engine *engine, nc_net *net, const nc_dataset *calib,
                                   const nc_bias_calib_options *o, double *seconds_per_image_step, nc_error *err);
 

@@ -6,13 +6,15 @@
 
 static int ran(const nc_budget_stage *s) { return s->seconds >= 0; }
 
-double nc_budget_plain_rate(const nc_budget_stage *stages, int n)
+static int same_label(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+
+double nc_budget_plain_rate(const nc_budget_stage *stages, int n, const char *label)
 {
     double rate = 0;
     for (int i = 0; i < n; i++) {
         const nc_budget_stage *s = &stages[i];
         if (ran(s) && s->train_weight <= 0 && s->plain_steps > 0 && s->observed_steps <= 0 &&
-            s->seconds / s->plain_steps > rate)
+            (!label || same_label(label, s->label)) && s->seconds / s->plain_steps > rate)
             rate = s->seconds / s->plain_steps;
     }
     return rate;
@@ -31,9 +33,15 @@ double nc_budget_observed_rate(const nc_budget_stage *stages, int n, double plai
     return rate;
 }
 
-static double estimate(const nc_budget_stage *s, double plain_rate, double observed_rate)
+/* The seconds later stage s should take, judged by the `n_ran` stages that
+ * ran: its plain passes at the rate of the stages of their kind (plain_like,
+ * else its label) that ran, else at the slowest plain rate; its observed
+ * passes at the observed rate. */
+static double estimate(const nc_budget_stage *stages, int n_ran, const nc_budget_stage *s, const nc_budget_plan *p)
 {
-    return s->plain_steps * plain_rate + s->observed_steps * observed_rate;
+    const char *like = s->plain_like ? s->plain_like : s->label;
+    double own = like ? nc_budget_plain_rate(stages, n_ran, like) : 0;
+    return s->plain_steps * (own > 0 ? own : p->plain_rate) + s->observed_steps * p->observed_rate;
 }
 
 /* "evaluate ×3 12.0 s, select ×3 1.5 s, calibrate-bias 4.0 s": the later
@@ -47,15 +55,15 @@ static void describe_reserve(const nc_budget_stage *stages, int n, int stage, co
         const nc_budget_stage *s = &stages[i];
         int first = s->train_weight <= 0 && (s->plain_steps > 0 || s->observed_steps > 0);
         for (int k = stage + 1; k < i && first; k++)
-            first = !stages[k].label || !s->label || strcmp(stages[k].label, s->label) != 0;
+            first = !same_label(stages[k].label, s->label);
         if (!first)
             continue;
         double sum = 0;
         int count = 0;
         for (int k = i; k < n; k++)
             if (stages[k].train_weight <= 0 && (stages[k].plain_steps > 0 || stages[k].observed_steps > 0) &&
-                (k == i || (s->label && stages[k].label && strcmp(stages[k].label, s->label) == 0))) {
-                sum += estimate(&stages[k], p->plain_rate, p->observed_rate);
+                (k == i || same_label(stages[k].label, s->label))) {
+                sum += estimate(stages, stage, &stages[k], p);
                 count++;
             }
         char times[16] = "";
@@ -104,11 +112,11 @@ void nc_budget_plan_training(const nc_budget_stage *stages, int n, int stage, do
     memset(out, 0, sizeof *out);
     out->budget = budget;
     out->left = budget - elapsed;
-    out->plain_rate = nc_budget_plain_rate(stages, stage);
+    out->plain_rate = nc_budget_plain_rate(stages, stage, NULL);
     out->observed_rate = nc_budget_observed_rate(stages, stage, out->plain_rate);
     if (out->observed_rate <= 0)
         out->observed_rate = probed_rate;
-    if (out->observed_rate < out->plain_rate) /* an observed pass does a plain pass and more */
+    if (out->observed_rate <= 0) /* an observed pass does a plain pass and more */
         out->observed_rate = out->plain_rate;
     if (out->plain_rate <= 0)
         out->plain_rate = out->observed_rate;
@@ -118,7 +126,7 @@ void nc_budget_plan_training(const nc_budget_stage *stages, int n, int stage, do
         if (s->train_weight > 0)
             weights += s->train_weight;
         else if (s->plain_steps > 0 || s->observed_steps > 0) {
-            out->reserve += estimate(s, out->plain_rate, out->observed_rate);
+            out->reserve += estimate(stages, stage, s, out);
             out->later++;
         }
     }

@@ -14,14 +14,17 @@
  * host), so each kind has its own rate in seconds per image-step.
  *
  * The rule, before each training stage:
- *   1. rates: the plain rate is the slowest seen in the stages that ran and
- *      did plain passes only (what the engine does under this run's load, not
- *      a guess); the observed rate is the slowest of the stages that ran with
- *      observed passes, else the one the caller measured on one batch.  A
- *      rate still unknown takes the other's (an observed pass is never
- *      cheaper than a plain one, so the plain rate is a floor for it).
+ *   1. rates (what the engine does under this run's load, not a guess): a
+ *      later stage's plain passes run at the slowest rate of the stages of
+ *      its kind (same label) that ran, else at the slowest plain rate of any
+ *      stage that ran (stages of one kind do the same passes: a measurement's
+ *      ANN pass and recorded steps cost more per image-step than a held-out
+ *      judgement's bare steps; a stage whose plain passes are another
+ *      kind's names it in plain_like); observed passes at the slowest rate
+ *      of the stages that ran with them, else at the rate the caller measured
+ *      on a batch.  A rate still unknown takes the other's.
  *   2. reserve: every later stage that is not training is estimated as its
- *      image-steps × the rate of their kind, and summed.
+ *      image-steps × those rates, and summed.
  *   3. share: what is left of the budget less the reserve is shared among
  *      this and the later training stages by their weights: this stage gets
  *      weight / (its weight + the later ones') of it.  A later training stage
@@ -41,6 +44,8 @@ typedef struct nc_budget_stage {
     const char *label;       /* named in the plan's reason ("evaluate", "calibrate-bias") */
     double train_weight;     /* > 0: a training stage, its weight in the share            */
     double plain_steps;      /* image-steps of plain forward passes                       */
+    const char *plain_like;  /* the label of the stages whose plain passes these are like
+                                (priced at their rate); NULL: its own label               */
     double observed_steps;   /* image-steps of observed forward passes                    */
     double seconds;          /* the seconds it took; < 0: not run yet                     */
 } nc_budget_stage;
@@ -58,8 +63,8 @@ typedef struct nc_budget_plan {
 } nc_budget_plan;
 
 /* The slowest plain rate among stages[0..n) that ran with plain passes only
- * (seconds per image-step; 0: none ran). */
-double nc_budget_plain_rate(const nc_budget_stage *stages, int n);
+ * and have `label` (NULL: any label); seconds per image-step, 0: none ran. */
+double nc_budget_plain_rate(const nc_budget_stage *stages, int n, const char *label);
 
 /* The slowest observed rate among stages[0..n) that ran with observed
  * passes, their plain part counted at plain_rate; 0: none ran. */

@@ -435,6 +435,7 @@ static nc_budget_stage budget_stage(const nc_runner *r, int i, int ran)
     case NC_RUN_CALIBRATE_BIAS: {
         nc_bias_calib_options o = bias_options(r, NULL);
         nc_bias_calib_work(r->net, &o, r->train_set->count, &b.observed_steps, &b.plain_steps);
+        b.plain_like = "select"; /* its check is a held-out judgement (nc_evaluate_snn_range) */
         break;
     }
     default: break; /* before any training (load, calibrate, convert), or a file written (save) */

@@ -96,18 +96,31 @@ static void test_rates(void)
 {
     nc_budget_stage s[4] = {ran_plain("evaluate", 4000, 2.0), ran_plain("select", 1000, 1.0), training(1, 500),
                             training(3, -1)};
-    NC_CHECK(near(nc_budget_plain_rate(s, 3), 1e-3), "the slowest: the select's 1e-3 s per image-step");
-    NC_CHECK(near(nc_budget_plain_rate(s, 1), 5e-4), "only the stages given");
-    nc_budget_stage later[6] = {s[0], s[1], s[2], s[3],
+    NC_CHECK(near(nc_budget_plain_rate(s, 3, NULL), 1e-3), "the slowest: the select's 1e-3 s per image-step");
+    NC_CHECK(near(nc_budget_plain_rate(s, 1, NULL), 5e-4), "only the stages given");
+    NC_CHECK(near(nc_budget_plain_rate(s, 3, "evaluate"), 5e-4) && nc_budget_plain_rate(s, 3, "finetune") == 0,
+             "by label: the evaluation's own rate; training has none");
+    nc_budget_stage later[7] = {s[0], s[1], s[2], s[3],
                                 {.label = "calibrate-bias", .plain_steps = 2000, .observed_steps = 10000, .seconds = -1},
-                                later_plain("evaluate", 4000)};
+                                later_plain("evaluate", 4000), later_plain("save", 100)};
     nc_budget_plan p;
-    nc_budget_plan_training(later, 6, 3, 1000, 100, 2e-3, &p);
+    nc_budget_plan_training(later, 7, 3, 1000, 100, 2e-3, &p);
     NC_CHECK(near(p.observed_rate, 2e-3), "the probed rate for observed passes");
-    NC_CHECK(near(p.reserve, 2000 * 1e-3 + 10000 * 2e-3 + 4000 * 1e-3), "bias calibration 22 s + evaluate 4 s: %.2f",
-             p.reserve);
-    nc_budget_plan_training(later, 6, 3, 1000, 100, 1e-4, &p);
-    NC_CHECK(near(p.observed_rate, 1e-3), "a probed rate below the plain one is raised to it");
+    /* an evaluation at the evaluations' rate; bias calibration's checks and a
+     * kind that never ran at the slowest plain rate */
+    NC_CHECK(near(p.reserve, (2000 * 1e-3 + 10000 * 2e-3) + 4000 * 5e-4 + 100 * 1e-3),
+             "bias calibration 22 s + evaluate 2 s + save 0.1 s: %.2f", p.reserve);
+    NC_CHECK(strstr(p.reason, "calibrate-bias 22.0 s, evaluate 2.0 s, save 0.1 s") != NULL, "each estimate: %s",
+             p.reason);
+    /* its checks like a held-out judgement: at the select's rate (1e-3 s) */
+    later[4].plain_like = "select", later[0].seconds = 1.0;
+    nc_budget_plan_training(later, 7, 3, 1000, 100, 1e-4, &p);
+    NC_CHECK(near(p.observed_rate, 1e-4), "a probed rate is a measurement: kept even below a plain rate");
+    NC_CHECK(near(p.reserve, (2000 * 1e-3 + 10000 * 1e-4) + 4000 * 2.5e-4 + 100 * 1e-3),
+             "checks at the select's rate, the evaluation at its own: %.2f", p.reserve);
+    later[1].seconds = 0.25; /* the select now the fastest: the checks follow it, a save the slowest */
+    nc_budget_plan_training(later, 7, 3, 1000, 100, 1e-4, &p);
+    NC_CHECK(near(p.reserve, (2000 * 2.5e-4 + 10000 * 1e-4) + 4000 * 2.5e-4 + 100 * 2.5e-4), "%.3f", p.reserve);
     /* a bias calibration that ran: its own rate, its plain part taken off */
     nc_budget_stage bias_ran = {.label = "calibrate-bias", .plain_steps = 2000, .observed_steps = 10000, .seconds = 30};
     NC_CHECK(near(nc_budget_observed_rate(&bias_ran, 1, 1e-3), 2.8e-3), "(30 − 2) s / 10 000 image-steps");

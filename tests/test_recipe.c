@@ -250,7 +250,7 @@ static void test_recipe_budget_plans(void)
             printf("# %s: %s\n", qcfs ? "QCFS" : "BPTT", p->reason);
             NC_CHECK(p->later == (qcfs ? 7 : 2) && p->reserve > 0 && p->plain_rate > 0,
                      "%d later stages reserved, %.3f s", p->later, p->reserve);
-            NC_CHECK(!qcfs || p->observed_rate >= p->plain_rate, "bias calibration's passes priced (probed)");
+            NC_CHECK(!qcfs || p->observed_rate > 0, "bias calibration's passes priced (probed)");
             nc_train_result res;
             NC_CHECK(nc_runner_train_result(r, s->mode, &res), "stage %d trained", i);
             if (tiny) {
