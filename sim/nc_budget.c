@@ -138,3 +138,11 @@ void nc_budget_plan_training(const nc_budget_stage *stages, int n, int stage, do
         out->seconds = NC_BUDGET_MIN_SECONDS;
     explain(stages, n, stage, out);
 }
+
+int nc_budget_epochs(int planned, int done, double seconds, double elapsed, double longest_epoch)
+{
+    double left = seconds - elapsed;
+    int more = longest_epoch > 0 && left > 0 ? (int)(left / longest_epoch) : 0;
+    int fit = done + (more < planned - done ? more : planned - done);
+    return fit > done ? fit : done;
+}

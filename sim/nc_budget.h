@@ -77,4 +77,12 @@ double nc_budget_observed_rate(const nc_budget_stage *stages, int n, double plai
 void nc_budget_plan_training(const nc_budget_stage *stages, int n, int stage, double budget, double elapsed,
                              double probed_rate, nc_budget_plan *out);
 
+/* The epochs a training stage runs within `seconds` (> 0) when `done` of
+ * `planned` took `elapsed` seconds, the longest of them `longest_epoch`:
+ * those done plus as many more of the longest as fit in what is left (a
+ * machine shared with other work slows down as often as it speeds up, and
+ * the first epoch also carries the set-up and the held-out pass before
+ * training); never fewer than done, never more than planned. */
+int nc_budget_epochs(int planned, int done, double seconds, double elapsed, double longest_epoch);
+
 #endif

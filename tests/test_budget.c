@@ -5,8 +5,10 @@
  *   - a training stage followed by another gets its weight's share, the last
  *     one all that is left;
  *   - an over-full plan gives the first epoch only and says so;
- *   - the rates: the slowest plain one, observed passes at their own rate
- *     (measured, else probed, never below the plain one), training ignored. */
+ *   - the rates: each kind of stage at its own, else the slowest plain one;
+ *     observed passes at their own rate (measured, else probed), training
+ *     ignored;
+ *   - the epochs a stage runs: as many more of its longest as fit. */
 #include "nc_test.h"
 
 #include <math.h>
@@ -148,6 +150,20 @@ static void test_nothing_measured(void)
     NC_CHECK(near(p.seconds, 55) && p.later == 0 && strstr(p.reason, "nothing after it"), "%s", p.reason);
 }
 
+/* Epochs: as many more of the longest so far as fit in what is left. */
+static void test_epochs_that_fit(void)
+{
+    NC_CHECK(nc_budget_epochs(8, 2, 30, 13, 8) == 4, "17 s left, epochs of up to 8 s: 2 more (got %d)",
+             nc_budget_epochs(8, 2, 30, 13, 8));
+    NC_CHECK(nc_budget_epochs(8, 2, 30, 13, 5) == 5, "17 s left, epochs of up to 5 s: 3 more");
+    NC_CHECK(nc_budget_epochs(3, 1, 100, 5, 5) == 3, "never more than planned");
+    NC_CHECK(nc_budget_epochs(8, 1, 1e-9, 0.5, 0.5) == 1 && nc_budget_epochs(8, 3, 10, 12, 4) == 3,
+             "nothing left: those done");
+    /* epochs of 5 s then 8 s: the mean (6.5 s) would fit 2 more in 13 s and overrun; the longest fits 1 */
+    NC_CHECK(nc_budget_epochs(8, 2, 26, 13, 8) == 3, "13 s left, an 8 s epoch: 1 more (got %d)",
+             nc_budget_epochs(8, 2, 26, 13, 8));
+}
+
 int main(void)
 {
     NC_RUN(test_reserve_in_proportion_to_images);
@@ -155,5 +171,6 @@ int main(void)
     NC_RUN(test_over_full_runs_one_epoch);
     NC_RUN(test_rates);
     NC_RUN(test_nothing_measured);
+    NC_RUN(test_epochs_that_fit);
     return nc_test_done();
 }
