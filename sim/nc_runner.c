@@ -457,8 +457,10 @@ static nc_status plan_budget(nc_runner *r, int stage, nc_error *err)
     if (observed_later && r->probed_rate <= 0) {
         nc_bias_calib_options o = bias_options(r, NULL);
         nc_status st = nc_bias_calib_pass_rate(r->engine, r->net, r->train_set, &o, &r->probed_rate, err);
-        if (st != NC_OK)
+        if (st != NC_OK) {
+            nc_error_prefix(err, "timing a pass of bias calibration for the time budget");
             return st;
+        }
     }
     nc_budget_plan_training(stages, r->n_stages, stage, r->desc.time_budget, nc_now() - r->start, r->probed_rate,
                             &r->plans[stage]);
