@@ -184,8 +184,9 @@ static void print_stages_json(nc_json *j, const nc_runner *r, const nc_stage_row
     nc_json_close(j, ']');
 }
 
-static void print_finetune_header(const convert_args *a, const nc_runner *r, nc_train_mode stage)
+static void print_finetune_header(const convert_args *a, const nc_runner *r, const nc_run_stage *s)
 {
+    nc_train_mode stage = s->mode;
     const nc_train_options *t = nc_runner_train_options(r);
     int epochs = stage == NC_TRAIN_QCFS ? a->opts.finetune_qcfs_epochs : a->opts.finetune_bptt_epochs;
     printf("\n%s fine-tuning on the %s: %d epoch%s on %s, batch %d%s, %s lr %g, %s\n",
@@ -199,6 +200,9 @@ static void print_finetune_header(const convert_args *a, const nc_runner *r, nc_
     if (t->distill_alpha > 0)
         printf("  distillation from the source ANN: weight %g, temperature %g\n", t->distill_alpha,
                t->distill_tau > 0 ? t->distill_tau : NC_TRAIN_DEFAULT_TAU);
+    const nc_budget_plan *plan = nc_runner_budget_plan(r, (int)(s - nc_runner_stage(r, 0)));
+    if (plan)
+        printf("  %s\n", plan->reason);
     fflush(stdout);
 }
 
@@ -246,7 +250,7 @@ static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, n
     if (stage->kind == NC_RUN_CONVERT && ev == NC_RUNNER_STAGE_END)
         print_converted(a, r);
     else if (stage->kind == NC_RUN_FINETUNE && ev == NC_RUNNER_STAGE_BEGIN)
-        print_finetune_header(a, r, stage->mode);
+        print_finetune_header(a, r, stage);
     else if (stage->kind == NC_RUN_FINETUNE && ev == NC_RUNNER_STAGE_END && nc_runner_train_result(r, stage->mode, &res))
         printf("  kept epoch %d of %d (held-out accuracy %.4f, before %.4f), %.0f s, %.2f GB\n", res.best_epoch,
                res.epochs_run, res.best_val_accuracy, res.val_accuracy_before, res.seconds, res.memory_bytes / 1e9);
@@ -288,6 +292,12 @@ static void print_times_json(nc_json *j, const nc_runner *r)
         nc_json_open(j, NULL, '{');
         nc_json_string(j, "stage", nc_runner_stage(r, i)->label);
         nc_json_number(j, "seconds", nc_runner_stage_seconds(r, i));
+        const nc_budget_plan *plan = nc_runner_budget_plan(r, i);
+        if (plan) {
+            nc_json_number(j, "budget_seconds", plan->seconds);
+            nc_json_number(j, "reserved_seconds", plan->reserve);
+            nc_json_bool(j, "over_full", plan->over_full);
+        }
         nc_json_close(j, '}');
     }
     nc_json_close(j, ']');
@@ -361,10 +371,15 @@ static void print_recipe(const convert_args *a)
 /* Each stage's time, and with the recipe which stage the net comes from. */
 static void print_stage_times(const nc_runner *r)
 {
+    double total = 0, budget = nc_runner_get_desc(r)->time_budget;
     printf("\nStage times:");
-    for (int i = 0; i < nc_runner_stage_count(r); i++)
+    for (int i = 0; i < nc_runner_stage_count(r); i++) {
         printf("%s %s %.1f s", i ? "," : "", nc_runner_stage(r, i)->label, nc_runner_stage_seconds(r, i));
+        total += nc_runner_stage_seconds(r, i);
+    }
     printf("\n");
+    if (budget > 0)
+        printf("Total %.1f s of the %.1f s time budget%s\n", total, budget, total > budget ? ": over it" : "");
     int best = nc_runner_best_row(r);
     if (best >= 0)
         printf("Kept: %s (held-out accuracy at T = %d: %.4f)\n", nc_runner_row(r, best)->name,

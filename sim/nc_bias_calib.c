@@ -291,6 +291,13 @@ static double **new_table(const nc_bias_calib_result *res)
     return t;
 }
 
+/* The images the passes read: the option or the default, at most all of the set. */
+static int64_t images_of(const nc_bias_calib_options *o, int64_t count)
+{
+    int64_t images = o->images > 0 ? o->images : NC_BIAS_CALIB_DEFAULT_IMAGES;
+    return images < count ? images : count;
+}
+
 nc_status nc_bias_calibrate(nc_engine *engine, nc_net *net, const nc_dataset *calib,
                             const nc_bias_calib_options *o, nc_bias_calib_result *result, nc_error *err)
 {
@@ -305,8 +312,7 @@ nc_status nc_bias_calibrate(nc_engine *engine, nc_net *net, const nc_dataset *ca
                        (long long)o->check_first, (long long)(o->check_first + o->check_count),
                        (long long)calib->count);
     calib_state cs = {.engine = engine, .net = net, .data = calib, .o = o};
-    cs.images = o->images > 0 ? o->images : NC_BIAS_CALIB_DEFAULT_IMAGES;
-    cs.images = cs.images < calib->count ? cs.images : calib->count;
+    cs.images = images_of(o, calib->count);
     cs.batch_size = o->batch_size > 0 ? o->batch_size : 100;
     result->T = o->T;
     result->images = cs.images;
@@ -339,5 +345,55 @@ nc_status nc_bias_calibrate(nc_engine *engine, nc_net *net, const nc_dataset *ca
     free_table(snn, result->n_layers);
     free_state(&cs);
     nc_net_free(saved);
+    return st;
+}
+
+/* ---- what it costs, for a time plan ------------------------------------------- */
+
+void nc_bias_calib_work(const nc_net *net, const nc_bias_calib_options *o, int64_t count, double *observed,
+                        double *plain)
+{
+    int corrected = 0;
+    for (int i = 0; i < net->n_nodes; i++) {
+        const nc_node *n = &net->nodes[i];
+        corrected += n->kind == NC_NODE_NEURON && n->neuron.model == NC_NEURON_IF && nc_bias_carrier(net, i) >= 0;
+    }
+    /* as correct_layers runs them: the ANN pass, the first SNN pass, one more after each correction */
+    *observed = (double)images_of(o, count) * (1.0 + (double)o->T * (1 + corrected));
+    *plain = o->check_count > 0 ? 2.0 * (double)o->check_count * o->T : 0;
+}
+
+nc_status nc_bias_calib_pass_rate(nc_engine *engine, nc_net *net, const nc_dataset *calib,
+                                  const nc_bias_calib_options *o, double *seconds_per_image_step, nc_error *err)
+{
+    *seconds_per_image_step = 0;
+    if (o->T < 1)
+        return nc_fail(err, NC_ERR_ARGUMENT, "bias calibration needs T ≥ 1, got %d", o->T);
+    nc_status st = nc_check_dataset_fits(net, calib, err);
+    if (st != NC_OK)
+        return st;
+    nc_bias_calib_options quiet = *o; /* a measurement, not a pass of the stage: no progress */
+    quiet.progress = NULL;
+    calib_state cs = {.engine = engine, .net = net, .data = calib, .o = &quiet};
+    cs.batch_size = o->batch_size > 0 ? o->batch_size : 100;
+    cs.images = images_of(o, calib->count);
+    cs.images = cs.images < cs.batch_size ? cs.images : cs.batch_size;
+    nc_bias_calib_result scratch = {0};
+    st = setup(&cs, &scratch, err);
+    double **snn = st == NC_OK ? new_table(&scratch) : NULL;
+    if (st == NC_OK && !snn)
+        st = nc_fail(err, NC_ERR_MEMORY, "out of memory for bias calibration");
+    if (st == NC_OK && engine->net != net)
+        st = nc_engine_load(engine, net, err);
+    if (st == NC_OK) /* untimed: an engine's first pass of a kind sets up what the next ones reuse */
+        st = run_pass(&cs, NC_MODE_SNN, snn, err);
+    double began = nc_now();
+    if (st == NC_OK)
+        st = run_pass(&cs, NC_MODE_SNN, snn, err);
+    if (st == NC_OK && cs.images > 0)
+        *seconds_per_image_step = (nc_now() - began) / ((double)cs.images * o->T);
+    free_table(snn, scratch.n_layers);
+    nc_bias_calib_result_clear(&scratch);
+    free_state(&cs);
     return st;
 }

@@ -75,6 +75,23 @@ void nc_bias_calib_result_clear(nc_bias_calib_result *r);
 nc_status nc_bias_calibrate(nc_engine *engine, nc_net *net, const nc_dataset *calib,
                             const nc_bias_calib_options *o, nc_bias_calib_result *result, nc_error *err);
 
+/* The work nc_bias_calibrate does with options `o` on the converted `net`
+ * and a calibration set of `count` images, in image-steps (one image through
+ * the net for one step): *observed, the passes that read every IF layer
+ * (one ANN pass, then an SNN pass over T steps before the first correction
+ * and after each); *plain, the check before and after.  For a time plan
+ * (sim/nc_budget.h). */
+void nc_bias_calib_work(const nc_net *net, const nc_bias_calib_options *o, int64_t count, double *observed,
+                        double *plain);
+
+/* Seconds per image-step of an observed SNN pass over T steps on one batch
+ * of the first images of `calib` (the kind of pass nc_bias_calibrate does
+ * most), timed after one untimed pass of the same batch: a cheap
+ * measurement for a time plan.  Loads `net` when the engine holds another;
+ * changes nothing in it. */
+nc_status nc_bias_calib_pass_rate(nc_engine *engine, nc_net *net, const nc_dataset *calib,
+                                  const nc_bias_calib_options *o, double *seconds_per_image_step, nc_error *err);
+
 /* The carrier of IF node `node` (see above), or −1. */
 int nc_bias_carrier(const nc_net *net, int node);
 

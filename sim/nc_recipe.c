@@ -102,8 +102,11 @@ nc_status nc_recipe_plan(const nc_net_summary *s, int T, double minutes, const n
     rule_training(s, T, out);
     double m = minutes > 0 ? minutes : NC_RECIPE_DEFAULT_MINUTES;
     out->time_budget = 60.0 * m;
-    reason(out, "time budget %.1f min: each training stage measures its first epoch and runs as many as fit "
-                "(QCFS up to a quarter of what is left, BPTT the rest less the measurements after it)", m);
+    reason(out, "time budget %.1f min for the whole job: before each training stage the time of every later "
+                "measurement, held-out judgement and bias calibration is estimated from the rates measured so far "
+                "and reserved; the training stages share the rest (QCFS a quarter when BPTT follows, BPTT all that "
+                "is left), each running its first epoch and as many more as fit; when the reserve alone does not "
+                "fit, a stage runs one epoch and says so", m);
     return NC_OK;
 }
 

@@ -38,6 +38,9 @@ struct nc_runner {
     int bias_row;                       /* the row measured after it              */
     double start;                       /* nc_now() when the run began            */
     double stage_seconds[NC_RUNNER_MAX_STAGES];
+    nc_budget_plan plans[NC_RUNNER_MAX_STAGES]; /* a training stage's under time_budget */
+    int planned[NC_RUNNER_MAX_STAGES];
+    double probed_rate;                 /* an observed pass's seconds per image-step (0: not timed) */
     nc_net *best;                       /* keep_best_T: the best net so far       */
     int best_row;
     double best_accuracy;
@@ -395,23 +398,74 @@ static nc_status run_select(nc_runner *r, const nc_run_stage *s, nc_error *err)
     return nc_engine_load(r->engine, r->net, err);
 }
 
-/* The time a training stage may take under desc.time_budget (0: no limit). */
-static double stage_budget(const nc_runner *r, int stage)
+/* The options of the calibrate-bias stage: its images, and the check on
+ * the next images (at least half of the split is left for it). */
+static nc_bias_calib_options bias_options(const nc_runner *r, const nc_runner_observer *obs)
 {
-    if (r->desc.time_budget <= 0)
-        return 0;
-    double longest_measure = 0, reserve = 0, left = r->desc.time_budget - (nc_now() - r->start);
-    int training_after = 0;
-    for (int i = 0; i < stage; i++)
-        if (r->stages[i].kind == NC_RUN_MEASURE || r->stages[i].kind == NC_RUN_SELECT)
-            longest_measure = r->stage_seconds[i] > longest_measure ? r->stage_seconds[i] : longest_measure;
-    for (int i = stage + 1; i < r->n_stages; i++) {
-        training_after |= r->stages[i].kind == NC_RUN_FINETUNE;
-        if (r->stages[i].kind == NC_RUN_MEASURE || r->stages[i].kind == NC_RUN_SELECT)
-            reserve += longest_measure;
+    const nc_pipeline_options *p = &r->desc.pipeline;
+    nc_bias_calib_options o = {.T = p->calibrate_bias_T, .images = p->bias_calib_images,
+                               .batch_size = r->desc.batch_size, .progress = obs ? obs->progress : NULL,
+                               .progress_user = obs ? obs->user : NULL};
+    int64_t count = r->train_set->count, images = o.images > 0 ? o.images : NC_BIAS_CALIB_DEFAULT_IMAGES;
+    if (images > count / 2)
+        images = o.images = count / 2;
+    o.check_first = images;
+    o.check_count = count - images < NC_RUNNER_BIAS_CHECK_IMAGES ? count - images : NC_RUNNER_BIAS_CHECK_IMAGES;
+    return o;
+}
+
+/* Stage i as the time plan sees it (sim/nc_budget.h): its weight in the
+ * training share, the image-steps it does, its seconds once it ran.  A QCFS
+ * epoch is one pass forward and back, a BPTT epoch T of them, and the QCFS
+ * stage recovers most of what it can in a few epochs: weights 1 and 3 give it
+ * a quarter when BPTT follows. */
+static nc_budget_stage budget_stage(const nc_runner *r, int i, int ran)
+{
+    const nc_run_stage *s = &r->stages[i];
+    nc_budget_stage b = {.label = s->label, .seconds = ran ? r->stage_seconds[i] : -1};
+    int64_t held = r->train.val_count, tests = r->test_set ? r->test_set->count : 0;
+    switch (s->kind) {
+    case NC_RUN_FINETUNE: b.train_weight = s->mode == NC_TRAIN_QCFS ? 1 : 3; break;
+    case NC_RUN_MEASURE:
+        b.plain_steps = (double)tests * (r->eval_T + s->ann + s->qcfs); /* an ANN or QCFS pass: one step */
+        break;
+    case NC_RUN_SELECT:
+        b.plain_steps = held > 0 && r->train_set ? (double)held * r->desc.keep_best_T : 0;
+        break;
+    case NC_RUN_CALIBRATE_BIAS: {
+        nc_bias_calib_options o = bias_options(r, NULL);
+        nc_bias_calib_work(r->net, &o, r->train_set->count, &b.observed_steps, &b.plain_steps);
+        b.plain_like = "select"; /* its check is a held-out judgement (nc_evaluate_snn_range) */
+        break;
     }
-    left = training_after ? 0.25 * left : left - reserve;
-    return left > 1e-3 ? left : 1e-3; /* the first epoch always runs */
+    default: break; /* before any training (load, calibrate, convert), or a file written (save) */
+    }
+    return b;
+}
+
+/* With desc.time_budget: training stage `stage`'s plan (r->plans).  A
+ * bias calibration still to come and none measured yet: its kind of pass is
+ * timed on one batch first. */
+static nc_status plan_budget(nc_runner *r, int stage, nc_error *err)
+{
+    nc_budget_stage stages[NC_RUNNER_MAX_STAGES];
+    int observed_later = 0;
+    for (int i = 0; i < r->n_stages; i++) {
+        stages[i] = budget_stage(r, i, i < stage);
+        observed_later |= i > stage && stages[i].observed_steps > 0;
+    }
+    if (observed_later && r->probed_rate <= 0) {
+        nc_bias_calib_options o = bias_options(r, NULL);
+        nc_status st = nc_bias_calib_pass_rate(r->engine, r->net, r->train_set, &o, &r->probed_rate, err);
+        if (st != NC_OK) {
+            nc_error_prefix(err, "timing a pass of bias calibration for the time budget");
+            return st;
+        }
+    }
+    nc_budget_plan_training(stages, r->n_stages, stage, r->desc.time_budget, nc_now() - r->start, r->probed_rate,
+                            &r->plans[stage]);
+    r->planned[stage] = 1;
+    return NC_OK;
 }
 
 static nc_status run_finetune(nc_runner *r, const nc_run_stage *s, const nc_runner_observer *obs, nc_error *err)
@@ -420,7 +474,8 @@ static nc_status run_finetune(nc_runner *r, const nc_run_stage *s, const nc_runn
     o.train = r->train;
     o.train.progress = obs->train_progress;
     o.train.progress_user = obs->user;
-    o.train.time_budget = stage_budget(r, (int)(s - r->stages));
+    int stage = (int)(s - r->stages);
+    o.train.time_budget = r->planned[stage] ? r->plans[stage].seconds : 0;
     nc_train_result res;
     nc_status st = nc_pipeline_finetune(r->net, s->mode, r->train_set, &o, &res, err);
     if (st == NC_OK) {
@@ -433,16 +488,7 @@ static nc_status run_finetune(nc_runner *r, const nc_run_stage *s, const nc_runn
 
 static nc_status run_calibrate_bias(nc_runner *r, const nc_runner_observer *obs, nc_error *err)
 {
-    const nc_pipeline_options *p = &r->desc.pipeline;
-    nc_bias_calib_options o = {.T = p->calibrate_bias_T, .images = p->bias_calib_images,
-                               .batch_size = r->desc.batch_size, .progress = obs->progress,
-                               .progress_user = obs->user};
-    int64_t images = o.images > 0 ? o.images : NC_BIAS_CALIB_DEFAULT_IMAGES;
-    if (images > r->train_set->count / 2) /* leave half for the check at least */
-        images = o.images = r->train_set->count / 2;
-    o.check_first = images;
-    o.check_count = r->train_set->count - images < NC_RUNNER_BIAS_CHECK_IMAGES ? r->train_set->count - images
-                                                                                : NC_RUNNER_BIAS_CHECK_IMAGES;
+    nc_bias_calib_options o = bias_options(r, obs);
     nc_bias_calib_result_clear(&r->bias);
     nc_status st = nc_bias_calibrate(r->engine, r->net, r->train_set, &o, &r->bias, err);
     r->bias_done = st == NC_OK;
@@ -800,8 +846,12 @@ nc_status nc_runner_run(nc_runner *r, const nc_runner_observer *obs, nc_error *e
                                 .event = on_event};
     nc_status st = NC_OK;
     for (int i = 0; i < r->n_stages && st == NC_OK; i++) {
-        st = notify(r, &hooks, i, NC_RUNNER_STAGE_BEGIN, err);
         double began = nc_now();
+        /* a training stage's time plan is made before its begin event, which may show it */
+        if (r->stages[i].kind == NC_RUN_FINETUNE && r->desc.time_budget > 0)
+            st = plan_budget(r, i, err);
+        if (st == NC_OK)
+            st = notify(r, &hooks, i, NC_RUNNER_STAGE_BEGIN, err);
         if (st == NC_OK)
             st = run_stage(r, i, &hooks, err);
         r->stage_seconds[i] = nc_now() - began;
@@ -853,6 +903,10 @@ const nc_bias_calib_result *nc_runner_bias_result(const nc_runner *r) { return r
 double nc_runner_stage_seconds(const nc_runner *r, int i)
 {
     return i >= 0 && i < r->n_stages ? r->stage_seconds[i] : 0;
+}
+const nc_budget_plan *nc_runner_budget_plan(const nc_runner *r, int i)
+{
+    return i >= 0 && i < r->n_stages && r->planned[i] ? &r->plans[i] : NULL;
 }
 double nc_runner_row_seconds(const nc_runner *r, int row)
 {

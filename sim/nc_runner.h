@@ -53,6 +53,7 @@
 
 #include "../core/nc_project.h"
 #include "../core/nc_record.h"
+#include "nc_budget.h"
 #include "nc_pipeline.h"
 #include "nc_simulate.h"
 
@@ -101,10 +102,15 @@ typedef struct nc_runner_desc {
      * that lowers it is undone (the net goes back to the best so far, and
      * the next stage starts from there).  0: off. */
     int keep_best_T;
-    /* Seconds for the whole job (0: no limit): a QCFS stage followed by BPTT
-     * may use a quarter of what is left, the last training stage what is
-     * left less the measurements after it (the longest one so far, per
-     * measurement); the trainer fits its epochs into that (nc_train.h). */
+    /* Seconds for the whole job (0: no limit).  Before each training stage
+     * the runner plans the rest of the job (sim/nc_budget.h): every later
+     * stage that is not training (measurements, held-out judgements, bias
+     * calibration) is estimated from the rates measured so far in this run
+     * and reserved, and the training stages share what is left (QCFS weight
+     * 1, BPTT 3: a quarter for QCFS when BPTT follows); the trainer fits its
+     * epochs into its part (nc_train.h).  When the reserve alone does not
+     * fit, the stage runs one epoch and its plan says so
+     * (nc_runner_budget_plan). */
     double time_budget;
     /* Devices the job spreads over (sim/nc_ranks.h): every measurement's test
      * set is dealt over them and merged (sim/nc_shard.h; the same numbers as
@@ -200,6 +206,10 @@ const nc_pipeline_result *nc_runner_pipeline_result(const nc_runner *r);
 int nc_runner_train_result(const nc_runner *r, nc_train_mode mode, nc_train_result *out);
 /* Seconds stage i took (0 before it ran). */
 double nc_runner_stage_seconds(const nc_runner *r, int i);
+/* With desc.time_budget: the time plan a training stage runs under (its
+ * seconds, the reserve for the stages after it, its reason), made just before
+ * its STAGE_BEGIN event; NULL for other stages and before then. */
+const nc_budget_plan *nc_runner_budget_plan(const nc_runner *r, int i);
 /* Seconds the stages that made row `row` took: calibrate and convert for the
  * converted net, else the fine-tuning or bias calibration stage before the
  * row's measurement (its measurement and judgement not included); 0 for a

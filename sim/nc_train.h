@@ -92,8 +92,9 @@ typedef struct nc_train_options {
     double distill_alpha;
     double distill_tau;
     /* Seconds the run may take (0 = no limit): after each epoch, the run
-     * stops early when one more epoch of the same length would pass it; the
-     * cosine schedule is re-planned over the epochs that fit. */
+     * stops early when one more epoch as long as the longest so far would
+     * pass it (nc_budget_epochs); the cosine schedule is re-planned over the
+     * epochs that fit.  The first epoch always runs. */
     double time_budget;
     /* Data parallel (sim/nc_train_dp.h): the ranks (devices) that share every
      * batch; ≤ 1: one.  nc_train splits each batch over them. */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nc_budget.h"
 #include "nc_engine_registry.h"
 #include "nc_evaluate.h"
 #include "nc_train_dp.h"
@@ -230,18 +231,13 @@ static nc_status run_epoch(run_state *rs, int epoch, nc_train_result *res, nc_er
     return NC_OK;
 }
 
-/* With a time budget: the epochs that fit, judged by the mean epoch so far
- * (never fewer than those run, never more than asked for). */
-static void fit_epochs_to_budget(run_state *rs, int epochs_done)
+/* With a time budget: the epochs that fit (nc_budget_epochs: by the longest
+ * epoch so far). */
+static void fit_epochs_to_budget(run_state *rs, int epochs_done, double longest_epoch)
 {
-    if (rs->o->time_budget <= 0)
-        return;
-    double per_epoch = (nc_now() - rs->start) / epochs_done;
-    int fit = per_epoch > 0 ? (int)(rs->o->time_budget / per_epoch) : rs->epochs;
-    if (fit < epochs_done)
-        fit = epochs_done;
-    if (fit < rs->epochs)
-        rs->epochs = fit;
+    if (rs->o->time_budget > 0)
+        rs->epochs = nc_budget_epochs(rs->epochs, epochs_done, rs->o->time_budget, nc_now() - rs->start,
+                                      longest_epoch);
 }
 
 static nc_status check_run(const nc_net *net, const nc_dataset *ds, const nc_train_options *o, int64_t *n_train,
@@ -358,11 +354,15 @@ nc_status nc_train(nc_net *net, const nc_dataset *ds, const nc_train_options *o,
         if (s == NC_OK && params_save(rs.tr, &best) != 0)
             s = nc_fail(err, NC_ERR_MEMORY, "out of memory for the best checkpoint");
     }
+    double longest_epoch = 0;
     for (int epoch = 1; s == NC_OK && epoch <= rs.epochs; epoch++) {
         int best_before = result->best_epoch;
+        /* the first epoch's time counts from the start: the set-up and the held-out pass are its */
+        double began = epoch == 1 ? rs.start : nc_now();
         s = run_epoch(&rs, epoch, result, err);
         result->epochs_run = epoch;
-        fit_epochs_to_budget(&rs, epoch);
+        longest_epoch = nc_now() - began > longest_epoch ? nc_now() - began : longest_epoch;
+        fit_epochs_to_budget(&rs, epoch, longest_epoch);
         if (s == NC_OK && rs.n_val > 0 && result->best_epoch != best_before && params_save(rs.tr, &best) != 0)
             s = nc_fail(err, NC_ERR_MEMORY, "out of memory for the best checkpoint");
     }

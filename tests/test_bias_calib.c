@@ -4,7 +4,9 @@
  *     takes Δ of the first layer, applies it, simulates again for the second;
  *   - the carrier rules (conv, through an add, none through a MaxPool or a
  *     shared value);
- *   - the held-out check undoes corrections that lower the accuracy. */
+ *   - the held-out check undoes corrections that lower the accuracy;
+ *   - the work it declares for a time plan (nc_bias_calib_work) is the work
+ *     it does, counted by an engine that wraps the CPU engine's passes. */
 #include "nc_test.h"
 #include "nc_test_util.h"
 
@@ -259,10 +261,67 @@ static void test_carriers(void)
     nc_net_free(net);
 }
 
+/* ---- its work, for a time plan ------------------------------------------------- */
+
+static const nc_engine_ops *cpu_ops;
+static double counted_observed, counted_plain; /* image-steps the wrapped engine ran */
+
+static nc_status counting_forward(nc_engine *e, const nc_tensor *input, const nc_run_options *opts, nc_tensor **out,
+                                  nc_error *err)
+{
+    double steps = (double)input->shape[0] * (opts->mode == NC_MODE_SNN ? opts->T : 1);
+    if (opts->observer)
+        counted_observed += steps;
+    else
+        counted_plain += steps;
+    return cpu_ops->forward(e, input, opts, out, err);
+}
+
+static void test_work_is_what_it_does(void)
+{
+    nc_net *net, *spare;
+    if (!mlp_and_clone(&net, &spare))
+        return;
+    nc_dataset *ds = random_images();
+    nc_engine *e = nc_engine_cpu_new();
+    cpu_ops = e->ops;
+    nc_engine_ops counting = *cpu_ops;
+    counting.forward = counting_forward;
+    e->ops = &counting;
+    nc_bias_calib_options o = {.T = T, .images = 40, .batch_size = 16, .check_first = 40, .check_count = 24};
+    double observed = 0, plain = 0;
+    nc_bias_calib_work(net, &o, ds->count, &observed, &plain);
+    nc_bias_calib_result r;
+    nc_error err = {0};
+    counted_observed = counted_plain = 0;
+    NC_CHECK(nc_bias_calibrate(e, net, ds, &o, &r, &err) == NC_OK, "calibrate: %s", err.message);
+    NC_CHECK(observed == counted_observed && plain == counted_plain,
+             "declared %.0f observed + %.0f plain image-steps, ran %.0f + %.0f", observed, plain, counted_observed,
+             counted_plain);
+    NC_CHECK(observed == 40.0 * (1 + T * 3), "one ANN pass, then 3 SNN passes (2 layers corrected)");
+    nc_bias_calib_result_clear(&r);
+    /* the rate of one observed pass: one batch, the net untouched */
+    double rate = 0;
+    counted_observed = counted_plain = 0;
+    NC_CHECK(nc_bias_calib_pass_rate(e, spare, ds, &o, &rate, &err) == NC_OK, "pass rate: %s", err.message);
+    NC_CHECK(rate > 0 && counted_observed == 2 * 16.0 * T && counted_plain == 0,
+             "one batch of 16 over T steps, twice (the first untimed): %g s", rate);
+    nc_net *fresh = small_mlp();
+    const nc_node *b = &spare->nodes[nc_net_find(spare, "fc1")], *b0 = &fresh->nodes[nc_net_find(fresh, "fc1")];
+    NC_CHECK(memcmp(b->bias->data, b0->bias->data, H1 * sizeof(float)) == 0, "the pass rate changes no bias");
+    nc_net_free(fresh);
+    e->ops = cpu_ops;
+    nc_engine_free(e);
+    free_images(ds);
+    nc_net_free(net);
+    nc_net_free(spare);
+}
+
 int main(void)
 {
     NC_RUN(test_matches_direct_computation);
     NC_RUN(test_check_rule);
     NC_RUN(test_carriers);
+    NC_RUN(test_work_is_what_it_does);
     return nc_test_done();
 }

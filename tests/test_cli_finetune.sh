@@ -66,6 +66,15 @@ if [ $rc -eq 0 ] && grep -q "Recipe for T = 4" "$WORK/out" && grep -q "^Bias cal
 else
   not_ok "convert --target-T 4 (exit $rc)"
 fi
+# each training stage's time plan: printed under its header and in --json; the total against the budget
+if [ "$(grep -c -E '^  time budget( over-full)?: ' "$WORK/out")" = 2 ] \
+   && grep -q -E "reserved for the 7 stages after it \(evaluate ×3 .*calibrate-bias" "$WORK/out" \
+   && grep -q -E "^Total [0-9.]+ s of the 60.0 s time budget" "$WORK/out" \
+   && [ "$(json '[s["stage"] for s in d["stage_seconds"] if "budget_seconds" in s] == ["finetune", "finetune"]')" = True ]; then
+  ok "convert --target-T 4: each training stage's time plan, printed and in --json"
+else
+  not_ok "the time plans of convert --target-T 4"
+fi
 grep '^{' "$WORK/out" | tail -n 1 >"$WORK/recipe.json"
 "$BIN" info "$WORK/recipe.ncsnn" --json >"$WORK/out" 2>&1
 if grep -q "bias_calibrated_snn_accuracy_t4" "$WORK/out" && grep -q "seconds_finetune" "$WORK/out" \

@@ -5,7 +5,8 @@
  *   - a whole recipe run on a small ANN and synthetic data: every stage is
  *     judged on the held-out images and the job ends holding the best;
  *     each stage's time and accuracies reach the project file;
- *   - a training run stops when its time budget is spent. */
+ *   - each training stage's time plan (sim/nc_budget.h) in a whole run:
+ *     the later stages reserved, the share, one epoch when over-full. */
 #include "nc_test.h"
 #include "nc_test_util.h"
 
@@ -147,14 +148,14 @@ static void check_stage_times_and_accuracy(const nc_runner *r)
     nc_project_free(p);
 }
 
-static void test_recipe_run_keeps_the_best(void)
+/* The recipe at T = 4 within `minutes` on the quadrant ANN and its data:
+ * 256 images trained on per epoch, 140 held out. */
+static nc_runner_desc recipe_job(const nc_net *ann, const nc_dataset *train, const nc_dataset *test, double minutes)
 {
-    nc_net *ann = quadrant_ann();
-    nc_dataset *train = quadrant_dataset(1400, 11), *test = quadrant_dataset(200, 12);
     nc_runner_desc d = nc_runner_desc_default();
     d.source = ann;
     /* the project file fingerprints its source: a file stands in for the net built here */
-    char source[512];
+    static char source[512];
     FILE *f = fopen(nc_test_file("quadrant.ann", source, sizeof source), "w");
     NC_CHECK(f && fputs("the quadrant ANN of test_recipe.c\n", f) >= 0 && fclose(f) == 0, "write %s", source);
     d.source_path = source;
@@ -167,7 +168,16 @@ static void test_recipe_run_keeps_the_best(void)
     d.pipeline.train.train_count = 256;
     nc_recipe plan;
     nc_error err = {0};
-    NC_CHECK(nc_recipe_describe(ann, 4, 0.5, &d, &plan, &err) == NC_OK, "describe: %s", err.message);
+    NC_CHECK(nc_recipe_describe(ann, 4, minutes, &d, &plan, &err) == NC_OK, "describe: %s", err.message);
+    return d;
+}
+
+static void test_recipe_run_keeps_the_best(void)
+{
+    nc_net *ann = quadrant_ann();
+    nc_dataset *train = quadrant_dataset(1400, 11), *test = quadrant_dataset(200, 12);
+    nc_runner_desc d = recipe_job(ann, train, test, 0.5);
+    nc_error err = {0};
     NC_CHECK(d.keep_best_T == 4 && d.eval_T == 4 && d.time_budget == 30.0, "the plan's policies in the job");
     nc_runner *r = NULL;
     nc_status st = nc_runner_new(&d, &r, &err);
@@ -211,11 +221,61 @@ static void test_recipe_run_keeps_the_best(void)
     nc_net_free(ann);
 }
 
+/* The time plan of each training stage: QCFS reserves the seven measured or
+ * judged stages after it (bias calibration among them) and takes a quarter of
+ * the rest, BPTT reserves its own measurement and judgement and takes all; a
+ * budget too small for the stages after training runs one epoch each and
+ * says so. */
+static void test_recipe_budget_plans(void)
+{
+    nc_net *ann = quadrant_ann();
+    nc_dataset *train = quadrant_dataset(1400, 11), *test = quadrant_dataset(200, 12);
+    for (int tiny = 0; tiny <= 1; tiny++) {
+        nc_runner_desc d = recipe_job(ann, train, test, tiny ? 1e-6 : 0.5);
+        nc_runner *r = NULL;
+        nc_error err = {0};
+        nc_status st = nc_runner_new(&d, &r, &err);
+        if (st == NC_OK)
+            st = nc_runner_run(r, NULL, &err);
+        NC_CHECK(st == NC_OK, "run: %s", err.message);
+        double total = 0;
+        for (int i = 0; st == NC_OK && i < nc_runner_stage_count(r); i++) {
+            const nc_run_stage *s = nc_runner_stage(r, i);
+            const nc_budget_plan *p = nc_runner_budget_plan(r, i);
+            total += nc_runner_stage_seconds(r, i);
+            NC_CHECK((s->kind == NC_RUN_FINETUNE) == (p != NULL), "stage %d (%s): a plan iff training", i, s->label);
+            if (!p)
+                continue;
+            int qcfs = s->mode == NC_TRAIN_QCFS;
+            printf("# %s: %s\n", qcfs ? "QCFS" : "BPTT", p->reason);
+            NC_CHECK(p->later == (qcfs ? 7 : 2) && p->reserve > 0 && p->plain_rate > 0,
+                     "%d later stages reserved, %.3f s", p->later, p->reserve);
+            NC_CHECK(!qcfs || p->observed_rate > 0, "bias calibration's passes priced (probed)");
+            nc_train_result res;
+            NC_CHECK(nc_runner_train_result(r, s->mode, &res), "stage %d trained", i);
+            if (tiny) {
+                NC_CHECK(p->over_full && strstr(p->reason, "first epoch only"), "over-full: %s", p->reason);
+                NC_CHECK(res.epochs_run == 1, "one epoch only, ran %d", res.epochs_run);
+            } else {
+                NC_CHECK(!p->over_full && p->share == (qcfs ? 0.25 : 1.0) && p->seconds <= d.time_budget,
+                         "a %s share: %.2f s", qcfs ? "quarter" : "whole", p->seconds);
+            }
+        }
+        if (!tiny)
+            NC_CHECK(total <= d.time_budget, "the job within its %.0f s: %.2f s", d.time_budget, total);
+        nc_runner_free(r);
+    }
+    free_dataset(train);
+    free_dataset(test);
+    nc_net_free(ann);
+}
+
 int main(void)
 {
     NC_RUN(test_rules_shallow_net);
     NC_RUN(test_rules_deep_nets);
     NC_RUN(test_summary);
     NC_RUN(test_recipe_run_keeps_the_best);
+    NC_RUN(test_recipe_budget_plans);
     return nc_test_done();
 }
