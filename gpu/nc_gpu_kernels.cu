@@ -1046,8 +1046,10 @@ cudaError_t nc_launch_conv_direct(cudaStream_t s, const nc_gwin *g, int cout, in
     return cudaGetLastError();
 }
 
-cudaError_t nc_launch_to_bf16(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
-                              int c, int64_t inner, nc_bf16 *out)
+// to_operand_kernel over rows·f values (a scale needs c and inner).
+template <typename T>
+cudaError_t launch_to_operand(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale, int c,
+                              int64_t inner, T *out)
 {
     int64_t n = rows * f;
     if (n <= 0)
@@ -1056,6 +1058,12 @@ cudaError_t nc_launch_to_bf16(cudaStream_t s, int64_t rows, int64_t f, const flo
         return cudaErrorInvalidValue;
     to_operand_kernel<<<grid_for(n), kThreads, 0, s>>>(n, f, in, scale, c < 1 ? 1 : c, inner < 1 ? 1 : inner, out);
     return cudaGetLastError();
+}
+
+cudaError_t nc_launch_to_bf16(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
+                              int c, int64_t inner, nc_bf16 *out)
+{
+    return launch_to_operand(s, rows, f, in, scale, c, inner, out);
 }
 
 cudaError_t nc_launch_to_counts_exact(cudaStream_t s, int64_t n, int c, const float *in, const float *scale,
@@ -1084,13 +1092,9 @@ cudaError_t nc_launch_weight_parts_exact(cudaStream_t s, int64_t rows, int64_t k
 cudaError_t nc_launch_to_counts_f32(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
                                     int c, int64_t inner, float *out)
 {
-    int64_t n = rows * f;
-    if (n <= 0)
-        return cudaSuccess;
-    if (!scale || c < 1 || inner < 1)
+    if (!scale && rows * f > 0) // counts are x / scale: a scale is required
         return cudaErrorInvalidValue;
-    to_operand_kernel<<<grid_for(n), kThreads, 0, s>>>(n, f, in, scale, c, inner, out);
-    return cudaGetLastError();
+    return launch_to_operand(s, rows, f, in, scale, c, inner, out);
 }
 
 cudaError_t nc_launch_weight_parts_tf32(cudaStream_t s, int64_t rows, int64_t k, const float *w, const float *mul,

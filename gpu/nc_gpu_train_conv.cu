@@ -61,7 +61,7 @@ nc_conv_shape shape_of(const nc_window *w, int cout, int groups, int64_t rows, n
 
 } // namespace
 
-// A device buffer that only grows (the bf16 mode's channels-last copies).
+// A device buffer that only grows (the workspace, the bf16 copies).
 struct grow_buffer {
     void *p = nullptr;
     size_t bytes = 0;
@@ -71,8 +71,7 @@ struct nc_train_convs {
     cudaStream_t stream = nullptr;
     void *cudnn = nullptr;
     std::vector<train_plan> plans; // grows at the first pass of each shape; never shrinks
-    void *ws = nullptr;            // the workspace, grown on demand
-    size_t ws_bytes = 0;
+    grow_buffer ws;                // cuDNN's workspace
     nc_conv_math math = NC_CONV_FP32_ANY; // nc_train_conv_math()
     // the bf16 mode's channels-last bf16 copies: an input (x, or its
     // gradient), an output (y, or its gradient), the weight and its gradient
@@ -89,8 +88,9 @@ nc_status cuda_check(nc_error *err, const char *call, cudaError_t e)
                    call, cudaGetErrorString(e));
 }
 
-// b, at least `bytes` long (its old contents are not kept).
-nc_status grow(nc_train_convs *c, grow_buffer *b, size_t bytes, nc_error *err)
+// b, at least `bytes` long (its old contents are not kept); `what` names it
+// in a failure.
+nc_status grow(nc_train_convs *c, grow_buffer *b, size_t bytes, const char *what, nc_error *err)
 {
     if (bytes <= b->bytes)
         return NC_OK;
@@ -102,7 +102,7 @@ nc_status grow(nc_train_convs *c, grow_buffer *b, size_t bytes, nc_error *err)
         b->p = nullptr;
         b->bytes = 0;
     }
-    nc_status s = cuda_check(err, "cudaMalloc (bf16 operands)", cudaMalloc(&b->p, bytes));
+    nc_status s = cuda_check(err, what, cudaMalloc(&b->p, bytes));
     if (s == NC_OK)
         b->bytes = bytes;
     return s;
@@ -111,20 +111,13 @@ nc_status grow(nc_train_convs *c, grow_buffer *b, size_t bytes, nc_error *err)
 // The workspace, at least `bytes` long.
 nc_status workspace(nc_train_convs *c, size_t bytes, nc_error *err)
 {
-    if (bytes <= c->ws_bytes)
-        return NC_OK;
-    if (c->ws) { // queued work may still use it
-        nc_status s = cuda_check(err, "cudaStreamSynchronize", cudaStreamSynchronize(c->stream));
-        if (s != NC_OK)
-            return s;
-        cudaFree(c->ws);
-        c->ws = nullptr;
-        c->ws_bytes = 0;
-    }
-    nc_status s = cuda_check(err, "cudaMalloc (cuDNN workspace)", cudaMalloc(&c->ws, bytes));
-    if (s == NC_OK)
-        c->ws_bytes = bytes;
-    return s;
+    return grow(c, &c->ws, bytes, "cudaMalloc (cuDNN workspace)", err);
+}
+
+// A bf16 copy's buffer, at least `bytes` long.
+nc_status grow16(nc_train_convs *c, grow_buffer *b, size_t bytes, nc_error *err)
+{
+    return grow(c, b, bytes, "cudaMalloc (bf16 operands)", err);
 }
 
 size_t planning_room()
@@ -155,7 +148,7 @@ nc_status plan_for(nc_train_convs *c, const nc_conv_shape &s, nc_conv_math m, co
     size_t room = planning_room();
     nc_status st = workspace(c, room, err);
     if (st == NC_OK)
-        st = nc_cudnn_plan(c->cudnn, c->stream, &s, m, in, weight, out, c->ws, room, &tp.plan, kWhere, err);
+        st = nc_cudnn_plan(c->cudnn, c->stream, &s, m, in, weight, out, c->ws.p, room, &tp.plan, kWhere, err);
     if (st == NC_ERR_UNSUPPORTED) { // no deterministic algorithm: im2col, from now on
         tp.refused = 1;
         st = NC_OK;
@@ -178,7 +171,7 @@ nc_status plan_backward(nc_train_convs *c, train_plan *tp, const void *in, const
     size_t room = planning_room();
     nc_status s = NC_OK;
     if (din && !tp->plan.data_planned && (s = workspace(c, room, err)) == NC_OK)
-        s = nc_cudnn_plan_backward_data(c->cudnn, &tp->plan, weight, dout, din, c->ws, room, kWhere, err);
+        s = nc_cudnn_plan_backward_data(c->cudnn, &tp->plan, weight, dout, din, c->ws.p, room, kWhere, err);
     if (s != NC_OK || !need_filter || tp->plan.filter_planned)
         return s;
     // a weight-sized scratch for cuDNN to overwrite while it times
@@ -187,7 +180,7 @@ nc_status plan_backward(nc_train_convs *c, train_plan *tp, const void *in, const
     if ((s = workspace(c, room, err)) != NC_OK ||
         (s = cuda_check(err, "cudaMalloc (weight-gradient scratch)", cudaMalloc(&scratch, wbytes))) != NC_OK)
         return s;
-    s = nc_cudnn_plan_backward_filter(c->cudnn, &tp->plan, in, dout, scratch, c->ws, room, kWhere, err);
+    s = nc_cudnn_plan_backward_filter(c->cudnn, &tp->plan, in, dout, scratch, c->ws.p, room, kWhere, err);
     cudaStreamSynchronize(c->stream);
     cudaFree(scratch);
     return s;
@@ -205,7 +198,7 @@ nc_status cuda_launch(nc_error *err, const char *kernel, cudaError_t e) { return
 nc_status to_bf16(nc_train_convs *c, grow_buffer *dst, int64_t rows, int64_t a, int64_t b, const float *src,
                   nc_error *err)
 {
-    nc_status s = grow(c, dst, (size_t)(rows * a * b) * sizeof(nc_bf16), err);
+    nc_status s = grow16(c, dst, (size_t)(rows * a * b) * sizeof(nc_bf16), err);
     if (s != NC_OK)
         return s;
     return cuda_launch(err, "nc_launch_transpose_rows_to_bf16",
@@ -239,7 +232,7 @@ nc_status forward_bf16(nc_train_convs *c, const nc_conv_shape &sh, const float *
     if (s == NC_OK)
         s = weight_to_bf16(c, sh, weight, err);
     if (s == NC_OK)
-        s = grow(c, &c->out16, (size_t)(sh.rows * sh.cout * P) * sizeof(nc_bf16), err);
+        s = grow16(c, &c->out16, (size_t)(sh.rows * sh.cout * P) * sizeof(nc_bf16), err);
     train_plan *tp = nullptr;
     if (s == NC_OK)
         s = plan_for(c, sh, NC_CONV_BF16, c->in16.p, c->w16.p, c->out16.p, &tp, err);
@@ -248,7 +241,7 @@ nc_status forward_bf16(nc_train_convs *c, const nc_conv_shape &sh, const float *
     if (s == NC_OK)
         s = workspace(c, tp->plan.workspace, err);
     if (s == NC_OK)
-        s = nc_cudnn_conv(c->cudnn, &tp->plan, c->in16.p, c->w16.p, c->out16.p, c->ws, 0.0f, kWhere, err);
+        s = nc_cudnn_conv(c->cudnn, &tp->plan, c->in16.p, c->w16.p, c->out16.p, c->ws.p, 0.0f, kWhere, err);
     if (s == NC_OK)
         s = from_bf16(c, &c->out16, sh.rows, P, sh.cout, 0, out, err);
     return s;
@@ -265,20 +258,20 @@ nc_status backward_bf16(nc_train_convs *c, train_plan *tp, const float *in, cons
     nc_status s = to_bf16(c, &c->out16, sh.rows, sh.cout, P, dout, err); // out16: dy from here on
     if (s == NC_OK && din) {
         if ((s = weight_to_bf16(c, sh, weight, err)) == NC_OK &&
-            (s = grow(c, &c->in16, (size_t)(sh.rows * sh.c * HW) * sizeof(nc_bf16), err)) == NC_OK)
+            (s = grow16(c, &c->in16, (size_t)(sh.rows * sh.c * HW) * sizeof(nc_bf16), err)) == NC_OK)
             s = plan_backward(c, tp, nullptr, c->w16.p, c->out16.p, c->in16.p, 0, err);
         if (s == NC_OK && (s = workspace(c, tp->plan.data_workspace, err)) == NC_OK)
-            s = nc_cudnn_backward_data(c->cudnn, &tp->plan, c->w16.p, c->out16.p, c->in16.p, c->ws, kWhere, err);
+            s = nc_cudnn_backward_data(c->cudnn, &tp->plan, c->w16.p, c->out16.p, c->in16.p, c->ws.p, kWhere, err);
         if (s == NC_OK)
             s = from_bf16(c, &c->in16, sh.rows, HW, sh.c, 0, din, err);
     }
     if (s != NC_OK || !dweight)
         return s;
     if ((s = input_to_bf16(c, sh, in, err)) == NC_OK &&
-        (s = grow(c, &c->dw16, weight_count(sh) * sizeof(nc_bf16), err)) == NC_OK)
+        (s = grow16(c, &c->dw16, weight_count(sh) * sizeof(nc_bf16), err)) == NC_OK)
         s = plan_backward(c, tp, c->in16.p, nullptr, c->out16.p, nullptr, 1, err);
     if (s == NC_OK && (s = workspace(c, tp->plan.filter_workspace, err)) == NC_OK)
-        s = nc_cudnn_backward_filter(c->cudnn, &tp->plan, c->in16.p, c->out16.p, c->dw16.p, c->ws, 0.0f, kWhere, err);
+        s = nc_cudnn_backward_filter(c->cudnn, &tp->plan, c->in16.p, c->out16.p, c->dw16.p, c->ws.p, 0.0f, kWhere, err);
     if (s == NC_OK)
         s = from_bf16(c, &c->dw16, sh.cout, (int64_t)sh.kh * sh.kw, cg, 1, dweight, err);
     return s;
@@ -325,7 +318,7 @@ void nc_train_convs_free(nc_train_convs *c)
     for (train_plan &p : c->plans)
         if (!p.refused)
             nc_cudnn_plan_free(&p.plan);
-    for (void *p : {c->ws, c->in16.p, c->out16.p, c->w16.p, c->dw16.p})
+    for (void *p : {c->ws.p, c->in16.p, c->out16.p, c->w16.p, c->dw16.p})
         if (p)
             cudaFree(p);
     nc_cudnn_destroy(c->cudnn);
@@ -358,7 +351,7 @@ nc_status nc_train_convs_forward(nc_train_convs *c, const nc_window *w, int cout
         return s;
     if ((s = workspace(c, tp->plan.workspace, err)) != NC_OK)
         return s;
-    return nc_cudnn_conv(c->cudnn, &tp->plan, in, weight, out, c->ws, 0.0f, kWhere, err);
+    return nc_cudnn_conv(c->cudnn, &tp->plan, in, weight, out, c->ws.p, 0.0f, kWhere, err);
 }
 
 nc_status nc_train_convs_backward(nc_train_convs *c, const nc_window *w, int cout, int groups, int64_t rows,
@@ -373,8 +366,8 @@ nc_status nc_train_convs_backward(nc_train_convs *c, const nc_window *w, int cou
         return backward_bf16(c, tp, in, weight, dout, din, dweight, err);
     nc_status s = plan_backward(c, tp, in, weight, dout, din, dweight != nullptr, err);
     if (s == NC_OK && din && (s = workspace(c, tp->plan.data_workspace, err)) == NC_OK)
-        s = nc_cudnn_backward_data(c->cudnn, &tp->plan, weight, dout, din, c->ws, kWhere, err);
+        s = nc_cudnn_backward_data(c->cudnn, &tp->plan, weight, dout, din, c->ws.p, kWhere, err);
     if (s == NC_OK && dweight && (s = workspace(c, tp->plan.filter_workspace, err)) == NC_OK)
-        s = nc_cudnn_backward_filter(c->cudnn, &tp->plan, in, dout, dweight, c->ws, 1.0f, kWhere, err);
+        s = nc_cudnn_backward_filter(c->cudnn, &tp->plan, in, dout, dweight, c->ws.p, 1.0f, kWhere, err);
     return s;
 }
