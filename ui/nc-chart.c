@@ -3,13 +3,19 @@
 
 #include <adwaita.h>
 
+#include "nc-chart-render.h"
+
 typedef struct {
     char *name, *empty_text;
+    /* The drawing shown: the one made for (cache_generation, size, scale),
+     * kept on screen while a newer one is rasterised in a worker. */
     GskRenderNode *cache;
-    int cache_width, cache_height;
+    guint generation, cache_generation;  /* generation: bumped at every change */
+    int cache_width, cache_height, cache_scale;
+    gboolean building;                   /* a worker is rasterising            */
     gboolean pointer_inside;
     double pointer_x, pointer_y;
-    guint draw_count;
+    guint draw_count, dropped_count;
 } NcChartPrivate;
 
 G_DEFINE_TYPE_WITH_PRIVATE(NcChart, nc_chart, GTK_TYPE_WIDGET)
@@ -33,10 +39,12 @@ void nc_chart_class_set_parts(NcChartClass *klass, void (*finalize)(GObject *obj
     klass->query = query;
 }
 
+/* The drawing shown stays until its successor is made (see snapshot()). */
 void nc_chart_changed(NcChart *self)
 {
     g_return_if_fail(NC_IS_CHART(self));
-    drop_cache(self);
+    NcChartPrivate *priv = nc_chart_get_instance_private(self);
+    priv->generation++;
     gtk_widget_queue_draw(GTK_WIDGET(self));
 }
 
@@ -98,19 +106,70 @@ static gboolean has_data(NcChart *self)
     return !klass->has_data || klass->has_data(self);
 }
 
-static void build_cache(NcChart *self, int w, int h, const nc_plot_style *st)
+static void set_cache(NcChart *self, GskRenderNode *node, int w, int h, int scale)
 {
     NcChartPrivate *priv = nc_chart_get_instance_private(self);
+    drop_cache(self);
+    priv->cache = node;
+    priv->cache_generation = priv->generation;
+    priv->cache_width = w, priv->cache_height = h, priv->cache_scale = scale;
+    priv->draw_count++;
+}
+
+/* The empty-state text, on the main thread (it needs the widget's Pango
+ * context; a few glyphs). */
+static void build_empty_text(NcChart *self, int w, int h, const nc_plot_style *st)
+{
     GtkSnapshot *sub = gtk_snapshot_new();
     cairo_t *cr = gtk_snapshot_append_cairo(sub, &GRAPHENE_RECT_INIT(0, 0, w, h));
-    if (has_data(self) || !priv->empty_text)
-        NC_CHART_GET_CLASS(self)->draw(self, cr, w, h, st);
-    else
-        draw_empty_text(self, cr, w, h, st);
+    draw_empty_text(self, cr, w, h, st);
     cairo_destroy(cr);
-    priv->cache = gtk_snapshot_free_to_node(sub);
-    priv->cache_width = w, priv->cache_height = h;
-    priv->draw_count++;
+    set_cache(self, gtk_snapshot_free_to_node(sub), w, h, st->pixel_scale);
+}
+
+typedef struct {
+    NcChart *chart;
+    const nc_plot_style *style;
+} DrawCtx;
+
+static void draw_chart(cairo_t *cr, double w, double h, gpointer user)
+{
+    DrawCtx *ctx = user;
+    NC_CHART_GET_CLASS(ctx->chart)->draw(ctx->chart, cr, w, h, ctx->style);
+}
+
+/* A worker's picture arrives: shown when it is still what the chart looks
+ * like now, dropped when the data, theme or size changed since. */
+static void on_built(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    NcChart *self = NC_CHART(source);
+    NcChartPrivate *priv = nc_chart_get_instance_private(self);
+    NcChartRender *job = nc_chart_render_finish(result);
+    priv->building = FALSE;
+    int w = gtk_widget_get_width(GTK_WIDGET(self)), h = gtk_widget_get_height(GTK_WIDGET(self));
+    int scale = gtk_widget_get_scale_factor(GTK_WIDGET(self));
+    if (job && nc_chart_render_matches(job, priv->generation, w, h, scale))
+        set_cache(self, nc_chart_render_get_node(job), w, h, scale);
+    else
+        priv->dropped_count++;
+    nc_chart_render_free(job);
+    gtk_widget_queue_draw(GTK_WIDGET(self)); /* show it, or start the newer one */
+}
+
+/* The data are read now (recorded); the pixels are made in a worker. */
+static void build_cache_in_worker(NcChart *self, int w, int h, const nc_plot_style *st)
+{
+    NcChartPrivate *priv = nc_chart_get_instance_private(self);
+    DrawCtx ctx = {self, st};
+    NcChartRender *job = nc_chart_render_new(priv->generation, w, h, st->pixel_scale, draw_chart, &ctx);
+    priv->building = TRUE;
+    nc_chart_render_run_async(job, self, on_built, NULL);
+}
+
+static gboolean cache_is_current(NcChartPrivate *priv, int w, int h, int scale)
+{
+    return priv->cache && priv->cache_generation == priv->generation && priv->cache_width == w &&
+           priv->cache_height == h && priv->cache_scale == scale;
 }
 
 static void nc_chart_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
@@ -122,10 +181,20 @@ static void nc_chart_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
         return;
     nc_plot_style st;
     nc_chart_get_style(self, &st);
-    if (!priv->cache || priv->cache_width != w || priv->cache_height != h)
-        build_cache(self, w, h, &st);
+    if (!cache_is_current(priv, w, h, st.pixel_scale)) {
+        if (!has_data(self) && priv->empty_text)
+            build_empty_text(self, w, h, &st);
+        else if (!priv->building)
+            build_cache_in_worker(self, w, h, &st);
+    }
+    /* until the worker's first drawing arrives: the chart's background */
+    GdkRGBA background = {st.background.r, st.background.g, st.background.b, 1};
+    gtk_snapshot_push_clip(snapshot, &GRAPHENE_RECT_INIT(0, 0, w, h)); /* an older drawing may be larger */
     if (priv->cache)
         gtk_snapshot_append_node(snapshot, priv->cache);
+    else
+        gtk_snapshot_append_color(snapshot, &background, &GRAPHENE_RECT_INIT(0, 0, w, h));
+    gtk_snapshot_pop(snapshot);
     NcChartClass *klass = NC_CHART_GET_CLASS(self);
     if (klass->draw_overlay && priv->pointer_inside && has_data(self)) {
         cairo_t *cr = gtk_snapshot_append_cairo(snapshot, &GRAPHENE_RECT_INIT(0, 0, w, h));
@@ -137,7 +206,8 @@ static void nc_chart_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
 static void nc_chart_css_changed(GtkWidget *widget, GtkCssStyleChange *change)
 {
     GTK_WIDGET_CLASS(nc_chart_parent_class)->css_changed(widget, change);
-    drop_cache(NC_CHART(widget)); /* theme colours may have changed */
+    NcChartPrivate *priv = nc_chart_get_instance_private(NC_CHART(widget));
+    priv->generation++; /* theme colours may have changed */
 }
 
 /* ---- pointer ------------------------------------------------------------------------- */
@@ -245,6 +315,18 @@ guint nc_chart_get_draw_count(NcChart *self)
 {
     NcChartPrivate *priv = nc_chart_get_instance_private(self);
     return priv->draw_count;
+}
+
+guint nc_chart_get_dropped_count(NcChart *self)
+{
+    NcChartPrivate *priv = nc_chart_get_instance_private(self);
+    return priv->dropped_count;
+}
+
+gboolean nc_chart_is_current(NcChart *self)
+{
+    NcChartPrivate *priv = nc_chart_get_instance_private(self);
+    return priv->cache && priv->cache_generation == priv->generation && !priv->building;
 }
 
 static void nc_chart_get_property(GObject *object, guint id, GValue *value, GParamSpec *pspec)

@@ -6,7 +6,11 @@
  * mark).  The base class:
  *   - caches the drawn chart as one GskRenderNode and redraws it only when
  *     the data (nc_chart_changed), the size or the theme change — hovering
- *     and window drags cost a node append, not a chart;
+ *     and window drags cost a node append, not a chart; a redraw records the
+ *     chart's cairo calls on the main thread and rasterises them into a
+ *     texture in a worker (nc-chart-render.h), showing the older drawing
+ *     until then (the first drawing and the empty-state text are made at
+ *     once);
  *   - takes the colours from the theme (libadwaita's named colours, dark or
  *     light), and follows AdwStyleManager;
  *   - exports the chart (nc_chart_export) in the light style, for documents;
@@ -57,7 +61,12 @@ void nc_chart_set_name(NcChart *self, const char *name);
 void nc_chart_set_empty_text(NcChart *self, const char *text);
 /* The pointer position over the chart, or FALSE when it is outside. */
 gboolean nc_chart_get_pointer(NcChart *self, double *x, double *y);
-/* Number of times the cached drawing was rebuilt (tests: the views redraw). */
+/* Number of drawings shown so far (tests: the views redraw), and of those
+ * made in a worker and dropped because the chart changed again meanwhile. */
 guint nc_chart_get_draw_count(NcChart *self);
+guint nc_chart_get_dropped_count(NcChart *self);
+/* TRUE when the drawing shown is of the chart's current data (no newer one
+ * is being made). */
+gboolean nc_chart_is_current(NcChart *self);
 
 G_END_DECLS

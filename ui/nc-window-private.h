@@ -15,6 +15,7 @@
 #include "nc-model-pane.h"
 #include "nc-quant-chart.h"
 #include "nc-raster-chart.h"
+#include "nc-sample-list.h"
 #include "nc-settings-pane.h"
 #include "nc-teach-view.h"
 #include "nc-trace-chart.h"
@@ -64,6 +65,7 @@ struct _NcWindow {
     GtkSpinButton *trace_neuron;
     GtkLabel *raster_info, *trace_info, *rates_hint, *sops_info, *accuracy_info;
     GtkWidget *rates_back;
+    NcSampleList *sample_list;   /* the raster_sample dropdown's entries       */
     int n_raster_samples;
     NcTeachView *teach;
     GtkDropDown *teach_layer, *teach_speed;

@@ -309,6 +309,7 @@ void nc_window_views_set_teach(NcWindow *self, NcTeachData *teach)
 void nc_window_views_init(NcWindow *self)
 {
     self->layer_names = gtk_string_list_new(NULL);
+    self->sample_list = nc_sample_list_new();
     build_accuracy_page(self);
     build_rates_page(self);
     build_error_page(self);
@@ -377,7 +378,9 @@ static void sync_layer_names(NcWindow *self, const NcRunData *d)
 
 /* One entry per viewable sample (those past the memory budget come from the
  * spill file and say so), then "all" (the samples in memory, stacked).  A
- * list that grows keeps the chosen entry. */
+ * list that grows keeps the chosen entry: the new entries are announced
+ * alone, so the dropdown's selection and the raster's drawing stay (a list
+ * rebuilt per snapshot cost the main loop time that grew with the run). */
 static void sync_samples(NcWindow *self, const NcRunData *d)
 {
     int samples = (int)MIN(nc_run_data_raster_samples(d), G_MAXINT - 1);
@@ -388,15 +391,11 @@ static void sync_samples(NcWindow *self, const NcRunData *d)
     guint chosen = gtk_drop_down_get_selected(self->raster_sample);
     gboolean was_all = old > 0 && chosen == (guint)old;
     self->n_raster_samples = samples;
-    GtkStringList *list = gtk_string_list_new(NULL);
-    for (int s = 0; s < samples; s++) {
-        char text[32];
-        g_snprintf(text, sizeof text, s < in_memory ? "%d" : "%d (disk)", s);
-        gtk_string_list_append(list, text);
-    }
-    gtk_string_list_append(list, "all");
-    gtk_drop_down_set_model(self->raster_sample, G_LIST_MODEL(list));
-    g_object_unref(list);
+    gboolean listed = gtk_drop_down_get_model(self->raster_sample) == G_LIST_MODEL(self->sample_list);
+    if (nc_sample_list_set(self->sample_list, samples, in_memory) && listed && old > 0)
+        return;
+    if (!listed)
+        gtk_drop_down_set_model(self->raster_sample, G_LIST_MODEL(self->sample_list));
     gboolean keep = samples > old && old > 0 && chosen != GTK_INVALID_LIST_POSITION;
     gtk_drop_down_set_selected(self->raster_sample, !keep ? 0 : was_all ? (guint)samples : chosen);
 }

@@ -287,6 +287,7 @@ static void nc_window_finalize(GObject *object)
     g_clear_object(&self->settings);
     g_clear_object(&self->recent_menu);
     g_clear_object(&self->layer_names);
+    g_clear_object(&self->sample_list);
     g_free(self->last_error);
     g_free(self->before_label);
     g_free(self->after_label);
