@@ -34,7 +34,8 @@ fi
 # Libraries the bundle leaves to the machine: the CUDA runtime and cuBLAS (from
 # PyTorch's wheels where the system has none) and NCCL (libnccl.so.2, 200 MB,
 # from the system or PyTorch's nvidia-nccl wheel).
-for lib in libcublas.so.13 libcudart.so.13 libnccl.so.2; do
+# A lean bundle (tools/gpu-bundle.sh, NC_BUNDLE_LEAN=1) also leaves OpenSSL's libraries to it.
+for lib in libcublas.so.13 libcudart.so.13 libnccl.so.2 libcrypto.so.3 libssl.so.3; do
   if ldd "$B/neurocuda" | grep -q "$lib.*not found"; then
     d=$(find / -xdev -name "$lib" -printf '%h\n' 2>/dev/null | head -1)
     [ -n "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d

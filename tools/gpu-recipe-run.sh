@@ -7,6 +7,10 @@
 #
 #   tools/gpu-bundle.sh && cp -r /usr/share/datasets/fashion-mnist .fmnist    (here)
 #   bash tools/gpu-recipe-run.sh          (device run, carry [".gpu", ".fmnist"], timeout 600)
+# The carry (tracked files + .gpu + .fmnist) must stay under 64 MiB: a lean bundle
+# (NC_BUNDLE_PROGRAMS=app/neurocuda NC_BUNDLE_DATA=0 NC_BUNDLE_LEAN=1 tools/gpu-bundle.sh, 12.6 MB)
+# and the IDX files as .xz (tools/gpu-env.sh unpacks them) leave room for 56 000 of the
+# 60 000 training images (24.9 MB; the tracked files are 28.8 MB).
 #
 # The runs go through tools/recipe-table.sh, many at once on the one GPU: the
 # recipe runs with distillation on and off all start together (one wave, so
