@@ -99,48 +99,52 @@ static nc_status ir_shape_of(imp *c, const fnode *f, int ndim, const int64_t *s,
 
 /* ---- neuron parameters ---------------------------------------------------------------- */
 
-/* The fields of each neuron type. */
+/* Each field a neuron type can carry, once: its name in the file, the
+ * parameter row it fills, whether the file must hold it, and the value used
+ * when it may be left out (w_in scales the input: 1 leaves it alone). */
+static const param_spec field_r = {"r", NC_NPARAM_R, 1, 0};
+static const param_spec field_tau = {"tau", NC_NPARAM_TAU, 1, 0};
+static const param_spec field_tau_mem = {"tau_mem", NC_NPARAM_TAU, 1, 0};
+static const param_spec field_tau_syn = {"tau_syn", NC_NPARAM_TAU_SYN, 1, 0};
+static const param_spec field_v_leak = {"v_leak", NC_NPARAM_V_LEAK, 1, 0};
+static const param_spec field_v_threshold = {"v_threshold", NC_NPARAM_V_THRESHOLD, 1, 0};
+static const param_spec field_v_reset = {"v_reset", NC_NPARAM_V_RESET, 0, 0};
+static const param_spec field_w_in = {"w_in", NC_NPARAM_W_IN, 0, 1};
+static const param_spec field_threshold = {"threshold", NC_NPARAM_V_THRESHOLD, 1, 0};
+static const param_spec field_delay = {"delay", NC_NPARAM_DELAY, 1, 0};
+
+/* The fields of each neuron type, in the order they are checked (the
+ * callers' arrays hold 8). */
+enum { MAX_NEURON_FIELDS = 7 };
+static const struct {
+    const char *type;
+    const param_spec *fields[MAX_NEURON_FIELDS]; /* up to the first NULL */
+} neuron_fields[] = {
+    {"IF", {&field_r, &field_v_threshold, &field_v_reset}},
+    {"LIF", {&field_tau, &field_r, &field_v_leak, &field_v_threshold, &field_v_reset}},
+    {"LI", {&field_tau, &field_r, &field_v_leak}},
+    {"CubaLIF",
+     {&field_tau_mem, &field_tau_syn, &field_r, &field_v_leak, &field_v_threshold, &field_v_reset, &field_w_in}},
+    {"CubaLI", {&field_tau_mem, &field_tau_syn, &field_r, &field_v_leak, &field_w_in}},
+    {"I", {&field_r}},
+    {"Integrator", {&field_r}},
+    {"Threshold", {&field_threshold}},
+    {"Delay", {&field_delay}},
+};
+
 int nirimp_neuron_params(const char *type, param_spec *out)
 {
-    int n = 0;
-#define P(nm, rw, req, d) out[n++] = (param_spec){nm, rw, req, d}
-    if (!strcmp(type, "IF")) {
-        P("r", NC_NPARAM_R, 1, 0);
-        P("v_threshold", NC_NPARAM_V_THRESHOLD, 1, 0);
-        P("v_reset", NC_NPARAM_V_RESET, 0, 0);
-    } else if (!strcmp(type, "LIF")) {
-        P("tau", NC_NPARAM_TAU, 1, 0);
-        P("r", NC_NPARAM_R, 1, 0);
-        P("v_leak", NC_NPARAM_V_LEAK, 1, 0);
-        P("v_threshold", NC_NPARAM_V_THRESHOLD, 1, 0);
-        P("v_reset", NC_NPARAM_V_RESET, 0, 0);
-    } else if (!strcmp(type, "LI")) {
-        P("tau", NC_NPARAM_TAU, 1, 0);
-        P("r", NC_NPARAM_R, 1, 0);
-        P("v_leak", NC_NPARAM_V_LEAK, 1, 0);
-    } else if (!strcmp(type, "CubaLIF")) {
-        P("tau_mem", NC_NPARAM_TAU, 1, 0);
-        P("tau_syn", NC_NPARAM_TAU_SYN, 1, 0);
-        P("r", NC_NPARAM_R, 1, 0);
-        P("v_leak", NC_NPARAM_V_LEAK, 1, 0);
-        P("v_threshold", NC_NPARAM_V_THRESHOLD, 1, 0);
-        P("v_reset", NC_NPARAM_V_RESET, 0, 0);
-        P("w_in", NC_NPARAM_W_IN, 0, 1);
-    } else if (!strcmp(type, "CubaLI")) {
-        P("tau_mem", NC_NPARAM_TAU, 1, 0);
-        P("tau_syn", NC_NPARAM_TAU_SYN, 1, 0);
-        P("r", NC_NPARAM_R, 1, 0);
-        P("v_leak", NC_NPARAM_V_LEAK, 1, 0);
-        P("w_in", NC_NPARAM_W_IN, 0, 1);
-    } else if (!strcmp(type, "I") || !strcmp(type, "Integrator")) {
-        P("r", NC_NPARAM_R, 1, 0);
-    } else if (!strcmp(type, "Threshold")) {
-        P("threshold", NC_NPARAM_V_THRESHOLD, 1, 0);
-    } else if (!strcmp(type, "Delay")) {
-        P("delay", NC_NPARAM_DELAY, 1, 0);
+    for (size_t t = 0; t < sizeof neuron_fields / sizeof neuron_fields[0]; t++) {
+        if (strcmp(type, neuron_fields[t].type) != 0)
+            continue;
+        int n = 0;
+        while (n < MAX_NEURON_FIELDS && neuron_fields[t].fields[n]) {
+            out[n] = *neuron_fields[t].fields[n];
+            n++;
+        }
+        return n;
     }
-#undef P
-    return n;
+    return 0;
 }
 
 nc_neuron_model nirimp_model_of(const char *type)

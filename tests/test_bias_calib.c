@@ -133,44 +133,60 @@ static void direct_means(const nc_net *net, const nc_dataset *ds, double ann[2][
         ann[0][j] /= IMAGES, ann[1][j] /= IMAGES, snn[0][j] /= IMAGES * T, snn[1][j] /= IMAGES * T;
 }
 
-/* small_mlp and a clone of it to compare with; 0 (reported) when either is
- * missing. */
-static int mlp_and_clone(nc_net **net, nc_net **clone)
+/* What three tests start from: small_mlp, a clone of it to compare with,
+ * the random images and a CPU engine. */
+typedef struct mlp_fixture {
+    nc_net *net, *clone;
+    nc_dataset *ds;
+    nc_engine *e;
+} mlp_fixture;
+
+/* 0 (reported) when either net is missing. */
+static int mlp_fixture_open(mlp_fixture *f)
 {
-    *net = small_mlp();
-    *clone = *net ? nc_net_clone(*net) : NULL;
-    NC_CHECK(*net && *clone, "nets");
-    if (*net && *clone)
-        return 1;
-    nc_net_free(*net);
-    nc_net_free(*clone);
-    return 0;
+    f->net = small_mlp();
+    f->clone = f->net ? nc_net_clone(f->net) : NULL;
+    NC_CHECK(f->net && f->clone, "nets");
+    if (!f->net || !f->clone) {
+        nc_net_free(f->net);
+        nc_net_free(f->clone);
+        return 0;
+    }
+    f->ds = random_images();
+    f->e = nc_engine_cpu_new();
+    return 1;
+}
+
+static void mlp_fixture_close(mlp_fixture *f)
+{
+    nc_engine_free(f->e);
+    free_images(f->ds);
+    nc_net_free(f->net);
+    nc_net_free(f->clone);
 }
 
 static void test_matches_direct_computation(void)
 {
-    nc_net *net, *copy;
-    if (!mlp_and_clone(&net, &copy))
+    mlp_fixture f;
+    if (!mlp_fixture_open(&f))
         return;
-    nc_dataset *ds = random_images();
     /* the direct computation: Δ1 from the net as it is, Δ2 after applying Δ1 */
     double ann0[2][8], snn[2][8], ann[2][8], want1[H1], want2[H2];
-    direct_means(copy, ds, ann0, snn);
-    nc_node *fc1 = &copy->nodes[nc_net_find(copy, "fc1")];
+    direct_means(f.clone, f.ds, ann0, snn);
+    nc_node *fc1 = &f.clone->nodes[nc_net_find(f.clone, "fc1")];
     for (int j = 0; j < H1; j++)
         want1[j] = ann0[0][j] - snn[0][j], fc1->bias->data[j] += (float)want1[j];
-    direct_means(copy, ds, ann, snn);
+    direct_means(f.clone, f.ds, ann, snn);
     for (int j = 0; j < H2; j++)
         want2[j] = ann0[1][j] - snn[1][j]; /* the target is the uncorrected ANN */
     /* the library */
-    nc_engine *e = nc_engine_cpu_new();
     nc_bias_calib_options o = {.T = T, .images = IMAGES, .batch_size = 16};
     nc_bias_calib_result r;
     nc_error err = {0};
-    NC_CHECK(nc_bias_calibrate(e, net, ds, &o, &r, &err) == NC_OK, "calibrate: %s", err.message);
+    NC_CHECK(nc_bias_calibrate(f.e, f.net, f.ds, &o, &r, &err) == NC_OK, "calibrate: %s", err.message);
     NC_CHECK(r.n_layers == 2 && r.kept && r.images == IMAGES, "two layers, kept");
     if (r.n_layers == 2) {
-        NC_CHECK(r.layers[0].carrier == nc_net_find(net, "fc1") && r.layers[1].carrier == nc_net_find(net, "fc2"),
+        NC_CHECK(r.layers[0].carrier == nc_net_find(f.net, "fc1") && r.layers[1].carrier == nc_net_find(f.net, "fc2"),
                  "carriers fc1, fc2");
         double worst = 0, largest = 0;
         for (int j = 0; j < H1; j++)
@@ -179,36 +195,31 @@ static void test_matches_direct_computation(void)
             worst = fmax(worst, fabs(r.layers[1].delta[j] - want2[j])), largest = fmax(largest, fabs(want2[j]));
         NC_CHECK(worst < 1e-5 && largest > 1e-3, "Δ = direct computation (max diff %.3g, largest Δ %.3g)", worst,
                  largest);
-        const nc_node *b1 = &net->nodes[nc_net_find(net, "fc1")];
+        const nc_node *b1 = &f.net->nodes[nc_net_find(f.net, "fc1")];
         NC_CHECK(fabsf(b1->bias->data[0] - fc1->bias->data[0]) < 1e-6f, "the net's fc1 bias holds b + Δ");
         printf("# mean error per layer: %.4f → %.4f, %.4f → %.4f\n", r.layers[0].error_before,
                r.layers[0].error_after, r.layers[1].error_before, r.layers[1].error_after);
         NC_CHECK(fabs(r.layers[0].error_after) < fabs(r.layers[0].error_before), "layer 1's mean error shrinks");
     }
     nc_bias_calib_result_clear(&r);
-    nc_engine_free(e);
-    free_images(ds);
-    nc_net_free(net);
-    nc_net_free(copy);
+    mlp_fixture_close(&f);
 }
 
 /* With held-out check images, the SNN accuracy at T is measured before and
  * after, and the net keeps the corrections exactly when it did not fall. */
 static void test_check_rule(void)
 {
-    nc_net *net, *before;
-    if (!mlp_and_clone(&net, &before))
+    mlp_fixture f;
+    if (!mlp_fixture_open(&f))
         return;
-    nc_dataset *ds = random_images();
-    nc_engine *e = nc_engine_cpu_new();
     nc_bias_calib_options o = {.T = T, .images = 32, .check_first = 32, .check_count = 32};
     nc_bias_calib_result r;
     nc_error err = {0};
-    NC_CHECK(nc_bias_calibrate(e, net, ds, &o, &r, &err) == NC_OK, "calibrate: %s", err.message);
+    NC_CHECK(nc_bias_calibrate(f.e, f.net, f.ds, &o, &r, &err) == NC_OK, "calibrate: %s", err.message);
     NC_CHECK(r.check_before >= 0 && r.check_after >= 0, "check measured (%.3f → %.3f)", r.check_before,
              r.check_after);
     NC_CHECK(r.kept == (r.check_after >= r.check_before), "kept exactly when the check did not fall");
-    const nc_node *b = &net->nodes[nc_net_find(net, "fc1")], *b0 = &before->nodes[nc_net_find(before, "fc1")];
+    const nc_node *b = &f.net->nodes[nc_net_find(f.net, "fc1")], *b0 = &f.clone->nodes[nc_net_find(f.clone, "fc1")];
     int same = memcmp(b->bias->data, b0->bias->data, H1 * sizeof(float)) == 0;
     NC_CHECK(r.kept ? !same : same, "the net holds the corrections iff kept");
     if (!r.kept)
@@ -216,16 +227,13 @@ static void test_check_rule(void)
     nc_bias_calib_result_clear(&r);
     /* bad input: check images outside the set, T = 0 */
     o.check_first = 60;
-    NC_CHECK(nc_bias_calibrate(e, net, ds, &o, &r, &err) == NC_ERR_ARGUMENT && strstr(err.message, "outside"),
+    NC_CHECK(nc_bias_calibrate(f.e, f.net, f.ds, &o, &r, &err) == NC_ERR_ARGUMENT && strstr(err.message, "outside"),
              "check outside the set: %s", err.message);
     nc_bias_calib_result_clear(&r);
     o = (nc_bias_calib_options){.T = 0};
-    NC_CHECK(nc_bias_calibrate(e, net, ds, &o, &r, &err) == NC_ERR_ARGUMENT, "T = 0 refused");
+    NC_CHECK(nc_bias_calibrate(f.e, f.net, f.ds, &o, &r, &err) == NC_ERR_ARGUMENT, "T = 0 refused");
     nc_bias_calib_result_clear(&r);
-    nc_engine_free(e);
-    free_images(ds);
-    nc_net_free(net);
-    nc_net_free(before);
+    mlp_fixture_close(&f);
 }
 
 /* conv → IF: the conv; add(conv, IF) → IF: the conv summand; a padded
@@ -279,22 +287,20 @@ static nc_status counting_forward(nc_engine *e, const nc_tensor *input, const nc
 
 static void test_work_is_what_it_does(void)
 {
-    nc_net *net, *spare;
-    if (!mlp_and_clone(&net, &spare))
+    mlp_fixture f;
+    if (!mlp_fixture_open(&f))
         return;
-    nc_dataset *ds = random_images();
-    nc_engine *e = nc_engine_cpu_new();
-    cpu_ops = e->ops;
+    cpu_ops = f.e->ops;
     nc_engine_ops counting = *cpu_ops;
     counting.forward = counting_forward;
-    e->ops = &counting;
+    f.e->ops = &counting;
     nc_bias_calib_options o = {.T = T, .images = 40, .batch_size = 16, .check_first = 40, .check_count = 24};
     double observed = 0, plain = 0;
-    nc_bias_calib_work(net, &o, ds->count, &observed, &plain);
+    nc_bias_calib_work(f.net, &o, f.ds->count, &observed, &plain);
     nc_bias_calib_result r;
     nc_error err = {0};
     counted_observed = counted_plain = 0;
-    NC_CHECK(nc_bias_calibrate(e, net, ds, &o, &r, &err) == NC_OK, "calibrate: %s", err.message);
+    NC_CHECK(nc_bias_calibrate(f.e, f.net, f.ds, &o, &r, &err) == NC_OK, "calibrate: %s", err.message);
     NC_CHECK(observed == counted_observed && plain == counted_plain,
              "declared %.0f observed + %.0f plain image-steps, ran %.0f + %.0f", observed, plain, counted_observed,
              counted_plain);
@@ -303,18 +309,15 @@ static void test_work_is_what_it_does(void)
     /* the rate of one observed pass: one batch, the net untouched */
     double rate = 0;
     counted_observed = counted_plain = 0;
-    NC_CHECK(nc_bias_calib_pass_rate(e, spare, ds, &o, &rate, &err) == NC_OK, "pass rate: %s", err.message);
+    NC_CHECK(nc_bias_calib_pass_rate(f.e, f.clone, f.ds, &o, &rate, &err) == NC_OK, "pass rate: %s", err.message);
     NC_CHECK(rate > 0 && counted_observed == 2 * 16.0 * T && counted_plain == 0,
              "one batch of 16 over T steps, twice (the first untimed): %g s", rate);
     nc_net *fresh = small_mlp();
-    const nc_node *b = &spare->nodes[nc_net_find(spare, "fc1")], *b0 = &fresh->nodes[nc_net_find(fresh, "fc1")];
+    const nc_node *b = &f.clone->nodes[nc_net_find(f.clone, "fc1")], *b0 = &fresh->nodes[nc_net_find(fresh, "fc1")];
     NC_CHECK(memcmp(b->bias->data, b0->bias->data, H1 * sizeof(float)) == 0, "the pass rate changes no bias");
     nc_net_free(fresh);
-    e->ops = cpu_ops;
-    nc_engine_free(e);
-    free_images(ds);
-    nc_net_free(net);
-    nc_net_free(spare);
+    f.e->ops = cpu_ops;
+    mlp_fixture_close(&f);
 }
 
 int main(void)

@@ -1289,6 +1289,32 @@ static void h_affine(hid_t nodes, const char *name, int64_t out, int64_t in, flo
     H5Gclose(g);
 }
 
+/* A nested graph "loop" in `nodes` of four neurons: input → lif ⇄ rec (an
+ * identity Affine, the recurrent edge), lif → output.  The LIF has dt/τ = 1,
+ * r = 1, v_leak = 0 and θ = 0.5, so v = r·I each step and a neuron that fired
+ * once keeps firing through rec. */
+static void h_self_exciting_loop(hid_t nodes)
+{
+    int64_t four = 4;
+    hsize_t v4[1] = {4};
+    float tdt[4] = {0.001f, 0.001f, 0.001f, 0.001f}, one[4] = {1, 1, 1, 1}, zero[4] = {0}, half[4] = {0.5f, 0.5f, 0.5f, 0.5f};
+    hid_t sub = h_node(nodes, "loop", "NIRGraph");
+    hid_t sn = H5Gcreate2(sub, "nodes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    h_input(sn, "input", 1, &four, "Input");
+    h_input(sn, "output", 1, &four, "Output");
+    hid_t g = h_node(sn, "lif", "LIF");
+    h_f32(g, "tau", 1, v4, tdt);
+    h_f32(g, "r", 1, v4, one);
+    h_f32(g, "v_leak", 1, v4, zero);
+    h_f32(g, "v_threshold", 1, v4, half);
+    H5Gclose(g);
+    h_affine(sn, "rec", 4, 4, 1.0f);
+    const char *se[] = {"input", "lif", "lif", "rec", "rec", "lif", "lif", "output"};
+    h_edges(sub, 4, se);
+    H5Gclose(sn);
+    H5Gclose(sub);
+}
+
 /* Affine 3 → 3 between input [3] and output [3], with `what` broken. */
 static void bad_file(const char *path, const char *what)
 {
@@ -1528,24 +1554,8 @@ static void test_all_node_types(void)
     h_f32(g, "r", 1, v4, one);
     h_f32(g, "v_threshold", 1, v4, half);
     H5Gclose(g);
-    /* nested: input → lif ⇄ rec (identity Affine), lif → output */
-    hid_t sub = h_node(nodes, "loop", "NIRGraph");
-    hid_t sn = H5Gcreate2(sub, "nodes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    h_self_exciting_loop(nodes);
     int64_t four = 4;
-    h_input(sn, "input", 1, &four, "Input");
-    h_input(sn, "output", 1, &four, "Output");
-    g = h_node(sn, "lif", "LIF");
-    float tdt[4] = {0.001f, 0.001f, 0.001f, 0.001f};
-    h_f32(g, "tau", 1, v4, tdt); /* dt/τ = 1: v = r·I each step */
-    h_f32(g, "r", 1, v4, one);
-    h_f32(g, "v_leak", 1, v4, zero);
-    h_f32(g, "v_threshold", 1, v4, half);
-    H5Gclose(g);
-    h_affine(sn, "rec", 4, 4, 1.0f);
-    const char *se[] = {"input", "lif", "lif", "rec", "rec", "lif", "lif", "output"};
-    h_edges(sub, 4, se);
-    H5Gclose(sn);
-    H5Gclose(sub);
     h_input(nodes, "output", 1, &four, "Output");
     const char *e[] = {"input", "c1", "c1", "li", "li", "flat", "flat", "lin", "lin", "scale", "scale", "cli",
                        "cli", "thr", "thr", "dly", "dly", "integ", "integ", "nif", "nif", "loop", "loop", "output"};
@@ -1594,25 +1604,9 @@ static void test_recurrent_semantics(void)
     tmp_path("loop.nir", path, sizeof path);
     hid_t graph, nodes, f = h_open(path, &graph, &nodes);
     int64_t four = 4;
-    hsize_t v4[1] = {4};
-    float tdt[4] = {0.001f, 0.001f, 0.001f, 0.001f}, one[4] = {1, 1, 1, 1}, zero[4] = {0}, half[4] = {0.5f, 0.5f, 0.5f, 0.5f};
     h_input(nodes, "input", 1, &four, "Input");
     h_input(nodes, "output", 1, &four, "Output");
-    hid_t sub = h_node(nodes, "loop", "NIRGraph");
-    hid_t sn = H5Gcreate2(sub, "nodes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    h_input(sn, "input", 1, &four, "Input");
-    h_input(sn, "output", 1, &four, "Output");
-    hid_t g = h_node(sn, "lif", "LIF");
-    h_f32(g, "tau", 1, v4, tdt); /* dt/τ = 1: v = r·I each step */
-    h_f32(g, "r", 1, v4, one);
-    h_f32(g, "v_leak", 1, v4, zero);
-    h_f32(g, "v_threshold", 1, v4, half);
-    H5Gclose(g);
-    h_affine(sn, "rec", 4, 4, 1.0f);
-    const char *se[] = {"input", "lif", "lif", "rec", "rec", "lif", "lif", "output"};
-    h_edges(sub, 4, se);
-    H5Gclose(sn);
-    H5Gclose(sub);
+    h_self_exciting_loop(nodes);
     const char *e[] = {"input", "loop", "loop", "output"};
     h_edges(graph, 2, e);
     h_close(f, graph, nodes);

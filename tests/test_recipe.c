@@ -9,6 +9,7 @@
  *     the later stages reserved, the share, one epoch when over-full. */
 #include "nc_test.h"
 #include "nc_test_util.h"
+#include "nc_test_runner.h"
 
 #include "../sim/nc_recipe.h"
 
@@ -177,14 +178,10 @@ static void test_recipe_run_keeps_the_best(void)
     nc_net *ann = quadrant_ann();
     nc_dataset *train = quadrant_dataset(1400, 11), *test = quadrant_dataset(200, 12);
     nc_runner_desc d = recipe_job(ann, train, test, 0.5);
-    nc_error err = {0};
     NC_CHECK(d.keep_best_T == 4 && d.eval_T == 4 && d.time_budget == 30.0, "the plan's policies in the job");
-    nc_runner *r = NULL;
-    nc_status st = nc_runner_new(&d, &r, &err);
-    if (st == NC_OK)
-        st = nc_runner_run(r, NULL, &err);
-    NC_CHECK(st == NC_OK, "run: %s", err.message);
-    if (st == NC_OK) {
+    nc_runner *r = nc_test_run_job(&d, "run");
+    NC_CHECK(r != NULL, "the job runs");
+    if (r) {
         NC_CHECK(nc_runner_row_count(r) == 4 && count_stages(r, NC_RUN_SELECT) == 4 &&
                      count_stages(r, NC_RUN_CALIBRATE_BIAS) == 1 && count_stages(r, NC_RUN_FINETUNE) == 2,
                  "converted, QCFS, bias calibrated, BPTT: each measured and judged");
@@ -202,6 +199,7 @@ static void test_recipe_run_keeps_the_best(void)
         /* the job's net is that row's: judged again here on the held-out
          * images (those after the 256 trained on), it scores the same */
         nc_engine *e = nc_engine_cpu_new();
+        nc_error err = {0};
         double again = -1;
         int64_t held = nc_runner_train_options(r)->val_count;
         NC_CHECK(held == 140, "a tenth of the training images held out (%lld)", (long long)held);
@@ -232,14 +230,10 @@ static void test_recipe_budget_plans(void)
     nc_dataset *train = quadrant_dataset(1400, 11), *test = quadrant_dataset(200, 12);
     for (int tiny = 0; tiny <= 1; tiny++) {
         nc_runner_desc d = recipe_job(ann, train, test, tiny ? 1e-6 : 0.5);
-        nc_runner *r = NULL;
-        nc_error err = {0};
-        nc_status st = nc_runner_new(&d, &r, &err);
-        if (st == NC_OK)
-            st = nc_runner_run(r, NULL, &err);
-        NC_CHECK(st == NC_OK, "run: %s", err.message);
+        nc_runner *r = nc_test_run_job(&d, "run");
+        NC_CHECK(r != NULL, "the job runs");
         double total = 0;
-        for (int i = 0; st == NC_OK && i < nc_runner_stage_count(r); i++) {
+        for (int i = 0; r && i < nc_runner_stage_count(r); i++) {
             const nc_run_stage *s = nc_runner_stage(r, i);
             const nc_budget_plan *p = nc_runner_budget_plan(r, i);
             total += nc_runner_stage_seconds(r, i);

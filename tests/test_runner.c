@@ -7,6 +7,7 @@
  *   - a conversion with no test split (bench) converts and measures nothing. */
 #include "nc_test.h"
 #include "nc_test_util.h"
+#include "nc_test_runner.h"
 
 #include "../sim/nc_engine_registry.h"
 #include "../sim/nc_runner.h"
@@ -110,17 +111,15 @@ static void test_convert_without_test_split(void)
     d.source = ann;
     d.dataset = NULL, d.train_data = train;
     d.pipeline.calib_images = 100;
-    nc_runner *r = NULL;
-    nc_error err = {0};
-    nc_status st = nc_runner_new(&d, &r, &err);
-    if (st == NC_OK)
-        st = nc_runner_run(r, NULL, &err);
-    NC_CHECK(st == NC_OK, "convert: %s", err.message);
-    NC_CHECK(nc_runner_stage_count(r) == 3 && nc_runner_stage(r, 2)->kind == NC_RUN_CONVERT &&
-                 nc_runner_row_count(r) == 0,
-             "load, calibrate, convert; no row");
-    NC_CHECK(nc_runner_is_spiking(nc_runner_net(r)) && !nc_runner_is_spiking(ann),
-             "the job's net is the SNN; the source stays the ANN");
+    nc_runner *r = nc_test_run_job(&d, "convert");
+    NC_CHECK(r != NULL, "the job converts");
+    if (r) {
+        NC_CHECK(nc_runner_stage_count(r) == 3 && nc_runner_stage(r, 2)->kind == NC_RUN_CONVERT &&
+                     nc_runner_row_count(r) == 0,
+                 "load, calibrate, convert; no row");
+        NC_CHECK(nc_runner_is_spiking(nc_runner_net(r)) && !nc_runner_is_spiking(ann),
+                 "the job's net is the SNN; the source stays the ANN");
+    }
     nc_runner_free(r);
     free_dataset(train);
     nc_net_free(ann);
