@@ -12,9 +12,8 @@
 //     col[Kg, nb·P] (the CPU's layout) and strided-batched cublasSgemm, and
 //     dW_g += dy·colᵀ, din = col2im(W_gᵀ·dy) as a gather (no atomics); the
 //     bias is added afterwards (as the CPU: convolution result + bias);
-//   - dense forward / backward: cublasGemmEx on fp32 operands (row-major
-//     read as column-major transposes), fp32 products, or bf16 tensor-core
-//     products in the bf16 mode (the precision option, as the convolutions);
+//   - dense forward / backward: cublasGemmEx on fp32 operands (row-major read as
+//     column-major transposes); bf16 tensor-core products in the bf16 mode;
 //   - parameter-gradient sums (biases, affine scale/shift, QCFS λ, IF θ) are
 //     deterministic two-pass reductions in double: a grid of (channel, slice)
 //     blocks writes partial sums, then one thread per channel adds them in
@@ -532,9 +531,7 @@ struct gtrain {
     double *red = nullptr; // partial sums of the reductions, grown on demand
     size_t red_doubles = 0;
     nc_train_convs *convs = nullptr; // convolutions through cuDNN (NULL: all on im2col + cuBLAS)
-    // the dense layers' products: fp32 (TF32 in the tf32 mode, through the
-    // handle's math mode), or bf16 tensor cores on the fp32 values in the bf16 mode
-    cublasComputeType_t dense_compute = CUBLAS_COMPUTE_32F;
+    cublasComputeType_t dense_compute = CUBLAS_COMPUTE_32F; // the bf16 mode: bf16 tensor cores
     nc_status status = NC_OK; // the first failure, kept
     char msg[NC_ERROR_MESSAGE_MAX] = {};
 };
@@ -1484,14 +1481,12 @@ extern "C" nc_status nc_train_backend_gpu_new(nc_train_backend **out, nc_error *
         NC_CUDA_TRY(err, where, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
         NC_CUBLAS_TRY(err, where, cublasCreate(&g->blas));
         NC_CUBLAS_TRY(err, where, cublasSetStream(g->blas, g->stream));
-        // fp32 products, no TF32 (unless NVIDIA_TF32_OVERRIDE forces it or the
-        // precision is tf32), no atomics: gradients comparable with the CPU and
-        // deterministic.
+        // fp32 products (TF32 in the tf32 mode or under NVIDIA_TF32_OVERRIDE, bf16 in the bf16 mode), no
+        // atomics: deterministic gradients, in fp32 comparable with the CPU's
         nc_conv_math precision = nc_train_conv_math();
         cublasMath_t math = precision == NC_CONV_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
         NC_CUBLAS_TRY(err, where, cublasSetMathMode(g->blas, math));
-        if (precision == NC_CONV_BF16)
-            g->dense_compute = CUBLAS_COMPUTE_32F_FAST_16BF;
+        g->dense_compute = precision == NC_CONV_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
         NC_CUBLAS_TRY(err, where, cublasSetAtomicsMode(g->blas, CUBLAS_ATOMICS_NOT_ALLOWED));
         return nc_train_convs_new(g->stream, &g->convs, err);
     };
