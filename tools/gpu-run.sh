@@ -228,9 +228,13 @@ fi
 # transpose_rows (through the kernel tests that call it directly: with a
 # kernel filter, compute-sanitizer 2025 stops with an internal error as soon as
 # one of cuDNN's runtime-compiled graph engines runs), and block_sum in the
-# trainer's reduce and IF-backward kernels.
-sanitize=${NC_SANITIZE:-memcheck:test_gpu_kernels racecheck:test_gpu_kernels:transpose_rows_kernel:test_pool_kernels,test_prespike_max_kernel \
-racecheck:test_gpu_train:reduce_kernel racecheck:test_gpu_train:if_backward_kernel}
+# trainer's reduce and IF-backward kernels (through every trainer test but the
+# bf16/tf32 one, whose cuDNN engines stop it the same way).
+train_tests=test_memory_and_steps,test_conv2d,test_conv2d_chunks,test_dense,test_pools,test_affine,test_relu_clip,\
+test_qcfs,test_if_forward,test_if_backward,test_conv_if_chain,test_optimizers
+sanitize=${NC_SANITIZE:-memcheck:test_gpu_kernels \
+racecheck:test_gpu_kernels:transpose_rows_kernel:test_pool_kernels,test_prespike_max_kernel,test_bf16_transposes \
+racecheck:test_gpu_train:reduce_kernel:$train_tests racecheck:test_gpu_train:if_backward_kernel:$train_tests}
 if command -v compute-sanitizer > /dev/null; then
   for entry in $sanitize; do
     IFS=: read -r tool t kernel only <<< "$entry"
