@@ -192,8 +192,6 @@ nc_status plan_backward(nc_train_convs *c, train_plan *tp, const void *in, const
 // filter [K][C, R·S] that of KRSC [K][R·S, C]: each copy is one transposing
 // kernel that rounds (or widens) on the way.
 
-nc_status cuda_launch(nc_error *err, const char *kernel, cudaError_t e) { return cuda_check(err, kernel, e); }
-
 // dst = bf16 channels-last copy of the [rows, a, b] fp32 values at src.
 nc_status to_bf16(nc_train_convs *c, grow_buffer *dst, int64_t rows, int64_t a, int64_t b, const float *src,
                   nc_error *err)
@@ -201,16 +199,16 @@ nc_status to_bf16(nc_train_convs *c, grow_buffer *dst, int64_t rows, int64_t a, 
     nc_status s = grow16(c, dst, (size_t)(rows * a * b) * sizeof(nc_bf16), err);
     if (s != NC_OK)
         return s;
-    return cuda_launch(err, "nc_launch_transpose_rows_to_bf16",
-                       nc_launch_transpose_rows_to_bf16(c->stream, rows, a, b, src, (nc_bf16 *)dst->p));
+    return cuda_check(err, "nc_launch_transpose_rows_to_bf16",
+                      nc_launch_transpose_rows_to_bf16(c->stream, rows, a, b, src, (nc_bf16 *)dst->p));
 }
 
 // dst (fp32, [rows, b, a]) = (or +=, add) the widened bf16 values [rows, a, b] at src.
 nc_status from_bf16(nc_train_convs *c, const grow_buffer *src, int64_t rows, int64_t a, int64_t b, int add,
                     float *dst, nc_error *err)
 {
-    return cuda_launch(err, "nc_launch_transpose_rows_add_bf16",
-                       nc_launch_transpose_rows_add_bf16(c->stream, rows, a, b, (const nc_bf16 *)src->p, add, dst));
+    return cuda_check(err, "nc_launch_transpose_rows_add_bf16",
+                      nc_launch_transpose_rows_add_bf16(c->stream, rows, a, b, (const nc_bf16 *)src->p, add, dst));
 }
 
 nc_status weight_to_bf16(nc_train_convs *c, const nc_conv_shape &sh, const float *weight, nc_error *err)
