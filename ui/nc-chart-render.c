@@ -6,7 +6,6 @@ struct NcChartRender {
     int width, height, scale;
     cairo_surface_t *recording;   /* made on the main thread, replayed once */
     cairo_surface_t *image;       /* ARGB32, width·scale × height·scale     */
-    GdkTexture *texture;
 };
 
 NcChartRender *nc_chart_render_new(guint generation, int width, int height, int scale, NcChartRenderDraw draw,
@@ -29,7 +28,6 @@ void nc_chart_render_free(NcChartRender *job)
         return;
     g_clear_pointer(&job->recording, cairo_surface_destroy);
     g_clear_pointer(&job->image, cairo_surface_destroy);
-    g_clear_object(&job->texture);
     g_free(job);
 }
 
@@ -51,27 +49,26 @@ void nc_chart_render_run(NcChartRender *job)
     g_clear_pointer(&job->recording, cairo_surface_destroy);
 }
 
-/* The texture borrows the image's pixels (cairo's ARGB32 is GDK's default
- * memory format: premultiplied BGRA in memory on little-endian, ARGB on
- * big-endian); the bytes keep the surface alive. */
-GdkTexture *nc_chart_render_get_texture(NcChartRender *job)
-{
-    g_return_val_if_fail(job->image, NULL);
-    if (!job->texture) {
-        cairo_surface_t *image = job->image;
-        int stride = cairo_image_surface_get_stride(image), height = cairo_image_surface_get_height(image);
-        GBytes *bytes = g_bytes_new_with_free_func(cairo_image_surface_get_data(image), (gsize)stride * height,
-                                                   (GDestroyNotify)cairo_surface_destroy, cairo_surface_reference(image));
-        job->texture = gdk_memory_texture_new(cairo_image_surface_get_width(image), height, GDK_MEMORY_DEFAULT, bytes,
-                                              stride);
-        g_bytes_unref(bytes);
-    }
-    return job->texture;
-}
-
+/* A cairo node that paints the image, not a texture node.  GTK 4.8's cairo
+ * renderer turns a texture into a new cairo image at every draw of its node
+ * (a copy), which cairo-xlib then uploads to the X server again: a repaint of
+ * a 1300 × 850 chart cost 7 ms of the main thread on the idle dev machine and
+ * 20–26 ms with the engine on both cores (the late paints of BENCHMARKS §9 run
+ * I).  The cairo node's recording keeps this image itself (a snapshot of it,
+ * which takes over its pixels without a copy when the job is freed), and
+ * cairo-xlib keeps the pixmap it uploaded with that image, so the upload is
+ * made at the first draw and later repaints composite it in the X server
+ * (1.4 ms for the same chart). */
 GskRenderNode *nc_chart_render_get_node(NcChartRender *job)
 {
-    return gsk_texture_node_new(nc_chart_render_get_texture(job), &GRAPHENE_RECT_INIT(0, 0, job->width, job->height));
+    g_return_val_if_fail(job->image, NULL);
+    GskRenderNode *node = gsk_cairo_node_new(&GRAPHENE_RECT_INIT(0, 0, job->width, job->height));
+    cairo_t *cr = gsk_cairo_node_get_draw_context(node);
+    cairo_scale(cr, 1.0 / job->scale, 1.0 / job->scale); /* the image has scale pixels per unit */
+    cairo_set_source_surface(cr, job->image, 0, 0);
+    cairo_paint(cr);
+    cairo_destroy(cr);
+    return node;
 }
 
 static void run_in_worker(GTask *task, gpointer source, gpointer job, GCancellable *cancellable)

@@ -3,8 +3,9 @@
  * The main thread records what a chart draws (its cairo calls, into a
  * recording surface: the chart's data is read there and nowhere else); a
  * worker replays the recording into an image of the chart's pixel size; the
- * main thread wraps that image into a texture and shows it as one texture
- * node.  A chart recorded into a cairo node instead is replayed by GTK's
+ * main thread shows that image as one node that paints it (a cairo node that
+ * keeps the image: not a texture node, which GTK 4.8's cairo renderer copies
+ * and uploads to the X server again at every repaint; see get_node).  A chart recorded into a cairo node instead is replayed by GTK's
  * renderer on the main thread every time the window repaints it (through
  * XRender on X11: 4–10 ms of the main thread per changed chart, the raster
  * the most), which is what late frames were made of.
@@ -34,10 +35,9 @@ gboolean nc_chart_render_matches(const NcChartRender *job, guint generation, int
 
 /* Replays the recording into the job's image (any thread; once). */
 void nc_chart_render_run(NcChartRender *job);
-/* The image after nc_chart_render_run, as a texture of the job's pixel size
- * (width·scale × height·scale); the job may be freed afterwards. */
-GdkTexture *nc_chart_render_get_texture(NcChartRender *job);
-/* The texture as a node of the chart's size in user units. */
+/* The image after nc_chart_render_run (width·scale × height·scale pixels) as
+ * a node of the chart's size in user units, which keeps the image: the job
+ * may be freed afterwards. */
 GskRenderNode *nc_chart_render_get_node(NcChartRender *job);
 
 /* Runs the job in a worker thread and calls back on the caller's main
