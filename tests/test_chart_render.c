@@ -42,6 +42,18 @@ static void draw_raster(cairo_t *cr, double w, double h, gpointer user)
 
 /* ---- the synchronous picture, as NcChart drew it before ---------------------------- */
 
+/* `node` drawn as a renderer draws it, onto w·scale × h·scale pixels. */
+static cairo_surface_t *draw_node(GskRenderNode *node, int w, int h, int scale)
+{
+    cairo_surface_t *image = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w * scale, h * scale);
+    cairo_t *cr = cairo_create(image);
+    cairo_scale(cr, scale, scale);
+    gsk_render_node_draw(node, cr);
+    cairo_destroy(cr);
+    cairo_surface_flush(image);
+    return image;
+}
+
 /* draw() recorded into a GtkSnapshot cairo node, drawn by GSK onto an image
  * of w·scale × h·scale pixels. */
 static cairo_surface_t *draw_as_before(NcChartRenderDraw draw, int w, int h, int scale)
@@ -51,13 +63,8 @@ static cairo_surface_t *draw_as_before(NcChartRenderDraw draw, int w, int h, int
     draw(cr, w, h, NULL);
     cairo_destroy(cr);
     GskRenderNode *node = gtk_snapshot_free_to_node(snapshot);
-    cairo_surface_t *image = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w * scale, h * scale);
-    cairo_t *out = cairo_create(image);
-    cairo_scale(out, scale, scale);
-    gsk_render_node_draw(node, out);
-    cairo_destroy(out);
+    cairo_surface_t *image = draw_node(node, w, h, scale);
     gsk_render_node_unref(node);
-    cairo_surface_flush(image);
     return image;
 }
 
@@ -95,18 +102,6 @@ static long differing_bytes(cairo_surface_t *image, cairo_surface_t *expected)
         for (int x = 0; x < 4 * w; x++)
             differ += got[(size_t)y * stride + x] != want[(size_t)y * stride + x];
     return differ;
-}
-
-/* `node` drawn as a renderer draws it, onto w·scale × h·scale pixels. */
-static cairo_surface_t *draw_node(GskRenderNode *node, int w, int h, int scale)
-{
-    cairo_surface_t *image = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w * scale, h * scale);
-    cairo_t *cr = cairo_create(image);
-    cairo_scale(cr, scale, scale);
-    gsk_render_node_draw(node, cr);
-    cairo_destroy(cr);
-    cairo_surface_flush(image);
-    return image;
 }
 
 /* The node is a cairo node of the chart's size that keeps the worker's
