@@ -74,6 +74,12 @@ interrupt_once() {
   took=$(($(date +%s) - t0))
   err=$(cat "$work/err.txt")
   echo "# neurocuda $1: rc $rc, stopped ${took}s after SIGINT; stderr: $(tail -n 2 "$work/err.txt" | tr '\n' ' ')"
+  # exit 0 with no "interrupted": the job had done its work and was on its way
+  # out when the signal came (nothing left to stop) — the same as ending first
+  if [ "$rc" = 0 ] && [[ "$err" != *interrupted* ]]; then
+    echo "# the command had finished its work before SIGINT"
+    return 1
+  fi
 }
 
 # "The last good file": a file the command would overwrite, with known bytes.
