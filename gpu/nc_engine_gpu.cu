@@ -459,6 +459,8 @@ static nc_status gpu_load(nc_engine *e, const nc_net *net, nc_error *err)
     // the output node is read by the caller: keep it to the end
     nodes[net->output].consumers++;
     spike_analysis(net, nodes);
+    for (gnode &g : nodes)
+        recall_refusal(st, g);
     (void)cudaStreamSynchronize(st->stream);
     free_params(st);
     pool_trim(st, 1);
@@ -500,6 +502,8 @@ void gpu_destroy(nc_engine *e)
         cudaStreamSynchronize(st->stream);
     free_params(st);
     pool_trim(st, 1);
+    for (nc_conv_plan &p : st->plans)
+        nc_cudnn_plan_free(&p);
     if (st->host_pinned)
         cudaFreeHost(st->host);
     else
@@ -596,7 +600,7 @@ extern "C" void nc_engine_gpu_describe_convs(const nc_engine *e, char *buf, size
             continue;
         const gnode &g = st->nodes[i];
         len += (size_t)snprintf(buf + len, size - len, "  %s: %s\n", n->name,
-                                g.plans.empty() ? "im2col + cuBLAS GEMM" : g.plans.back().desc);
+                                g.plan ? g.plan->desc : "im2col + cuBLAS GEMM");
     }
 }
 
@@ -715,7 +719,7 @@ void profile_pass(nc_engine *e, const grun *r0, float *d_input)
                 const gnode &g = st->nodes[i];
                 fprintf(stderr, "#   %-24.24s %-14s %9.3f ms %5.1f%%  %s\n", nd->name,
                         nd->kind == NC_NODE_NEURON ? nc_neuron_model_name(nd->neuron.model) : kind_name(nd), t,
-                        total > 0 ? 100.0 * t / total : 0.0, g.plans.empty() ? "" : g.plans.back().desc);
+                        total > 0 ? 100.0 * t / total : 0.0, g.plan ? g.plan->desc : "");
             }
         } else
             fprintf(stderr, "# gpu profile failed: %s\n", err.message);

@@ -137,7 +137,11 @@ static nc_conv_shape shape_of(const gnode &g, int64_t rows)
 // input of N rows (the first layer of a direct-encoded net) to cuDNN's fp32
 // FMA kernels, so that the values stay channels last; an analog input of T·N
 // rows (after an add) to cuBLAS sgemm,
-// which is faster than those kernels.  The split modes keep im2col (cuDNN's
+// which is faster than those kernels.  In bf16 too, the analog input of N
+// rows goes to the fp32 FMA kernels: computed once for all steps, it costs
+// less in fp32 than in bf16 (no operand conversion), and an error in the first
+// layer's currents is the same at every step, so it shifts the spike counts of
+// every later layer.  The split modes keep im2col (cuDNN's
 // bf16 convolutions write bf16, losing the low parts).
 int conv_math(const grun *r, int i, int spike_in, int constant_in)
 {
@@ -150,7 +154,7 @@ int conv_math(const grun *r, int i, int spike_in, int constant_in)
         return -1; /* cuDNN's legacy API: symmetric padding only; grouped convs keep their kernels */
     switch (st->prec) {
     case NC_GPU_TF32: return NC_CONV_TF32;
-    case NC_GPU_BF16: return NC_CONV_BF16;
+    case NC_GPU_BF16: return constant_in && !spike_in ? NC_CONV_FP32 : NC_CONV_BF16;
     case NC_GPU_FP32:
         if (spike_in) {
             nc_conv_shape one_row = shape_of(g, 1);
@@ -254,18 +258,19 @@ static nc_status cudnn_weights(grun *r, int i, nc_conv_math m, int spike, const 
     return NC_OK;
 }
 
-// The plan of conv node i for `rows` rows in precision m: chosen at the
-// first pass of that shape (cuDNN times its algorithms on these buffers).
+// The plan of conv node i for `rows` rows in precision m: one kept from an
+// earlier pass of that shape (of this or an earlier load), else chosen now
+// (cuDNN times its algorithms on these buffers) and kept.
 static nc_status cudnn_plan_for(grun *r, int i, nc_conv_math m, int64_t rows, const void *x, const void *w, void *y,
                          const nc_conv_plan **out)
 {
     gnode &g = r->st->nodes[i];
-    for (const nc_conv_plan &p : g.plans)
-        if (p.shape.rows == rows && p.math == m) {
-            *out = &p;
+    nc_conv_shape shape = shape_of(g, rows);
+    for (const nc_conv_plan &p : r->st->plans)
+        if (p.math == m && memcmp(&p.shape, &shape, sizeof shape) == 0) {
+            *out = g.plan = &p;
             return NC_OK;
         }
-    nc_conv_shape shape = shape_of(g, rows);
     // room for the algorithms to try: up to 256 MiB, less when memory is short
     size_t free_bytes = 0, total = 0;
     cudaMemGetInfo(&free_bytes, &total);
@@ -280,9 +285,35 @@ static nc_status cudnn_plan_for(grun *r, int i, nc_conv_math m, int64_t rows, co
         return s;
     if (g.exact_why[0]) /* this plan runs instead of the exact conv on bf16 parts: say why */
         snprintf(plan.desc + strlen(plan.desc), sizeof plan.desc - strlen(plan.desc), "; %s", g.exact_why);
-    g.plans.push_back(plan);
-    *out = &g.plans.back();
+    r->st->plans.push_back(plan);
+    *out = g.plan = &r->st->plans.back();
     return NC_OK;
+}
+
+// The key of a refusal: node g's shape for any number of rows.
+static nc_conv_shape refusal_key(const gnode &g) { return shape_of(g, 0); }
+
+// The graph API refused node i's exact conv on bf16 parts: it runs by TF32
+// parts from now on, in this load and in every later one (gpu_load).
+static void refuse_exact(grun *r, int i)
+{
+    gnode &g = r->st->nodes[i];
+    g.exact_refused = 1;
+    snprintf(g.exact_why, sizeof g.exact_why, "instead of bf16 parts: %.170s", r->err ? r->err->message : "refused");
+    kept_refusal k;
+    k.shape = refusal_key(g);
+    snprintf(k.why, sizeof k.why, "%s", g.exact_why);
+    r->st->refusals.push_back(k);
+}
+
+void recall_refusal(const gpu_state *st, gnode &g)
+{
+    nc_conv_shape key = refusal_key(g);
+    for (const kept_refusal &k : st->refusals)
+        if (memcmp(&k.shape, &key, sizeof key) == 0) {
+            g.exact_refused = 1;
+            snprintf(g.exact_why, sizeof g.exact_why, "%s", k.why);
+        }
 }
 
 // Is node i's value read only by an IF neuron of this SNN pass (which can
@@ -400,8 +431,7 @@ static nc_status run_conv_cudnn(grun *r, int i, nc_conv_math m, gval *out)
     s = cudnn_plan_for(r, i, m, R, x, wp[0], y, &plan);
     if (s == NC_ERR_UNSUPPORTED && m == NC_CONV_BF16_EXACT) {
         // the graph API refused this shape: one TF32 pass per weight part, now and in later passes
-        g.exact_refused = 1;
-        snprintf(g.exact_why, sizeof g.exact_why, "instead of bf16 parts: %.170s", r->err ? r->err->message : "refused");
+        refuse_exact(r, i);
         m = NC_CONV_TF32_EXACT;
         if ((s = cudnn_weights(r, i, m, spike, wp, &n_parts)) != NC_OK || (s = cudnn_operand(r, i, m, spike, &x)) != NC_OK)
             return s;

@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,15 @@ struct gnode {
     nc_bf16 *wk_exact = nullptr;         // exact fp32 mode on bf16 tensor cores: hi, then [mid, lo] per tap
     int exact_refused = 0;               // cuDNN's graph API could not plan that mode
     char exact_why[200] = "";            // why (shown with the plan that runs instead)
-    std::vector<nc_conv_plan> plans;     // chosen algorithms, one per (rows, precision)
+    const nc_conv_plan *plan = nullptr;  // the plan of its last cuDNN pass (in gpu_state::plans)
+};
+
+// A shape whose exact conv on bf16 parts cuDNN's graph API refused (for any
+// number of rows: the key's rows are 0), kept as the plans are so that a
+// network loaded again does not ask again.
+struct kept_refusal {
+    nc_conv_shape shape;
+    char why[200];
 };
 
 struct block {
@@ -79,6 +88,15 @@ struct gpu_state {
     std::vector<gnode> nodes;
     std::vector<void *> params;
     std::vector<block> pool;
+    // Convolution plans are kept for the engine's whole life, keyed by shape and
+    // arithmetic: a plan never depends on the weights, so a network loaded
+    // again (fine-tuning loads new weights after every epoch; the recipe
+    // evaluates after every stage) or another with the same shapes reuses it.
+    // The exact mode's graph engines compile for seconds per shape: without
+    // this, every evaluation of a fine-tuning run planned all over again.
+    std::deque<nc_conv_plan> plans;     // a deque: gnode::plan points into it
+
+    std::vector<kept_refusal> refusals; // shapes the graph API refused
     float *host = nullptr;
     size_t host_bytes = 0;
     int host_pinned = 0;
@@ -168,6 +186,9 @@ nc_status run_conv(grun *r, int i, gval *out);
 nc_status dense_gemm(cublasHandle_t h, const gemm_mode &m, int64_t R, int fin, int fout, const void *op,
                      const void *const wp[3], float *out, const char *where, nc_error *err);
 nc_status run_dense(grun *r, int i, gval *out);
+// At load: node g's exact conv runs by TF32 parts if the graph API refused
+// its shape before (gpu_state::refusals).
+void recall_refusal(const gpu_state *st, gnode &g);
 
 // ---- nc_gpu_nodes.cu -----------------------------------------------------------------
 

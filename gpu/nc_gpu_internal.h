@@ -35,6 +35,10 @@ cudaError_t nc_gpu_fault_launch(cudaError_t e);
 // 1 when the fault "graph" is set: cuDNN's graph API is to refuse every plan.
 int nc_gpu_fault_graph(void);
 
+// Counts a sync of the GPU trainer; NC_GPU_PROFILE_SYNCS=A:B brackets syncs A
+// to B in a profiler range (nc_gpu_profile_range.cu).
+void nc_gpu_profile_range_tick(void);
+
 #define NC_CUDA_TRY(err, where, call)                                                         \
     do {                                                                                      \
         cudaError_t nc_e_ = (call);                                                           \

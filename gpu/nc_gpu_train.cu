@@ -1391,9 +1391,9 @@ void gt_adam_step(nc_train_backend *b, int64_t count, float *value, const float 
 nc_status gt_sync(nc_train_backend *b, nc_error *err)
 {
     gtrain *g = gt(b);
-    // drain the stream even after a failure, so that the caller may free
-    // what queued work was reading
+    // drain the stream even after a failure: the caller may free what queued work read
     cudaError_t e = cudaStreamSynchronize(g->stream);
+    nc_gpu_profile_range_tick();
     if (usable(g))
         cuda_failed(g, "sync", "cudaStreamSynchronize (a queued kernel or copy failed)", e);
     e = cudaGetLastError();

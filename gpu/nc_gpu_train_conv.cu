@@ -22,6 +22,10 @@ namespace {
 // session8_call1/train_conv_probe.txt).
 constexpr size_t kPlanWorkspace = (size_t)1 << 30;
 const char *const kWhere = "gpu trainer: conv2d";
+// Forward inputs whose bf16 copies are kept (one per conv layer and batch
+// shape in a trainer; past this, the oldest copies go, and the weight
+// gradient copies its input again).
+constexpr size_t kMaxKept = 64;
 
 struct train_plan {
     nc_conv_shape shape; // memset, then filled: compared with memcmp
@@ -67,6 +71,16 @@ struct grow_buffer {
     size_t bytes = 0;
 };
 
+// The bf16 mode's copy of one forward input, kept until the backward pass
+// needs it again for the weight gradient (the forward inputs of a step stay
+// where they are until its backward pass, and the trainer allocates them
+// once, so a pointer and a shape name one layer's input).
+struct kept_input {
+    const float *src;
+    nc_conv_shape shape;
+    grow_buffer copy;
+};
+
 struct nc_train_convs {
     cudaStream_t stream = nullptr;
     void *cudnn = nullptr;
@@ -76,6 +90,7 @@ struct nc_train_convs {
     // the bf16 mode's channels-last bf16 copies: an input (x, or its
     // gradient), an output (y, or its gradient), the weight and its gradient
     grow_buffer in16, out16, w16, dw16;
+    std::vector<kept_input> kept; // the forward inputs' bf16 copies (at most kMaxKept)
 };
 
 namespace {
@@ -222,10 +237,38 @@ nc_status input_to_bf16(nc_train_convs *c, const nc_conv_shape &sh, const float 
     return to_bf16(c, &c->in16, sh.rows, sh.c, (int64_t)sh.h * sh.w, in, err);
 }
 
+// The kept copy of input `in` of shape sh (NULL: none).
+kept_input *kept_copy(nc_train_convs *c, const float *in, const nc_conv_shape &sh)
+{
+    for (kept_input &k : c->kept)
+        if (k.src == in && memcmp(&k.shape, &sh, sizeof sh) == 0)
+            return &k;
+    return nullptr;
+}
+
+// A bf16 copy of forward input `in`, kept for the weight gradient.
+nc_status keep_input_bf16(nc_train_convs *c, const nc_conv_shape &sh, const float *in, kept_input **got,
+                          nc_error *err)
+{
+    if (!(*got = kept_copy(c, in, sh))) {
+        if (c->kept.size() >= kMaxKept) { // the oldest goes (queued work may still read it)
+            nc_status s = cuda_check(err, "cudaStreamSynchronize", cudaStreamSynchronize(c->stream));
+            if (s != NC_OK)
+                return s;
+            cudaFree(c->kept.front().copy.p);
+            c->kept.erase(c->kept.begin());
+        }
+        c->kept.push_back(kept_input{in, sh, grow_buffer()});
+        *got = &c->kept.back();
+    }
+    return to_bf16(c, &(*got)->copy, sh.rows, sh.c, (int64_t)sh.h * sh.w, in, err);
+}
+
 nc_status forward_bf16(nc_train_convs *c, const nc_conv_shape &sh, const float *in, const float *weight, float *out,
                        nc_error *err)
 {
-    nc_status s = input_to_bf16(c, sh, in, err);
+    kept_input *x16 = nullptr;
+    nc_status s = keep_input_bf16(c, sh, in, &x16, err);
     int64_t P = (int64_t)sh.oh * sh.ow;
     if (s == NC_OK)
         s = weight_to_bf16(c, sh, weight, err);
@@ -233,13 +276,13 @@ nc_status forward_bf16(nc_train_convs *c, const nc_conv_shape &sh, const float *
         s = grow16(c, &c->out16, (size_t)(sh.rows * sh.cout * P) * sizeof(nc_bf16), err);
     train_plan *tp = nullptr;
     if (s == NC_OK)
-        s = plan_for(c, sh, NC_CONV_BF16, c->in16.p, c->w16.p, c->out16.p, &tp, err);
+        s = plan_for(c, sh, NC_CONV_BF16, x16->copy.p, c->w16.p, c->out16.p, &tp, err);
     if (s == NC_OK && tp->refused)
         return NC_ERR_UNSUPPORTED;
     if (s == NC_OK)
         s = workspace(c, tp->plan.workspace, err);
     if (s == NC_OK)
-        s = nc_cudnn_conv(c->cudnn, &tp->plan, c->in16.p, c->w16.p, c->out16.p, c->ws.p, 0.0f, kWhere, err);
+        s = nc_cudnn_conv(c->cudnn, &tp->plan, x16->copy.p, c->w16.p, c->out16.p, c->ws.p, 0.0f, kWhere, err);
     if (s == NC_OK)
         s = from_bf16(c, &c->out16, sh.rows, P, sh.cout, 0, out, err);
     return s;
@@ -265,11 +308,14 @@ nc_status backward_bf16(nc_train_convs *c, train_plan *tp, const float *in, cons
     }
     if (s != NC_OK || !dweight)
         return s;
-    if ((s = input_to_bf16(c, sh, in, err)) == NC_OK &&
+    // x in bf16: the forward's copy, else made again
+    const kept_input *kept = kept_copy(c, in, sh);
+    const void *x16 = kept ? kept->copy.p : c->in16.p;
+    if ((kept || (s = input_to_bf16(c, sh, in, err)) == NC_OK) &&
         (s = grow16(c, &c->dw16, weight_count(sh) * sizeof(nc_bf16), err)) == NC_OK)
-        s = plan_backward(c, tp, c->in16.p, nullptr, c->out16.p, nullptr, 1, err);
+        s = plan_backward(c, tp, x16, nullptr, c->out16.p, nullptr, 1, err);
     if (s == NC_OK && (s = workspace(c, tp->plan.filter_workspace, err)) == NC_OK)
-        s = nc_cudnn_backward_filter(c->cudnn, &tp->plan, c->in16.p, c->out16.p, c->dw16.p, c->ws.p, 0.0f, kWhere, err);
+        s = nc_cudnn_backward_filter(c->cudnn, &tp->plan, x16, c->out16.p, c->dw16.p, c->ws.p, 0.0f, kWhere, err);
     if (s == NC_OK)
         s = from_bf16(c, &c->dw16, sh.cout, (int64_t)sh.kh * sh.kw, cg, 1, dweight, err);
     return s;
@@ -319,6 +365,8 @@ void nc_train_convs_free(nc_train_convs *c)
     for (void *p : {c->ws.p, c->in16.p, c->out16.p, c->w16.p, c->dw16.p})
         if (p)
             cudaFree(p);
+    for (kept_input &k : c->kept)
+        cudaFree(k.copy.p);
     nc_cudnn_destroy(c->cudnn);
     delete c;
 }

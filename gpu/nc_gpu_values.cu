@@ -39,9 +39,7 @@ void free_caches(gnode &g)
     g.w_krsc = nullptr;
     g.wk16_analog = g.wk16_spike = nullptr;
     g.k_opscale = nullptr;
-    for (nc_conv_plan &p : g.plans)
-        nc_cudnn_plan_free(&p);
-    g.plans.clear();
+    g.plan = nullptr; // the plan itself stays in gpu_state::plans
 }
 
 void free_params(gpu_state *st)

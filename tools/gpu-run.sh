@@ -194,12 +194,17 @@ fi
 
 # ---- 5b. where a training step's time goes (NC_PROFILE_TRAIN=1): every kernel of one
 # `bench --train` timed by ncu, summed by name (the image has no nsys) ----
+# Only the steady BPTT steps: the trainer brackets its syncs 30 to 46 in a
+# profiler range (NC_GPU_PROFILE_SYNCS; two syncs a step, so 8 steps; the
+# QCFS steps and the first BPTT steps, whose planning runs hundreds of cuDNN
+# trial kernels, come before), and ncu profiles only inside it.
 if [ "${NC_PROFILE_TRAIN:-0}" = 1 ] && [ -n "$ncu_train" ] && [ "$(left)" -gt 150 ]; then
   ncu=$ncu_train
-  log "ncu: kernel times of bench --train (vgg-fmnist, batch 256, T 8, ${NC_PROFILE_TRAIN_PREC:-fp32})"
-  timeout 150 "$ncu" --metrics gpu__time_duration.sum --csv --target-processes all \
+  log "ncu: kernel times of 8 BPTT steps of bench --train (vgg-fmnist, batch 256, T 8, ${NC_PROFILE_TRAIN_PREC:-fp32})"
+  NC_GPU_PROFILE_SYNCS=30:46 timeout 150 "$ncu" --profile-from-start off --metrics gpu__time_duration.sum --csv \
+    --target-processes all \
     "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision "${NC_PROFILE_TRAIN_PREC:-fp32}" --batch 256 -T 8 \
-    --train --repeats 1 --warmup 1 --no-peak \
+    --train --repeats 25 --warmup 1 --no-peak \
     > "$OUT/ncu_train.csv" 2>&1
   log "ncu rc=$?"
   python3 - "$OUT/ncu_train.csv" <<'EOF3' | tee "$OUT/ncu_train_summary.txt"
@@ -213,10 +218,11 @@ for r in csv.DictReader(rows):
     name = r["Kernel Name"].split("(")[0][:70]
     total[name] += float(r["Metric Value"].replace(",", "")) * scale.get(r["Metric Unit"], 1e-6)
     count[name] += 1
-print(f"{sum(total.values()):.2f} ms in {sum(count.values())} kernels (every phase of the bench: ANN and SNN passes, "
-      "planning, QCFS and BPTT steps)")
-for name, ms in total.most_common(30):
-    print(f"{ms:9.3f} ms {count[name]:6d}x  {name}")
+steps = 8
+print(f"{sum(total.values()) / steps:.3f} ms of kernels per BPTT step ({sum(count.values())} kernels in {steps} steps; "
+      "per step below)")
+for name, ms in total.most_common(40):
+    print(f"{ms / steps:9.4f} ms {count[name] / steps:6.1f}x  {name}")
 EOF3
 fi
 
