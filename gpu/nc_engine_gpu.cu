@@ -591,9 +591,9 @@ extern "C" void nc_engine_gpu_describe_convs(const nc_engine *e, char *buf, size
     const gpu_state *st = state_of(e);
     char why[400];
     int have = nc_cudnn_status(why, sizeof why);
-    size_t len = (size_t)snprintf(buf, size, "convolutions (NC_GPU_CONV=%s; %s%s)\n",
+    size_t len = (size_t)snprintf(buf, size, "convolutions (NC_GPU_CONV=%s; %s%s; %zu cuDNN plans kept)\n",
                                   st->conv == CONV_CUDNN ? "cudnn" : st->conv == CONV_IM2COL ? "im2col" : "auto",
-                                  have ? "" : "no cuDNN: ", why);
+                                  have ? "" : "no cuDNN: ", why, st->plans.size());
     for (int i = 0; i < st->net->n_nodes && len < size; i++) {
         const nc_node *n = &st->net->nodes[i];
         if (n->kind != NC_NODE_CONV2D)

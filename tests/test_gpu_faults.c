@@ -238,11 +238,52 @@ static void test_graph_refused(void)
     nc_net_free(net);
 }
 
+/* The number in "N cuDNN plans kept" of a description of the convs. */
+static long plans_kept(const char *plans)
+{
+    const char *p = strstr(plans, " cuDNN plans kept");
+    while (p && p > plans && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return p ? strtol(p, NULL, 10) : -1;
+}
+
+/* A network loaded again (fine-tuning loads new weights after every epoch)
+ * reuses the plans of the first load: no conv plans again, and a pass after
+ * the reload still matches the CPU. */
+static void test_plans_kept_across_loads(void)
+{
+    nc_net *net = counts_net();
+    nc_tensor *x = small_input();
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 4};
+    char plans[2048], again[2048];
+    NC_CHECK(net && x, "set-up");
+    nc_engine *e = net && x ? planned_pass(net, x, &o, plans, sizeof plans, "first load") : NULL;
+    if (e && !strstr(plans, "no cuDNN")) {
+        long first = plans_kept(plans);
+        NC_CHECK(first >= 1, "the first pass made plans: %s", plans);
+        net->nodes[1].weight->data[0] += 0.25f; /* new weights, the same shapes */
+        nc_error err = {0};
+        NC_CHECK(nc_engine_load(e, net, &err) == NC_OK, "reload: %s", err.message);
+        nc_tensor *out = NULL;
+        NC_CHECK(nc_engine_forward(e, x, &o, &out, &err) == NC_OK, "a pass after the reload: %s", err.message);
+        describe_convs(e, again, sizeof again);
+        NC_CHECK(plans_kept(again) == first, "no new plans after the reload: %ld then %ld", first,
+                 plans_kept(again));
+        NC_CHECK(strcmp(plans, again) == 0, "the same plans run: %s / %s", plans, again);
+        check_against_cpu(net, x, &o, out, "after the reload");
+        nc_tensor_free(out);
+    }
+    nc_engine_free(e);
+    nc_tensor_free(x);
+    nc_net_free(net);
+}
+
 int main(void)
 {
     const char *skip = gpu_skip_reason();
     GPU_RUN(test_oom_at_load, skip);
     GPU_RUN(test_faults_in_a_pass, skip);
     GPU_RUN(test_graph_refused, skip);
+    GPU_RUN(test_plans_kept_across_loads, skip);
     return nc_test_done();
 }
