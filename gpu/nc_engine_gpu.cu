@@ -162,9 +162,37 @@ nc_status finish_run(grun *r, nc_status s)
     return s;
 }
 
-// Sets up a run and uploads the input into a pool block (*d_input).
+// The samples a pass of r->N_given samples computes.  A batch smaller than
+// one of the same mode and steps that ran before runs padded to the smallest
+// such batch, so that its convs reuse that batch's plans instead of planning
+// for a new shape (seconds per conv in the exact mode; an evaluation's last
+// batch is smaller than the others).  Only a pass whose padded samples change
+// nothing that is seen: no observer (which sees every sample), direct
+// encoding (Poisson's random numbers follow the sample count), a batch of
+// images rather than a sequence.
+static int64_t padded_batch(gpu_state *st, const grun *r, const nc_run_options *o)
+{
+    int mode = (int)o->mode;
+    int64_t best = -1;
+    for (const pass_shape &p : st->passes) {
+        if (p.mode != mode || p.T != r->T)
+            continue;
+        if (p.N == r->N_given)
+            return r->N_given;
+        if (p.N > r->N_given && (best < 0 || p.N < best))
+            best = p.N;
+    }
+    int paddable = !r->observe && !r->seq && (!r->snn || o->encoding == NC_ENCODING_DIRECT);
+    if (paddable && best > 0)
+        return best;
+    st->passes.push_back(pass_shape{mode, r->T, r->N_given});
+    return r->N_given;
+}
+
+// Sets up a run and uploads the input into a pool block (*d_input); pad: the
+// batch may run padded (padded_batch).
 nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *opts, grun *r, float **d_input,
-                    nc_error *err)
+                    int pad, nc_error *err)
 {
     gpu_state *st = state_of(e);
     if (!st || !st->net || !e->net)
@@ -183,26 +211,36 @@ nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *
     r->snn = opts->mode == NC_MODE_SNN;
     r->T = r->snn ? opts->T : 1;
     r->seq = seq;
-    r->N = input->shape[seq];
+    r->N = r->N_given = input->shape[seq];
     r->err = err;
     r->val.assign((size_t)st->net->n_nodes, gval{nullptr, 0, 0, 0, nullptr});
     r->observe = opts->observer && (opts->observer->observe || opts->observer->observe_input);
+    if (pad)
+        r->N = padded_batch(st, r, opts);
     snprintf(r->where, sizeof r->where, "gpu engine, input '%s'", st->net->nodes[st->net->input].name);
     int64_t numel = st->nodes[st->net->input].numel, rows = seq ? (int64_t)r->T * r->N : r->N;
+    int64_t given = seq ? rows : r->N_given; // a sequence is never padded
     void *p = nullptr;
     if ((s = alloc_floats(r, rows, numel, sizeof(float), "input", &p)) != NC_OK)
         return s;
     *d_input = (float *)p;
-    NC_CUDA_TRY(err, r->where, cudaMemcpyAsync(p, input->data, (size_t)(rows * numel) * sizeof(float),
+    NC_CUDA_TRY(err, r->where, cudaMemcpyAsync(p, input->data, (size_t)(given * numel) * sizeof(float),
                                                cudaMemcpyHostToDevice, st->stream));
+    if (rows > given) // the padding: zero images, whose results nobody reads
+        NC_CUDA_TRY(err, r->where, cudaMemsetAsync((float *)p + given * numel, 0,
+                                                   (size_t)((rows - given) * numel) * sizeof(float), st->stream));
     return NC_OK;
 }
 
 static nc_status copy_device_output(void *run, float *dst, int64_t n)
 {
     grun *r = (grun *)run;
-    cudaError_t e = cudaMemcpyAsync(dst, r->val[r->net->output].data, (size_t)n * sizeof(float),
-                                    cudaMemcpyDeviceToHost, r->st->stream);
+    // n = steps · N_given · F; a padded pass holds N rows per step, of which the first N_given are the caller's
+    int64_t given = r->N_given * numel_of(r, r->net->output), steps = given ? n / given : 0;
+    int64_t held = r->N * numel_of(r, r->net->output);
+    cudaError_t e = cudaMemcpy2DAsync(dst, (size_t)given * sizeof(float), r->val[r->net->output].data,
+                                      (size_t)held * sizeof(float), (size_t)given * sizeof(float), (size_t)steps,
+                                      cudaMemcpyDeviceToHost, r->st->stream);
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(r->st->stream);
     if (e != cudaSuccess)
@@ -213,7 +251,8 @@ static nc_status copy_device_output(void *run, float *dst, int64_t n)
 // Copies the output node's value to a new [N, F] or [T, N, F] tensor.
 static nc_status make_output(grun *r, nc_tensor **out)
 {
-    nc_output_value o = {"gpu", r->snn, r->T, r->val[r->net->output].constant, r->N, numel_of(r, r->net->output)};
+    nc_output_value o = {"gpu", r->snn, r->T, r->val[r->net->output].constant, r->N_given,
+                         numel_of(r, r->net->output)};
     return nc_engine_make_output(&o, copy_device_output, r, out, r->err);
 }
 
@@ -227,7 +266,7 @@ static nc_status gpu_forward(nc_engine *e, const nc_tensor *input, const nc_run_
         opts = &defaults;
     grun r = {};
     float *d_input = nullptr;
-    nc_status s = begin_run(e, input, opts, &r, &d_input, err);
+    nc_status s = begin_run(e, input, opts, &r, &d_input, 1, err);
     if (s == NC_OK)
         s = run_nodes(&r, d_input);
     if (s == NC_OK)
@@ -699,7 +738,7 @@ void profile_pass(nc_engine *e, const grun *r0, float *d_input)
         r.snn = r0->snn;
         r.seq = r0->seq;
         r.T = r0->T;
-        r.N = r0->N;
+        r.N = r.N_given = r0->N;
         r.err = &err;
         r.prof = ev.data();
         r.val.assign((size_t)n, gval{nullptr, 0, 0, 0, nullptr});
@@ -745,7 +784,7 @@ extern "C" nc_status nc_engine_gpu_time_forward(nc_engine *e, const nc_tensor *i
     gpu_state *st = state_of(e);
     grun r0 = {};
     float *d_input = nullptr;
-    nc_status s = begin_run(e, input, &o, &r0, &d_input, err);
+    nc_status s = begin_run(e, input, &o, &r0, &d_input, 0, err);
     if (s != NC_OK) {
         if (r0.st) {
             pool_put(st, d_input);
@@ -763,7 +802,7 @@ extern "C" nc_status nc_engine_gpu_time_forward(nc_engine *e, const nc_tensor *i
         r.snn = r0.snn;
         r.seq = r0.seq;
         r.T = r0.T;
-        r.N = r0.N;
+        r.N = r.N_given = r0.N;
         r.err = err;
         r.val.assign((size_t)st->net->n_nodes, gval{nullptr, 0, 0, 0, nullptr});
         cudaError_t ce = cudaEventRecord(st->ev0, st->stream);

@@ -56,6 +56,14 @@ struct gnode {
     const nc_conv_plan *plan = nullptr;  // the plan of its last cuDNN pass (in gpu_state::plans)
 };
 
+// The batch shape of a pass: its mode, steps and samples.  Each conv plans at
+// the first pass of a shape, so a smaller batch of a shape already planned
+// (the last batch of an evaluation) runs padded to it (padded_batch).
+struct pass_shape {
+    int mode, T;
+    int64_t N;
+};
+
 // A shape whose exact conv on bf16 parts cuDNN's graph API refused (for any
 // number of rows: the key's rows are 0), kept as the plans are so that a
 // network loaded again does not ask again.
@@ -97,6 +105,7 @@ struct gpu_state {
     std::deque<nc_conv_plan> plans;     // a deque: gnode::plan points into it
 
     std::vector<kept_refusal> refusals; // shapes the graph API refused
+    std::vector<pass_shape> passes;     // every batch shape a plain pass has run (padded_batch)
     float *host = nullptr;
     size_t host_bytes = 0;
     int host_pinned = 0;
@@ -130,7 +139,8 @@ struct grun {
     const nc_net *net;
     const nc_run_options *o;
     int snn, T;
-    int64_t N;
+    int64_t N;        // the samples the pass computes: the caller's, or more (padded_batch)
+    int64_t N_given;  // the caller's samples: the output holds these
     nc_error *err;
     std::vector<gval> val;
     int seq;          // the input is a sequence [T, N, ...] (SNN mode)
@@ -203,7 +213,7 @@ nc_status deliver(grun *r, const gval *v, int node, int64_t per_row, void (*fn)(
 nc_status run_nodes(grun *r, float *d_input);
 nc_status finish_run(grun *r, nc_status s);
 nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *opts, grun *r,
-                    float **d_input, nc_error *err);
+                    float **d_input, int pad, nc_error *err);
 int gpu_supports(nc_engine *e, const nc_net *net, int node, char *why, size_t why_size);
 void gpu_destroy(nc_engine *e);
 

@@ -278,6 +278,38 @@ static void test_plans_kept_across_loads(void)
     nc_net_free(net);
 }
 
+/* A batch smaller than one that ran before (an evaluation's last batch)
+ * runs padded to it: no new plans, and its output is the CPU's for the
+ * images given, at every step. */
+static void test_small_batch_padded(void)
+{
+    nc_net *net = counts_net();
+    nc_tensor *x = small_input(); /* 3 images */
+    nc_tensor *two = nc_tensor_new(4, (int64_t[]){2, 1, 8, 8});
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 4};
+    char plans[2048], after[2048];
+    NC_CHECK(net && x && two, "set-up");
+    if (two && x)
+        memcpy(two->data, x->data, (size_t)nc_tensor_numel(two) * sizeof(float));
+    nc_engine *e = net && x ? planned_pass(net, x, &o, plans, sizeof plans, "a batch of 3") : NULL;
+    if (e && two) {
+        nc_tensor *out = NULL;
+        nc_error err = {0};
+        NC_CHECK(nc_engine_forward(e, two, &o, &out, &err) == NC_OK, "a batch of 2: %s", err.message);
+        NC_CHECK(out && out->ndim == 3 && out->shape[0] == 4 && out->shape[1] == 2, "the output is [T, 2, F]");
+        describe_convs(e, after, sizeof after);
+        if (!strstr(plans, "no cuDNN"))
+            NC_CHECK(plans_kept(after) == plans_kept(plans), "the batch of 2 ran on the plans of 3: %ld then %ld",
+                     plans_kept(plans), plans_kept(after));
+        check_against_cpu(net, two, &o, out, "a batch of 2 after a batch of 3");
+        nc_tensor_free(out);
+    }
+    nc_engine_free(e);
+    nc_tensor_free(two);
+    nc_tensor_free(x);
+    nc_net_free(net);
+}
+
 int main(void)
 {
     const char *skip = gpu_skip_reason();
@@ -285,5 +317,6 @@ int main(void)
     GPU_RUN(test_faults_in_a_pass, skip);
     GPU_RUN(test_graph_refused, skip);
     GPU_RUN(test_plans_kept_across_loads, skip);
+    GPU_RUN(test_small_batch_padded, skip);
     return nc_test_done();
 }
