@@ -32,6 +32,9 @@ const char nc_cli_finetune_help[] =
     "  --augment           random crops (2-pixel padding) and horizontal flips\n"
     "  --train-images N    images per epoch (default: the training split minus the held-out)\n"
     "  --val-images N      last N training images held out to keep the best epoch (default 5000)\n"
+    "  --rollback          after an epoch that lowers the held-out accuracy: back to the best\n"
+    "                      epoch, optimiser state cleared, learning rate halved (--no-rollback: off;\n"
+    "                      on in the --target-T recipe)\n"
     "  --eval-T N          print the SNN's test accuracy after every step up to N\n"
     "                      (default 32 when fine-tuning)\n";
 
@@ -92,6 +95,8 @@ int nc_cli_finetune_option(nc_pipeline_options *o, nc_cli_finetune *f, int opt, 
         return nc_cli_check_choice(nc_surrogate_parse(arg, &t->surrogate) == 0, "--surrogate",
                                    "triangle, sigmoid, atan or rect", arg);
     case NC_OPT_TRAIN_THRESHOLD: t->train_threshold = 1; return 1;
+    case NC_OPT_ROLLBACK: t->rollback = 1; return 1;
+    case NC_OPT_NO_ROLLBACK: t->rollback = 0; return 1;
     case NC_OPT_AUGMENT:
         t->crop_padding = 2;
         t->flip = 1;

@@ -12,7 +12,7 @@
 enum { NC_OPT_FT_QCFS = 1100, NC_OPT_FT_BPTT, NC_OPT_TRAIN_T, NC_OPT_LR, NC_OPT_OPTIMIZER, NC_OPT_SURROGATE,
        NC_OPT_SURROGATE_ALPHA, NC_OPT_TRAIN_THRESHOLD, NC_OPT_TRAIN_BATCH, NC_OPT_WEIGHT_DECAY, NC_OPT_AUGMENT,
        NC_OPT_TRAIN_IMAGES, NC_OPT_VAL_IMAGES, NC_OPT_EVAL_T, NC_OPT_TRAIN_ENGINE, NC_OPT_HORIZONS,
-       NC_OPT_DISTILL, NC_OPT_CALIBRATE_BIAS, NC_OPT_BIAS_IMAGES };
+       NC_OPT_DISTILL, NC_OPT_CALIBRATE_BIAS, NC_OPT_BIAS_IMAGES, NC_OPT_ROLLBACK, NC_OPT_NO_ROLLBACK };
 
 #define NC_CLI_FINETUNE_LONG_OPTIONS                                                                    \
     {"finetune-qcfs", required_argument, NULL, NC_OPT_FT_QCFS},                                         \
@@ -32,7 +32,9 @@ enum { NC_OPT_FT_QCFS = 1100, NC_OPT_FT_BPTT, NC_OPT_TRAIN_T, NC_OPT_LR, NC_OPT_
     {"train-horizons", required_argument, NULL, NC_OPT_HORIZONS},                                       \
     {"distill", required_argument, NULL, NC_OPT_DISTILL},                                               \
     {"calibrate-bias", required_argument, NULL, NC_OPT_CALIBRATE_BIAS},                                 \
-    {"bias-images", required_argument, NULL, NC_OPT_BIAS_IMAGES}
+    {"bias-images", required_argument, NULL, NC_OPT_BIAS_IMAGES},                                       \
+    {"rollback", no_argument, NULL, NC_OPT_ROLLBACK},                                                   \
+    {"no-rollback", no_argument, NULL, NC_OPT_NO_ROLLBACK}
 
 typedef struct nc_cli_finetune {
     int val_images_set;   /* --val-images given                          */

@@ -157,6 +157,7 @@ static void print_epochs_json(nc_json *j, const nc_runner *r, const nc_stage_row
     if ((qcfs || bptt) && nc_runner_train_result(r, qcfs ? NC_TRAIN_QCFS : NC_TRAIN_BPTT, &res)) {
         nc_json_int(j, "epochs_run", res.epochs_run);
         nc_json_int(j, "kept_epoch", res.best_epoch);
+        nc_json_int(j, "rollbacks", res.rollbacks);
     }
 }
 
@@ -252,8 +253,9 @@ static nc_status on_event(void *user, nc_runner *r, const nc_run_stage *stage, n
     else if (stage->kind == NC_RUN_FINETUNE && ev == NC_RUNNER_STAGE_BEGIN)
         print_finetune_header(a, r, stage);
     else if (stage->kind == NC_RUN_FINETUNE && ev == NC_RUNNER_STAGE_END && nc_runner_train_result(r, stage->mode, &res))
-        printf("  kept epoch %d of %d (held-out accuracy %.4f, before %.4f), %.0f s, %.2f GB\n", res.best_epoch,
-               res.epochs_run, res.best_val_accuracy, res.val_accuracy_before, res.seconds, res.memory_bytes / 1e9);
+        printf("  kept epoch %d of %d (held-out accuracy %.4f, before %.4f; %d epochs undone), %.0f s, %.2f GB\n",
+               res.best_epoch, res.epochs_run, res.best_val_accuracy, res.val_accuracy_before, res.rollbacks,
+               res.seconds, res.memory_bytes / 1e9);
     else if (stage->kind == NC_RUN_CALIBRATE_BIAS && ev == NC_RUNNER_STAGE_END)
         print_bias_calibration(r);
     else if (stage->kind == NC_RUN_SAVE && ev == NC_RUNNER_STAGE_BEGIN)

@@ -80,6 +80,9 @@ static void rule_training(const nc_net_summary *s, int T, nc_recipe *r)
     o->train.optimizer = NC_OPTIMIZER_ADAM;
     o->train.learning_rate = 1e-4;
     reason(r, "Adam, learning rate 1e-4, cosine: larger rates (3e-4–5e-4) broke BPTT from a converted net");
+    o->train.rollback = 1;
+    reason(r, "rollback: an epoch that lowers the held-out accuracy is undone and the rate halved, so that a "
+              "stage that starts the wrong way goes on from its best net at a gentler rate");
     o->train.distill_alpha = 0.5;
     o->train.distill_tau = 2.0;
     reason(r, "distillation from the ANN, weight 0.5, temperature 2: the ANN is the best teacher at hand");

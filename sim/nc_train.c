@@ -1149,6 +1149,17 @@ void nc_trainer_apply(nc_trainer *tr, double lr)
     }
 }
 
+void nc_trainer_reset(nc_trainer *tr, const float *const *values)
+{
+    for (int k = 0; k < tr->n_params; k++) {
+        opt_state *p = &tr->params[k];
+        tr->be->ops->upload(tr->be, p->value, values[k], (size_t)p->count);
+        tr->be->ops->zero(tr->be, p->m, (size_t)p->count);
+        tr->be->ops->zero(tr->be, p->v, (size_t)p->count);
+    }
+    tr->steps = 0;
+}
+
 nc_status nc_trainer_sync_net(nc_trainer *tr, nc_error *err)
 {
     for (int k = 0; k < tr->n_params; k++)

@@ -96,6 +96,11 @@ typedef struct nc_train_options {
      * pass it (nc_budget_epochs); the cosine schedule is re-planned over the
      * epochs that fit.  The first epoch always runs. */
     double time_budget;
+    /* After an epoch whose held-out accuracy is below the best so far: back
+     * to the best epoch's parameters, the optimiser's state cleared, and the
+     * learning rate halved for the rest of the run (an epoch that went the
+     * wrong way is not built upon).  Needs val_count > 0; default 0. */
+    int rollback;
     /* Data parallel (sim/nc_train_dp.h): the ranks (devices) that share every
      * batch; ≤ 1: one.  nc_train splits each batch over them. */
     int ranks;
@@ -115,6 +120,7 @@ typedef struct nc_train_result {
     double final_loss;
     double seconds;
     double memory_bytes;          /* the estimate the run was checked against    */
+    int rollbacks;                /* epochs undone (options.rollback)            */
 } nc_train_result;
 
 /* Bytes a run of `net` with these options needs (activations, membranes,
@@ -180,6 +186,10 @@ typedef struct nc_train_param {
 } nc_train_param;
 int nc_trainer_param_count(const nc_trainer *tr);
 void nc_trainer_param(const nc_trainer *tr, int k, nc_train_param *out);
+/* Sets parameter k to values[k] (host, nc_train_param.count floats each) for
+ * every k, and clears the optimiser's moments and step count: the trainer
+ * goes on as one made afresh with those values. */
+void nc_trainer_reset(nc_trainer *tr, const float *const *values);
 
 const char *nc_train_mode_name(nc_train_mode m);   /* "qcfs", "bptt" */
 const char *nc_optimizer_name(nc_optimizer o);     /* "sgd", "adam"  */

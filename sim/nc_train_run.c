@@ -152,6 +152,8 @@ typedef struct run_state {
     uint64_t rng;
     double start;
     int epochs;          /* planned: o->epochs, fewer when the time budget says so */
+    double lr_scale;     /* 1, halved at each rollback                 */
+    double last_val;     /* the last epoch's held-out accuracy (−1)    */
 } run_state;
 
 /* Batch b of an epoch, augmented, into rs->images and rs->labels.  A set in
@@ -189,10 +191,22 @@ static nc_status held_out(run_state *rs, double *accuracy, nc_error *err)
                              rs->labels, rs->logits, accuracy, err);
 }
 
+/* Every trainer (each rank of a group) back to a saved copy, its optimiser
+ * state cleared. */
+static void params_to_trainers(run_state *rs, const param_copy *pc)
+{
+    if (!rs->group) {
+        nc_trainer_reset(rs->tr, (const float *const *)pc->values);
+        return;
+    }
+    for (int r = 0; r < nc_train_group_ranks(rs->group); r++)
+        nc_trainer_reset(nc_train_group_trainer(rs->group, r), (const float *const *)pc->values);
+}
+
 static nc_status run_epoch(run_state *rs, int epoch, nc_train_result *res, nc_error *err)
 {
     const nc_train_options *o = rs->o;
-    double lr0 = learning_rate_of(o), loss_sum = 0;
+    double lr0 = learning_rate_of(o) * rs->lr_scale, loss_sum = 0;
     int64_t right = 0, seen = 0;
     if (!rs->ds->stream)
         shuffle(rs->order, rs->n_train, &rs->rng);
@@ -219,6 +233,7 @@ static nc_status run_epoch(run_state *rs, int epoch, nc_train_result *res, nc_er
             s = held_out(rs, &p.val_accuracy, err);
             if (s != NC_OK)
                 return s;
+            rs->last_val = p.val_accuracy;
         }
         if (o->progress && o->progress(o->progress_user, &p))
             return nc_fail(err, NC_ERR_CANCELLED, "fine-tuning cancelled in epoch %d, batch %lld", epoch,
@@ -336,7 +351,7 @@ nc_status nc_train(nc_net *net, const nc_dataset *ds, const nc_train_options *o,
 {
     *result = (nc_train_result){.best_val_accuracy = -1, .val_accuracy_before = -1};
     run_state rs = {.ds = ds, .o = o, .net = net, .rng = o->seed ^ 0x5EEDull, .start = nc_now(),
-                    .epochs = o->epochs};
+                    .epochs = o->epochs, .lr_scale = 1, .last_val = -1};
     nc_status s = check_run(net, ds, o, &rs.n_train, err);
     if (s == NC_OK)
         s = check_budget(net, o, &result->memory_bytes, err);
@@ -365,6 +380,12 @@ nc_status nc_train(nc_net *net, const nc_dataset *ds, const nc_train_options *o,
         fit_epochs_to_budget(&rs, epoch, longest_epoch);
         if (s == NC_OK && rs.n_val > 0 && result->best_epoch != best_before && params_save(rs.tr, &best) != 0)
             s = nc_fail(err, NC_ERR_MEMORY, "out of memory for the best checkpoint");
+        if (s == NC_OK && o->rollback && rs.n_val > 0 && rs.last_val < result->best_val_accuracy &&
+            epoch < rs.epochs) {
+            params_to_trainers(&rs, &best);
+            rs.lr_scale *= 0.5;
+            result->rollbacks++;
+        }
     }
     if (s == NC_OK && rs.n_val > 0)
         params_to_net(rs.tr, net, &best);

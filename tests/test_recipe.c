@@ -35,6 +35,7 @@ static void test_rules_shallow_net(void)
              "a shallow net: 2 QCFS epochs, then BPTT");
     NC_CHECK(r.opts.train.distill_alpha == 0.5 && r.opts.train.distill_tau == 2.0, "distillation on");
     NC_CHECK(r.opts.train.learning_rate == 1e-4 && r.opts.train.optimizer == NC_OPTIMIZER_ADAM, "Adam 1e-4");
+    NC_CHECK(r.opts.train.rollback == 1, "rollback on: a stage that starts the wrong way goes on from its best");
     NC_CHECK(r.keep_best_T == 4 && r.eval_T == 4, "judged and measured at T");
     NC_CHECK(r.time_budget == 60.0 * NC_RECIPE_DEFAULT_MINUTES, "the default budget");
     NC_CHECK(strstr(r.reasons, "L = 4") && strstr(r.reasons, "threshold p99") && strstr(r.reasons, "per layer"),

@@ -313,6 +313,143 @@ static void test_time_budget_stops(void)
     nc_net_free(net);
 }
 
+/* The values of every parameter, copied (nc_trainer_param's are valid only
+ * until the next call). */
+static float **copy_params(nc_trainer *tr)
+{
+    int count = nc_trainer_param_count(tr);
+    float **values = calloc((size_t)count, sizeof(float *));
+    for (int k = 0; k < count; k++) {
+        nc_train_param p;
+        nc_trainer_param(tr, k, &p);
+        values[k] = malloc((size_t)p.count * sizeof(float));
+        memcpy(values[k], p.value, (size_t)p.count * sizeof(float));
+    }
+    return values;
+}
+
+static void free_params(float **values, int count)
+{
+    for (int k = 0; k < count; k++)
+        free(values[k]);
+    free(values);
+}
+
+/* One Adam step on the first 32 images of ds. */
+static void adam_step(nc_trainer *tr, const nc_dataset *ds, double lr)
+{
+    nc_error err = {0};
+    NC_CHECK(nc_trainer_gradients(tr, ds->images, ds->labels, 32, NULL, NULL, &err) == NC_OK, "gradients: %s",
+             err.message);
+    nc_trainer_apply(tr, lr);
+}
+
+/* nc_trainer_reset: after a few steps, a reset to the first values goes on
+ * exactly as a trainer made afresh with them (Adam's moments and its bias
+ * correction restart). */
+static void test_trainer_reset_is_a_fresh_start(void)
+{
+    nc_net *net = learning_net(NC_NEURON_IF), *twin = net ? nc_net_clone(net) : NULL;
+    NC_CHECK(net && twin, "nets");
+    if (!net || !twin)
+        return;
+    nc_dataset *ds = quadrant_dataset(64, 5);
+    nc_train_options o = nc_train_options_default(NC_TRAIN_BPTT);
+    o.T = 4;
+    o.train_threshold = 1;
+    nc_trainer *tr = NULL, *fresh = NULL;
+    nc_error err = {0};
+    NC_CHECK(nc_trainer_new(net, &o, 32, &tr, &err) == NC_OK, "trainer: %s", err.message);
+    NC_CHECK(nc_trainer_new(twin, &o, 32, &fresh, &err) == NC_OK, "fresh trainer: %s", err.message);
+    if (tr && fresh) {
+        int count = nc_trainer_param_count(tr);
+        float **start = copy_params(tr);
+        for (int k = 0; k < 3; k++)
+            adam_step(tr, ds, 1e-2);
+        float **moved = copy_params(tr);
+        nc_train_param p;
+        nc_trainer_param(tr, 0, &p);
+        NC_CHECK(memcmp(moved[0], start[0], (size_t)p.count * sizeof(float)) != 0, "the steps moved weights");
+        nc_trainer_reset(tr, (const float *const *)start);
+        for (int k = 0; k < count; k++) {
+            nc_trainer_param(tr, k, &p);
+            NC_CHECK(memcmp(p.value, start[k], (size_t)p.count * sizeof(float)) == 0, "param %d reset", k);
+        }
+        adam_step(tr, ds, 1e-2);
+        adam_step(fresh, ds, 1e-2);
+        float **after = copy_params(tr);
+        for (int k = 0; k < count; k++) {
+            nc_trainer_param(fresh, k, &p);
+            NC_CHECK(memcmp(p.value, after[k], (size_t)p.count * sizeof(float)) == 0,
+                     "param %d: the step after a reset is a fresh trainer's first", k);
+        }
+        free_params(start, count);
+        free_params(moved, count);
+        free_params(after, count);
+    }
+    nc_trainer_free(tr);
+    nc_trainer_free(fresh);
+    free_dataset(ds);
+    nc_net_free(net);
+    nc_net_free(twin);
+}
+
+typedef struct epoch_rates {
+    int epochs;
+    double rate[8];    /* each epoch's learning rate (cosine off: constant) */
+    double val[8];     /* its held-out accuracy                              */
+} epoch_rates;
+
+static int log_epoch_rates(void *user, const nc_train_progress *p)
+{
+    epoch_rates *log = user;
+    if (p->batch == p->batches && p->epoch <= 8) {
+        log->rate[p->epoch - 1] = p->learning_rate;
+        log->val[p->epoch - 1] = p->val_accuracy;
+        log->epochs = p->epoch;
+    }
+    return 0;
+}
+
+/* options.rollback: a learning rate far too large makes epochs worse; each
+ * such epoch is undone and the rate halved, and the run ends on the best. */
+static void test_rollback_halves_the_rate(void)
+{
+    nc_net *net = learning_net(NC_NEURON_QCFS);
+    NC_CHECK(net != NULL, "net");
+    if (!net)
+        return;
+    nc_dataset *ds = quadrant_dataset(600, 11);
+    nc_train_options o = nc_train_options_default(NC_TRAIN_QCFS);
+    o.epochs = 5;
+    o.batch_size = 50;
+    o.learning_rate = 3.0;
+    o.cosine = 0;
+    o.val_count = 100;
+    o.rollback = 1;
+    epoch_rates log = {0};
+    o.progress = log_epoch_rates;
+    o.progress_user = &log;
+    nc_train_result r;
+    nc_error err = {0};
+    NC_CHECK(nc_train(net, ds, &o, &r, &err) == NC_OK, "train: %s", err.message);
+    NC_CHECK(log.epochs == 5 && r.rollbacks >= 1, "%d epochs, %d rolled back", log.epochs, r.rollbacks);
+    int undone = 0;
+    double best = r.val_accuracy_before;
+    for (int e = 0; e + 1 < log.epochs; e++) {
+        int worse = log.val[e] < best;
+        undone += worse;
+        best = log.val[e] > best ? log.val[e] : best;
+        NC_CHECK_CLOSE(log.rate[e + 1], log.rate[e] * (worse ? 0.5 : 1.0), 0, 1e-12,
+                       "epoch %d (held-out %.3f, best %.3f): the next rate", e + 1, log.val[e], best);
+    }
+    NC_CHECK(undone == r.rollbacks, "%d worse epochs before the last, %d rollbacks", undone, r.rollbacks);
+    printf("# rollback: held-out %.3f → best %.3f (epoch %d), %d epochs undone, last rate %g\n",
+           r.val_accuracy_before, r.best_val_accuracy, r.best_epoch, r.rollbacks, log.rate[log.epochs - 1]);
+    free_dataset(ds);
+    nc_net_free(net);
+}
+
 static void test_qcfs_run_learns(void) { test_run_learns(NC_TRAIN_QCFS); }
 static void test_bptt_run_learns(void) { test_run_learns(NC_TRAIN_BPTT); }
 
@@ -655,6 +792,8 @@ int main(void)
     NC_RUN(test_loss_horizons);
     NC_RUN(test_distillation);
     NC_RUN(test_time_budget_stops);
+    NC_RUN(test_trainer_reset_is_a_fresh_start);
+    NC_RUN(test_rollback_halves_the_rate);
     NC_RUN(test_cpu_backend_slices);
     return nc_test_done();
 }
