@@ -33,6 +33,8 @@ typedef struct layer_acc {
     float *a;                    /* ANN activation                            */
     int steps_spk, steps_in;     /* steps delivered so far                    */
     int has_a;
+    int sums, sums_in;           /* count / zsum came as sums over the steps  */
+    int has_z;                   /* zsum holds the batch's Σ_t x_t (checked)  */
 
     /* raster: rk neurons of the first raster_samples samples */
     int rk;
@@ -61,6 +63,8 @@ struct nc_record {
     /* the current batch */
     int64_t batch_n, batch_cap;  /* samples now, buffers sized for           */
     int batch_open;
+    int batch_sums;              /* IF layers shown as sums over the steps    */
+    int64_t batch_step_n;        /* samples whose every step is shown         */
     int64_t batch_ref_correct[2];
     int batch_ref_seen[2];
     double *cum;                 /* [n, classes] running output sums          */
@@ -175,7 +179,7 @@ static nc_status find_layers(nc_record *rec, nc_error *err)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for a record");
     for (int i = 0; i < net->n_nodes; i++) {
         rec->layer_of[i] = -1;
-        if (!is_layer(&net->nodes[i]))
+        if (rec->spec.layers == NC_RECORD_NONE || !is_layer(&net->nodes[i]))
             continue;
         layer_acc *L = &rec->layers[rec->n_layers++];
         if (layer_init(L, net, i, &rec->spec, rec->T) != 0)
@@ -197,6 +201,7 @@ nc_status nc_record_new(const nc_net *net, int T, const nc_record_spec *spec, nc
     if (!rec)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for a record");
     nc_record_spec s = spec ? *spec : (nc_record_spec){0};
+    rec->spec.layers = s.layers == NC_RECORD_NONE ? NC_RECORD_NONE : 0;
     rec->spec.raster_samples = resolve(s.raster_samples, NC_RECORD_DEFAULT_RASTER_SAMPLES);
     rec->spec.raster_neurons = resolve(s.raster_neurons, NC_RECORD_DEFAULT_RASTER_NEURONS);
     rec->spec.trace_samples = resolve(s.trace_samples, NC_RECORD_DEFAULT_TRACE_SAMPLES);
@@ -272,8 +277,10 @@ nc_status nc_record_begin_batch(nc_record *rec, int64_t n, nc_error *err)
         memset(L->zsum, 0, count * sizeof(float));
         if (L->b_bits)
             memset(L->b_bits, 0, batch_raster_bytes(L, rec->T, n));
-        L->steps_spk = L->steps_in = L->has_a = 0;
+        L->steps_spk = L->steps_in = L->has_a = L->sums = L->sums_in = L->has_z = 0;
     }
+    rec->batch_sums = 0;
+    rec->batch_step_n = n;
     memset(rec->batch_ref_correct, 0, sizeof rec->batch_ref_correct);
     memset(rec->batch_ref_seen, 0, sizeof rec->batch_ref_seen);
     rec->sticky.code = NC_OK;
@@ -297,8 +304,8 @@ static layer_acc *observed_layer(nc_record *rec, int node, int64_t rows, int64_t
         nc_fail(&rec->sticky, NC_ERR_INTERNAL, "record: node '%s' observed outside a batch", name);
         return NULL;
     }
-    int64_t n = rec->batch_n;
-    if (per_row != L->numel || rows % n != 0 || (!snn && rows != n)) {
+    int64_t n = snn ? rec->batch_step_n : rec->batch_n;
+    if (n == 0 || per_row != L->numel || rows % n != 0 || (!snn && rows != n)) {
         nc_fail(&rec->sticky, NC_ERR_SHAPE, "record: node '%s' observed as %lld × %lld values, expected %s × %lld",
                 name, (long long)rows, (long long)per_row, snn ? "(steps·batch)" : "batch", (long long)L->numel);
         return NULL;
@@ -341,28 +348,30 @@ static void keep_spike_views(nc_record *rec, layer_acc *L, int64_t g, int t, con
 }
 
 /* One step t of sample s (within the batch) of an IF layer's output:
- * spike counts, raster and trace bits. */
+ * spike counts (unless they come as sums), raster and trace bits. */
 static void add_spikes(nc_record *rec, layer_acc *L, int64_t s, int t, const float *row)
 {
     uint16_t *count = L->count + s * L->numel;
-    for (int64_t i = 0; i < L->numel; i++)
+    for (int64_t i = 0; !rec->batch_sums && i < L->numel; i++)
         count[i] += row[i] != 0.0f;
     keep_spike_views(rec, L, rec->samples + s, t, row);
 }
 
 /* One step t of sample s of an IF layer's input current: its sum over the
- * steps and the traced neurons' currents. */
+ * steps (unless it comes as a sum) and the traced neurons' currents. */
 static void add_input(nc_record *rec, layer_acc *L, int64_t s, int t, const float *row)
 {
     int64_t g = rec->samples + s;
     float *z = L->zsum + s * L->numel;
-    for (int64_t i = 0; i < L->numel; i++)
+    for (int64_t i = 0; !rec->batch_sums && i < L->numel; i++)
         z[i] += row[i];
     for (int j = 0; g < rec->spec.trace_samples && j < L->tk; j++)
         L->t_cur[(g * L->tk + j) * rec->T + t] = row[L->t_index[j]];
 }
 
-/* The next steps of an IF layer's output (or, with input, its input), [steps, batch, per_row]. */
+/* The next steps of an IF layer's output (or, with input, its input),
+ * [steps, samples, per_row]: every sample of the batch, or with sums its
+ * first batch_step_n. */
 static void observe_steps(nc_record *rec, int node, const float *data, int64_t rows, int64_t per_row, int input)
 {
     int steps;
@@ -370,7 +379,7 @@ static void observe_steps(nc_record *rec, int node, const float *data, int64_t r
     int *done = L ? (input ? &L->steps_in : &L->steps_spk) : NULL;
     if (!L || too_many_steps(rec, L, *done, steps))
         return;
-    int64_t n = rec->batch_n;
+    int64_t n = rec->batch_step_n;
     for (int k = 0; k < steps; k++)
         for (int64_t s = 0; s < n; s++) {
             const float *row = data + ((int64_t)k * n + s) * per_row;
@@ -380,6 +389,59 @@ static void observe_steps(nc_record *rec, int node, const float *data, int64_t r
                 add_spikes(rec, L, s, *done + k, row);
         }
     *done += steps;
+}
+
+int64_t nc_record_step_samples(const nc_record *rec)
+{
+    if (!rec->batch_open)
+        return 0;
+    if (rec->spec.raster_sink)
+        return rec->batch_n;
+    int64_t views = rec->spec.raster_samples > rec->spec.trace_samples ? rec->spec.raster_samples
+                                                                       : rec->spec.trace_samples;
+    int64_t left = views - rec->samples;
+    return left <= 0 ? 0 : left < rec->batch_n ? left : rec->batch_n;
+}
+
+void nc_record_expect_sums(nc_record *rec)
+{
+    rec->batch_step_n = nc_record_step_samples(rec);
+    rec->batch_sums = rec->batch_open;
+}
+
+void nc_record_observe_sums(void *user, int node, const float *spikes, const float *inputs, int64_t n,
+                            int64_t per_row)
+{
+    nc_record *rec = user;
+    if (node < 0 || node >= rec->net->n_nodes || rec->layer_of[node] < 0 || rec->sticky.code != NC_OK)
+        return;
+    layer_acc *L = &rec->layers[rec->layer_of[node]];
+    const char *name = rec->net->nodes[node].name;
+    if (!rec->batch_open || !rec->batch_sums) {
+        nc_fail(&rec->sticky, NC_ERR_INTERNAL, "record: sums of node '%s' shown outside a batch that expects them",
+                name);
+        return;
+    }
+    if (n != rec->batch_n || per_row != L->numel || !spikes || L->sums) {
+        nc_fail(&rec->sticky, NC_ERR_SHAPE, "record: sums of node '%s' shown as %lld × %lld values%s, expected "
+                "%lld × %lld once", name, (long long)n, (long long)per_row, L->sums ? " a second time" : "",
+                (long long)rec->batch_n, (long long)L->numel);
+        return;
+    }
+    int64_t count = n * per_row;
+    for (int64_t i = 0; i < count; i++) {
+        float c = spikes[i];
+        if (!(c >= 0 && c <= rec->T && c == (float)(int)c)) {
+            nc_fail(&rec->sticky, NC_ERR_SHAPE, "record: node '%s' shown with %g spikes of a neuron in %d steps",
+                    name, c, rec->T);
+            return;
+        }
+        L->count[i] = (uint16_t)c;
+    }
+    if (inputs)
+        memcpy(L->zsum, inputs, (size_t)count * sizeof(float));
+    L->sums = 1;
+    L->sums_in = inputs != NULL;
 }
 
 void nc_record_observe_snn(void *user, int node, const float *data, int64_t rows, int64_t per_row)
@@ -427,52 +489,96 @@ nc_status nc_record_add_reference(nc_record *rec, nc_record_ref which, const flo
 
 /* ---- end of batch ------------------------------------------------------------------ */
 
-static void err_add(err_acc *e, double value, double ref)
+/* A batch's sums over its (neuron, sample) pairs before they join a layer's
+ * totals: locals, which the compiler keeps in registers (pairs counted once). */
+typedef struct pair_sums {
+    int64_t spikes, dead, saturated, clipped;
+    err_acc total, local, clip, quant, uneven;
+} pair_sums;
+
+static inline void err_add(err_acc *e, double value, double ref)
 {
     e->sum += value;
     e->sq += value * value;
     e->abs += fabs(value);
     e->ref_sq += ref * ref;
-    e->pairs++;
 }
 
-/* The §3.4 terms of one (neuron, sample) pair; see nc_record.h. */
-static void add_pair(layer_acc *L, int T, float theta, int N, const float *a, const float *zsum)
+/* A term without a reference (its rel_l2 is not defined). */
+static inline void err_add_plain(err_acc *e, double value)
 {
-    double phi = (double)theta * N / T;
-    L->dead += N == 0;
-    L->saturated += N == T;
+    e->sum += value;
+    e->sq += value * value;
+    e->abs += fabs(value);
+}
+
+/* The threshold of a channel and what the §3.4 terms use of it, computed
+ * once per channel (the pairs then multiply instead of dividing). */
+typedef struct channel_consts {
+    double th, th_per_step, per_th, per_T, T, v0_fraction;
+} channel_consts;
+
+/* The §3.4 terms of one (neuron, sample) pair; see nc_record.h.
+ * z·T/θ = zsum/θ, so q_T(z) = (θ/T)·floor(zsum/θ + v0_fraction). */
+static inline void add_pair(pair_sums *p, const channel_consts *k, int N, const float *a, const float *zsum)
+{
+    double phi = k->th_per_step * N, th = k->th;
+    p->spikes += N;
+    p->dead += N == 0;
+    p->saturated += N == k->T;
     if (a)
-        err_add(&L->total, phi - *a, *a);
+        err_add(&p->total, phi - *a, *a);
     if (!zsum)
         return;
-    double z = (double)*zsum / T, th = theta;
+    double z = (double)*zsum * k->per_T;
     double relu = z > 0 ? z : 0;
     double clip = relu < th ? relu : th;
-    double q = th * floor(z * T / th + L->neuron->v0_fraction) / T;
+    double q = k->th_per_step * floor((double)*zsum * k->per_th + k->v0_fraction);
     q = q < 0 ? 0 : q > th ? th : q;
-    err_add(&L->local, phi - relu, relu);
-    err_add(&L->clip, clip - relu, 0);
-    err_add(&L->quant, q - clip, 0);
-    err_add(&L->uneven, phi - q, 0);
-    L->clipped += z > th;
+    err_add(&p->local, phi - relu, relu);
+    err_add_plain(&p->clip, clip - relu);
+    err_add_plain(&p->quant, q - clip);
+    err_add_plain(&p->uneven, phi - q);
+    p->clipped += z > th;
+}
+
+static void err_join(err_acc *into, const err_acc *e, int64_t pairs)
+{
+    into->sum += e->sum;
+    into->sq += e->sq;
+    into->abs += e->abs;
+    into->ref_sq += e->ref_sq;
+    into->pairs += pairs;
 }
 
 /* The batch that B observed enters L's totals (B = L for one record; a
- * rank's record otherwise, nc_record_end_batch_into). */
+ * rank's record otherwise, nc_record_end_batch_into).  A channel's values
+ * are contiguous in a sample (layer_init: inner = numel / channels). */
 static void fold_layer(layer_acc *L, const layer_acc *B, int T, int64_t n)
 {
-    int has_z = B->steps_in == T;
+    const nc_neuron *nr = L->neuron;
+    pair_sums p = {0};
     for (int64_t s = 0; s < n; s++) {
-        for (int64_t i = 0; i < L->numel; i++) {
-            int64_t k = s * L->numel + i;
-            int N = B->count[k];
-            L->spikes += N;
-            L->chan_spikes[(i / L->inner) % L->channels] += N;
-            add_pair(L, T, theta_of(L, i), N, B->has_a ? &B->a[k] : NULL, has_z ? &B->zsum[k] : NULL);
+        for (int c = 0; c < L->channels; c++) {
+            double th = nr->threshold[nr->n_threshold > 1 ? c : 0];
+            channel_consts k = {th, th / T, 1.0 / th, 1.0 / T, T, nr->v0_fraction};
+            int64_t first = s * L->numel + (int64_t)c * L->inner, before = p.spikes;
+            for (int64_t i = first; i < first + L->inner; i++)
+                add_pair(&p, &k, B->count[i], B->has_a ? &B->a[i] : NULL, B->has_z ? &B->zsum[i] : NULL);
+            L->chan_spikes[c] += p.spikes - before;
         }
     }
-    L->pairs += n * L->numel;
+    int64_t pairs = n * L->numel;
+    L->spikes += p.spikes;
+    L->dead += p.dead;
+    L->saturated += p.saturated;
+    L->clipped += p.clipped;
+    err_join(&L->total, &p.total, B->has_a ? pairs : 0);
+    err_join(&L->local, &p.local, B->has_z ? pairs : 0);
+    err_join(&L->clip, &p.clip, B->has_z ? pairs : 0);
+    err_join(&L->quant, &p.quant, B->has_z ? pairs : 0);
+    err_join(&L->uneven, &p.uneven, B->has_z ? pairs : 0);
+    L->pairs += pairs;
 }
 
 /* The raster bits and trace values a rank's record kept of samples
@@ -517,12 +623,19 @@ static nc_status check_batch(nc_record *rec, const float *out, int64_t classes, 
         return nc_fail(err, rec->sticky.code, "%s", rec->sticky.message);
     if (!out || classes < 1)
         return nc_fail(err, NC_ERR_ARGUMENT, "record: no SNN output for the batch");
+    /* with sums, every step of only the first batch_step_n samples */
+    int want = rec->batch_sums && rec->batch_step_n == 0 ? 0 : rec->T;
     for (int i = 0; i < rec->n_layers; i++) {
-        const layer_acc *L = &rec->layers[i];
-        if (L->steps_spk != rec->T || (L->steps_in != 0 && L->steps_in != rec->T))
+        layer_acc *L = &rec->layers[i];
+        const char *name = rec->net->nodes[L->node].name;
+        if (L->steps_spk != want || (L->steps_in != 0 && L->steps_in != want))
             return nc_fail(err, NC_ERR_INTERNAL,
                            "record: the engine showed %d spike steps and %d input steps of node '%s', expected %d",
-                           L->steps_spk, L->steps_in, rec->net->nodes[L->node].name, rec->T);
+                           L->steps_spk, L->steps_in, name, want);
+        if (rec->batch_sums && !L->sums)
+            return nc_fail(err, NC_ERR_INTERNAL, "record: the engine showed no sums over the steps of node '%s'",
+                           name);
+        L->has_z = rec->batch_sums ? L->sums_in : L->steps_in == rec->T;
     }
     return NC_OK;
 }

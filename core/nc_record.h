@@ -94,6 +94,10 @@ typedef void (*nc_raster_sink)(void *user, const nc_record *rec, int layer, int6
                                int T, const uint8_t *bits);
 
 typedef struct nc_record_spec {
+    int layers;          /* NC_RECORD_NONE: no layer is recorded — the
+                          * accuracies only, and observers need not be
+                          * called (an evaluation nobody inspects); else
+                          * every IF node                                  */
     int raster_samples;  /* first samples of the run in the raster        */
     int raster_neurons;  /* neurons per layer in the raster               */
     int trace_samples;   /* first samples of the run with membrane traces */
@@ -123,6 +127,31 @@ nc_status nc_record_begin_batch(nc_record *rec, int64_t n, nc_error *err);
 void nc_record_observe_ann(void *user, int node, const float *data, int64_t rows, int64_t per_row);
 void nc_record_observe_snn(void *user, int node, const float *data, int64_t rows, int64_t per_row);
 void nc_record_observe_snn_input(void *user, int node, const float *data, int64_t rows, int64_t per_row);
+
+/* ---- sums over the steps ----------------------------------------------
+ * Most metrics need only each neuron's spike count and input sum over the
+ * T steps; the raster and traces need every step of the run's first few
+ * samples.  An engine that sums on its side (a GPU: T times less to copy
+ * and to add up on the host) can feed a batch that way:
+ *   nc_record_begin_batch(rec, n)
+ *   nc_record_expect_sums(rec)
+ *   observe_snn(_input) with rows = steps · nc_record_step_samples(rec) —
+ *       every step of only the batch's first step_samples samples (none
+ *       when 0);
+ *   nc_record_observe_sums once per IF node: spikes[s·per_row + i] = the
+ *       steps where value i of sample s was ≠ 0, inputs = Σ_t x_t summed in
+ *       step order in float (NULL: no input currents, as without
+ *       observe_snn_input), for all n samples;
+ *   nc_record_end_batch(rec, …)
+ * The record then holds what the per-step feeding gives, bit for bit. */
+/* The leading samples of the open batch whose every step the record needs:
+ * those among the run's first raster and trace samples; every sample with a
+ * raster sink (then sums bring nothing). */
+int64_t nc_record_step_samples(const nc_record *rec);
+/* This batch's IF nodes come as sums (call after nc_record_begin_batch). */
+void nc_record_expect_sums(nc_record *rec);
+void nc_record_observe_sums(void *user, int node, const float *spikes, const float *inputs, int64_t n,
+                            int64_t per_row);
 
 typedef enum nc_record_ref { NC_RECORD_REF_ANN, NC_RECORD_REF_QCFS } nc_record_ref;
 

@@ -26,7 +26,8 @@ enum nc_engine_caps {
     NC_CAP_SNN = 1 << 0,         /* can run NC_MODE_SNN                       */
     NC_CAP_TRAINING = 1 << 1,    /* implements backward                       */
     NC_CAP_FIXED_POINT = 1 << 2, /* integer arithmetic (results differ)       */
-    NC_CAP_DEVICE_MEMORY = 1 << 3
+    NC_CAP_DEVICE_MEMORY = 1 << 3,
+    NC_CAP_STEP_SUMS = 1 << 4    /* calls an observer's observe_sums          */
 };
 
 typedef struct nc_observer {
@@ -36,6 +37,17 @@ typedef struct nc_observer {
     /* SNN mode only: the input current of a NEURON node, same layout. */
     void (*observe_input)(void *user, int node, const float *data, int64_t rows, int64_t per_row);
     void *user;
+    /* Optional, SNN mode, engines with NC_CAP_STEP_SUMS only (others never
+     * call it): each NEURON node of model IF shown once as sums over the T
+     * steps for the N samples — spikes[s·per_row + i] = the steps where
+     * value i of sample s was ≠ 0, inputs = Σ_t input current added in step
+     * order in float — and then observe / observe_input see every step of
+     * only the first step_samples samples (rows = steps · step_samples;
+     * not called when 0).  A recording whose rasters and traces keep a few
+     * samples thus copies T times less off the device (nc_record.h). */
+    void (*observe_sums)(void *user, int node, const float *spikes, const float *inputs, int64_t n,
+                         int64_t per_row);
+    int64_t step_samples;
 } nc_observer;
 
 typedef struct nc_run_options {

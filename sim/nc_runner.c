@@ -605,6 +605,8 @@ static nc_status run_measure(nc_runner *r, int stage, const nc_runner_observer *
                               .skip_ann = !s->ann, .skip_qcfs = !s->qcfs};
     if (s->keep)
         so.record = r->desc.record;
+    else /* nobody reads its layers: the accuracies alone, with no observer (the engine's fastest path) */
+        so.record.layers = NC_RECORD_NONE;
     st = nc_record_new(net, so.T, &so.record, &r->records[s->row], err);
     if (st == NC_OK)
         st = notify(r, obs, stage, NC_RUNNER_RECORD_READY, err);

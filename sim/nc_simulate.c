@@ -80,7 +80,8 @@ static nc_status reference_pass(sim_ctx *c, const nc_tensor *input, const int32_
     ob.user = c->rec;
     nc_tensor *out = NULL;
     int64_t n = input->shape[0];
-    nc_status st = forward(c, input, mode, mode == NC_MODE_ANN ? &ob : NULL, 0, &out, err);
+    int observed = mode == NC_MODE_ANN && nc_record_layer_count(c->rec) > 0;
+    nc_status st = forward(c, input, mode, observed ? &ob : NULL, 0, &out, err);
     if (st == NC_OK)
         st = nc_record_add_reference(c->rec, mode == NC_MODE_ANN ? NC_RECORD_REF_ANN : NC_RECORD_REF_QCFS,
                                      out->data, n, classes_of(out, n), labels, err);
@@ -88,12 +89,31 @@ static nc_status reference_pass(sim_ctx *c, const nc_tensor *input, const int32_
     return st;
 }
 
+/* What the SNN pass shows the record: nothing for a record without layers
+ * (the engine then runs its fastest path); sums over the steps where the
+ * engine makes them and the record needs every step of only a few samples;
+ * else every step. */
+static const nc_observer *snn_observer(sim_ctx *c, int64_t n, nc_observer *ob)
+{
+    if (nc_record_layer_count(c->rec) == 0)
+        return NULL;
+    *ob = (nc_observer){nc_record_observe_snn, nc_record_observe_snn_input, c->rec};
+    int64_t step_samples = nc_record_step_samples(c->rec);
+    if ((c->engine->ops->caps & NC_CAP_STEP_SUMS) && step_samples < n) {
+        nc_record_expect_sums(c->rec);
+        ob->observe_sums = nc_record_observe_sums;
+        ob->step_samples = step_samples;
+    }
+    return ob;
+}
+
 static nc_status snn_pass(sim_ctx *c, const nc_tensor *input, const int32_t *labels, int64_t first, nc_error *err)
 {
-    nc_observer ob = {nc_record_observe_snn, nc_record_observe_snn_input, c->rec};
+    nc_observer ob;
+    const nc_observer *shown = snn_observer(c, input->shape[0], &ob);
     nc_tensor *out = NULL;
     int64_t rows = (int64_t)c->opts->T * input->shape[0];
-    nc_status st = forward(c, input, NC_MODE_SNN, &ob, splitmix64(c->opts->seed + (uint64_t)first), &out, err);
+    nc_status st = forward(c, input, NC_MODE_SNN, shown, splitmix64(c->opts->seed + (uint64_t)first), &out, err);
     if (st == NC_OK && c->shard)
         st = c->shard->commit(c->shard->user, c->rec, labels, out->data, classes_of(out, rows), err);
     else if (st == NC_OK)
