@@ -54,38 +54,91 @@ static nc_status host_buffer(grun *r, size_t bytes, float **out)
 }
 
 // Hands value v of node `node` (per_row floats a row) to fn: N rows in
-// ANN/QCFS mode; in SNN mode T·N rows delivered in chunks of whole steps
-// (a constant value once per step), each copied to the host just before.
+// ANN/QCFS mode; in SNN mode T·n rows (n = r->step_n, the first samples of
+// each step: all N, or with sums the observer's few) delivered in chunks of
+// whole steps (a constant value once per step), each copied to the host
+// just before.
 nc_status deliver(grun *r, const gval *v, int node, int64_t per_row,
                   void (*fn)(void *, int, const float *, int64_t, int64_t), void *user)
 {
     const int64_t budget = 64ll << 20;
-    int64_t step_floats = r->N * per_row;
+    int64_t n = r->snn ? r->step_n : r->N;
+    if (n == 0)
+        return NC_OK;
+    int64_t step_floats = r->N * per_row, shown = n * per_row;
     int steps = r->snn ? r->T : 1;
-    int64_t k = v->constant || !r->snn ? 1 : std::max<int64_t>(1, budget / std::max<int64_t>(1, step_floats * 4));
+    int64_t k = v->constant || !r->snn ? 1 : std::max<int64_t>(1, budget / std::max<int64_t>(1, shown * 4));
     k = std::min<int64_t>(k, steps);
     float *h = nullptr;
-    nc_status s = host_buffer(r, (size_t)(k * step_floats) * sizeof(float), &h);
+    nc_status s = host_buffer(r, (size_t)(k * shown) * sizeof(float), &h);
     if (s != NC_OK)
         return s;
     cudaStream_t st = r->st->stream;
     if (v->constant || !r->snn) {
-        NC_CUDA_TRY(r->err, r->where, cudaMemcpyAsync(h, v->data, (size_t)step_floats * sizeof(float),
+        NC_CUDA_TRY(r->err, r->where, cudaMemcpyAsync(h, v->data, (size_t)shown * sizeof(float),
                                                       cudaMemcpyDeviceToHost, st));
         NC_CUDA_TRY(r->err, r->where, cudaStreamSynchronize(st));
         for (int t = 0; t < steps; t++)
-            fn(user, node, h, r->N, per_row);
+            fn(user, node, h, n, per_row);
         return NC_OK;
     }
     for (int64_t t0 = 0; t0 < steps; t0 += k) {
         int64_t cnt = std::min<int64_t>(k, steps - t0);
-        NC_CUDA_TRY(r->err, r->where, cudaMemcpyAsync(h, v->data + t0 * step_floats, (size_t)(cnt * step_floats) * sizeof(float),
-                                                      cudaMemcpyDeviceToHost, st));
+        // the first n samples of each step: rows of `shown` floats, step_floats apart
+        NC_CUDA_TRY(r->err, r->where, cudaMemcpy2DAsync(h, (size_t)shown * sizeof(float), v->data + t0 * step_floats,
+                                                        (size_t)step_floats * sizeof(float),
+                                                        (size_t)shown * sizeof(float), (size_t)cnt,
+                                                        cudaMemcpyDeviceToHost, st));
         NC_CUDA_TRY(r->err, r->where, cudaStreamSynchronize(st));
-        fn(user, node, h, cnt * r->N, per_row);
+        fn(user, node, h, cnt * n, per_row);
     }
     return NC_OK;
 }
+
+// With sums: IF node i's input current summed over the steps into the first
+// half of a block that waits for its spike counts (deliver_sums).
+nc_status sum_input_steps(grun *r, int i)
+{
+    int from = r->net->nodes[i].inputs[0];
+    nc_status s = materialize(r, from);
+    if (s != NC_OK)
+        return s;
+    const gval *in = &r->val[from];
+    int64_t n = r->N * numel_of(r, i);
+    void *p = nullptr;
+    if ((s = alloc_floats(r, 2, n, sizeof(float), "sums over the steps", &p)) != NC_OK)
+        return s;
+    r->sums_block = (float *)p;
+    return launch_check(r, "step sums kernel", nc_launch_step_sums(r->st->stream, r->T, n, in->constant ? 0 : n,
+                                                                   in->data, 0, r->sums_block));
+}
+
+// With sums: IF node i's spike counts beside its input sums, both copied to
+// the host at once and handed to the observer's observe_sums.
+static nc_status deliver_sums(grun *r, int i)
+{
+    const nc_observer *ob = r->o->observer;
+    nc_status s = materialize(r, i);
+    if (s != NC_OK)
+        return s;
+    int64_t per_row = numel_of(r, i), n = r->N * per_row;
+    const gval *v = &r->val[i];
+    s = launch_check(r, "step sums kernel", nc_launch_step_sums(r->st->stream, r->T, n, v->constant ? 0 : n, v->data,
+                                                                1, r->sums_block + n));
+    float *h = nullptr;
+    if (s == NC_OK)
+        s = host_buffer(r, (size_t)(2 * n) * sizeof(float), &h);
+    if (s != NC_OK)
+        return s;
+    NC_CUDA_TRY(r->err, r->where, cudaMemcpyAsync(h, r->sums_block, (size_t)(2 * n) * sizeof(float),
+                                                  cudaMemcpyDeviceToHost, r->st->stream));
+    NC_CUDA_TRY(r->err, r->where, cudaStreamSynchronize(r->st->stream));
+    pool_put(r->st, r->sums_block);
+    r->sums_block = nullptr;
+    ob->observe_sums(ob->user, i, h + n, h, r->N, per_row);
+    return NC_OK;
+}
+
 static void release_after(grun *r, int i)
 {
     const nc_node *n = &r->net->nodes[i];
@@ -106,6 +159,8 @@ static nc_status observe_and_report(grun *r, int i)
         if ((s = deliver(r, &r->val[i], i, numel_of(r, i), ob->observe, ob->user)) != NC_OK)
             return s;
     }
+    if (r->sums_block && (s = deliver_sums(r, i)) != NC_OK) /* set only by the IF node just run */
+        return s;
     if (r->o->progress) {
         nc_progress p = {"simulate", i + 1, r->net->n_nodes, 0.0};
         if (r->o->progress(r->o->progress_user, &p) != 0)
@@ -144,6 +199,8 @@ nc_status run_nodes(grun *r, float *d_input)
 // freed (and the stream drained first), so the engine is as before.
 nc_status finish_run(grun *r, nc_status s)
 {
+    pool_put(r->st, r->sums_block); /* a pass that failed between an IF node's two sums */
+    r->sums_block = nullptr;
     for (gval &v : r->val)
         value_free(r, &v);
     if (s != NC_OK) {
@@ -214,7 +271,10 @@ nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *
     r->N = r->N_given = input->shape[seq];
     r->err = err;
     r->val.assign((size_t)st->net->n_nodes, gval{nullptr, 0, 0, 0, nullptr});
-    r->observe = opts->observer && (opts->observer->observe || opts->observer->observe_input);
+    const nc_observer *ob = opts->observer;
+    r->sums = r->snn && ob && ob->observe_sums;
+    r->observe = ob && (ob->observe || ob->observe_input || r->sums);
+    r->step_n = r->sums ? std::min<int64_t>(std::max<int64_t>(ob->step_samples, 0), r->N) : r->N;
     if (pad)
         r->N = padded_batch(st, r, opts);
     snprintf(r->where, sizeof r->where, "gpu engine, input '%s'", st->net->nodes[st->net->input].name);

@@ -226,6 +226,11 @@ nc_status nc_gpu_test_transpose_bf16(long long rows, long long a, long long b, c
 nc_status nc_gpu_test_poisson(unsigned long long seed, int T, long long n, const float *in, float *out,
                               nc_error *err);
 
+/* Sums over the steps on the device (as nc_ref_step_sums): in holds
+ * (T − 1)·step + n floats. */
+nc_status nc_gpu_test_step_sums(int T, long long n, long long step, const float *in, int nonzero, float *out,
+                                nc_error *err);
+
 #ifdef __cplusplus
 }
 #endif

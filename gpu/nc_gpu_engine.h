@@ -145,6 +145,9 @@ struct grun {
     std::vector<gval> val;
     int seq;          // the input is a sequence [T, N, ...] (SNN mode)
     int observe;      // an observer is set
+    int sums;         // the observer takes IF nodes as sums over the steps (observe_sums)
+    int64_t step_n;   // samples whose every step observers see: N, or with sums the observer's step_samples
+    float *sums_block; // with sums: an IF node's input sums, then its spike counts (2 · N · numel)
     std::vector<void *> scratch; // work blocks of the current node
     cudaEvent_t *prof;           // NC_GPU_PROFILE: an event after each node (n_nodes + 1), or NULL
     char where[NC_NAME_MAX + 96];
@@ -210,6 +213,7 @@ nc_status run_node(grun *r, int i, float *d_input, gval *out);
 extern const nc_engine_ops gpu_ops;
 nc_status deliver(grun *r, const gval *v, int node, int64_t per_row, void (*fn)(void *, int, const float *,
                   int64_t, int64_t), void *user);
+nc_status sum_input_steps(grun *r, int i);
 nc_status run_nodes(grun *r, float *d_input);
 nc_status finish_run(grun *r, nc_status s);
 nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *opts, grun *r,

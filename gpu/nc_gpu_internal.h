@@ -211,6 +211,10 @@ cudaError_t nc_launch_weight_parts_tf32(cudaStream_t s, int64_t rows, int64_t k,
 cudaError_t nc_launch_inv_scale(cudaStream_t s, int c, const float *th, int n_th, float d, float *out);
 // θ/D per channel: out[ch] = th[n_th == c ? ch : 0] / d.
 cudaError_t nc_launch_scale(cudaStream_t s, int c, const float *th, int n_th, float d, float *out);
+// Sums over T steps (as nc_ref_step_sums): out[j] = Σ_t in[t·step + j] in
+// step order, or with nonzero the steps where that value was ≠ 0, j < n.
+cudaError_t nc_launch_step_sums(cudaStream_t s, int T, int64_t n, int64_t step, const float *in, int nonzero,
+                                float *out);
 // Poisson encoding (as nc_poisson_encode): out[t, i] for t < T, i < n.
 cudaError_t nc_launch_poisson(cudaStream_t s, uint64_t seed, int T, int64_t n, const float *in, float *out);
 // Deterministic pseudo-random fill in [lo, hi) (benchmarks: never time zeros).

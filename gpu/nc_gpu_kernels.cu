@@ -527,6 +527,18 @@ __global__ void poisson_kernel(uint64_t seed, int64_t total, int64_t n, const fl
     }
 }
 
+__global__ void step_sums_kernel(int T, int64_t n, int64_t step, const float *in, int nonzero, float *out)
+{
+    for (int64_t j = gtid(); j < n; j += gstride()) {
+        float sum = 0.0f;
+        for (int t = 0; t < T; t++) {
+            float x = in[t * step + j];
+            sum += nonzero ? (x != 0.0f ? 1.0f : 0.0f) : x;
+        }
+        out[j] = sum;
+    }
+}
+
 template <typename T>
 __global__ void fill_random_kernel(int64_t n, uint64_t seed, float lo, float hi, T *out)
 {
@@ -1148,6 +1160,15 @@ cudaError_t nc_launch_poisson(cudaStream_t s, uint64_t seed, int T, int64_t n, c
     if (total <= 0)
         return cudaSuccess;
     poisson_kernel<<<grid_for(total), kThreads, 0, s>>>(seed, total, n, in, out);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_step_sums(cudaStream_t s, int T, int64_t n, int64_t step, const float *in, int nonzero,
+                                float *out)
+{
+    if (n <= 0 || T < 1)
+        return n <= 0 ? cudaSuccess : cudaErrorInvalidValue;
+    step_sums_kernel<<<grid_for(n), kThreads, 0, s>>>(T, n, step, in, nonzero, out);
     return cudaGetLastError();
 }
 

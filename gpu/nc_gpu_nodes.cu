@@ -368,6 +368,8 @@ static nc_status run_neuron(grun *r, int i, gval *out)
             return s;
     }
     neuron_op op = op_of(r, n);
+    if (op == OP_IF && r->sums && (s = sum_input_steps(r, i)) != NC_OK)
+        return s;
     if (op == OP_IF)
         return run_if(r, i, out);
     if ((s = widen(r, n->inputs[0])) != NC_OK)

@@ -62,7 +62,7 @@ static const nc_engine_info gpu_info = {
     .name = "gpu",
     .description = "CUDA: cuDNN convolutions (loaded at run time), cuBLAS; fp32 exact on tensor cores, tf32, bf16",
     /* the forward passes, and fine-tuning through gpu/nc_gpu_train.cu */
-    .caps = NC_CAP_SNN | NC_CAP_TRAINING | NC_CAP_DEVICE_MEMORY,
+    .caps = NC_CAP_SNN | NC_CAP_TRAINING | NC_CAP_DEVICE_MEMORY | NC_CAP_STEP_SUMS,
     .n_options = NC_GPU_N_OPTIONS,
     .options = nc_gpu_option_table,
     .available = gpu_available,

@@ -274,3 +274,21 @@ extern "C" nc_status nc_gpu_test_transpose_bf16(long long rows, long long a, lon
     NC_CUDA_TRY(err, where, cudaMemcpy(widened, dsum, n * 4, cudaMemcpyDeviceToHost));
     return NC_OK;
 }
+
+extern "C" nc_status nc_gpu_test_step_sums(int T, long long n, long long step, const float *in, int nonzero,
+                                           float *out, nc_error *err)
+{
+    const char *where = "gpu step sums test";
+    if (T < 1 || n < 1 || step < 0)
+        return nc_fail(err, NC_ERR_ARGUMENT, "%s: bad shape", where);
+    size_t in_n = (size_t)((T - 1) * step + n);
+    dev_buffers d;
+    float *din, *dout;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.put(in, in_n * 4, (void **)&din));
+    NC_CUDA_TRY(err, where, d.get((size_t)n * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, nc_launch_step_sums(0, T, n, step, din, nonzero, dout));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, (size_t)n * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}

@@ -179,6 +179,13 @@ void nc_if_run_state(const nc_if_params *p, int T, int64_t n, int c, int64_t inn
 void nc_ref_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner, const float *in,
                    int64_t in_step, float *out, int64_t out_step, float *v);
 
+/* Sums over T steps, the textbook loop (what a recording adds up step by
+ * step; the GPU's observe_sums kernel is tested against it): out[j] =
+ * Σ_t in[t·step + j] added in step order in float, or with nonzero the
+ * number of steps where that value was ≠ 0, for j < n (step 0: a constant
+ * value). */
+void nc_ref_step_sums(int T, int64_t n, int64_t step, const float *in, int nonzero, float *out);
+
 /* ---- input encoding ------------------------------------------------------
  * Poisson (Bernoulli-per-step) rate code: out[t, i] = 1 with probability
  * clamp(in[i], 0, 1), else 0, for t < T and i < n (in holds one step of n

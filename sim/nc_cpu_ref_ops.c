@@ -105,3 +105,15 @@ void nc_ref_if_run(const nc_if_params *p, int T, int64_t n, int c, int64_t inner
                 v[e] = m;
         }
 }
+
+void nc_ref_step_sums(int T, int64_t n, int64_t step, const float *in, int nonzero, float *out)
+{
+    for (int64_t j = 0; j < n; j++) {
+        float sum = 0.0f;
+        for (int t = 0; t < T; t++) {
+            float x = in[t * step + j];
+            sum += nonzero ? (x != 0.0f) : x;
+        }
+        out[j] = sum;
+    }
+}

@@ -22,6 +22,7 @@
 
 #include "nc_dataset.h"
 #include "nc_onnx.h"
+#include "nc_record.h"
 #include "../sim/nc_pipeline.h"
 
 #include <dirent.h>
@@ -323,6 +324,92 @@ static void test_snn_nets(void)
             nc_tensor_free(x);
             nc_net_free(net);
         }
+}
+
+/* ---- recordings: sums over the steps ------------------------------------------------- */
+
+/* One batch of x into rec on engine e: every step, or (sums) as the
+ * simulation driver feeds an engine with NC_CAP_STEP_SUMS. */
+static nc_status record_batch(nc_engine *e, const nc_tensor *x, nc_record *rec, int sums, nc_error *err)
+{
+    int64_t n = x->shape[0];
+    nc_status s = nc_record_begin_batch(rec, n, err);
+    if (s != NC_OK)
+        return s;
+    nc_observer ob = {nc_record_observe_snn, nc_record_observe_snn_input, rec};
+    if (sums) {
+        nc_record_expect_sums(rec);
+        ob.observe_sums = nc_record_observe_sums;
+        ob.step_samples = nc_record_step_samples(rec);
+    }
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 8, .observer = &ob};
+    nc_tensor *out = NULL;
+    s = nc_engine_forward(e, x, &o, &out, err);
+    int32_t labels[16] = {0};
+    if (s == NC_OK)
+        s = nc_record_end_batch(rec, labels, out->data, 10, err);
+    nc_tensor_free(out);
+    return s;
+}
+
+/* Two batches recorded with sums on the GPU (the first shows every step of
+ * its first two samples, the second none) give the record of every step on
+ * the GPU bit for bit, and the CPU's spike counts. */
+static void test_recorded_sums(void)
+{
+    for (int variant = 0; variant < 2; variant++) {
+        int ifs[8], n_if;
+        nc_net *net = snn_net(variant, NC_RESET_SUBTRACT, NC_FIRE_GE, ifs, &n_if);
+        nc_engine *g = engine_with("gpu", net), *c = engine_with("cpu", net);
+        NC_CHECK(g && c && (g->ops->caps & NC_CAP_STEP_SUMS), "engines; the gpu sums over the steps");
+        int64_t bs[4] = {6, 2, 12, 12};
+        nc_tensor *x = rnd_tensor(4, bs, 0, 1);
+        nc_record_spec spec = {.raster_samples = 2, .trace_samples = 1, .trace_neurons = 8};
+        nc_record *recs[3] = {NULL, NULL, NULL}; /* gpu steps, gpu sums, cpu steps */
+        nc_error err = {0};
+        for (int k = 0; k < 3 && g && c; k++) {
+            NC_CHECK(nc_record_new(net, 8, &spec, &recs[k], &err) == NC_OK, "%s", err.message);
+            for (int b = 0; b < 2 && recs[k]; b++)
+                NC_CHECK(record_batch(k == 2 ? c : g, x, recs[k], k == 1, &err) == NC_OK, "record %d batch %d: %s",
+                         k, b, err.message);
+        }
+        for (int l = 0; recs[2] && l < nc_record_layer_count(recs[0]); l++) {
+            nc_layer_stats a, b, cs;
+            nc_record_layer_stats(recs[0], l, &a);
+            nc_record_layer_stats(recs[1], l, &b);
+            nc_record_layer_stats(recs[2], l, &cs);
+            printf("# variant %d layer %s: spikes gpu %lld, gpu sums %lld, cpu %lld; local mse %.9g / %.9g\n",
+                   variant, a.name, (long long)a.spikes, (long long)b.spikes, (long long)cs.spikes, a.local.mse,
+                   b.local.mse);
+            NC_CHECK(a.spikes == b.spikes && a.local.mse == b.local.mse && a.local.mean == b.local.mean &&
+                         a.uneven.mean == b.uneven.mean && a.clipped_fraction == b.clipped_fraction &&
+                         a.dead_fraction == b.dead_fraction,
+                     "layer %s: sums give the record of every step", a.name);
+            NC_CHECK(llabs(a.spikes - cs.spikes) <= 1 + a.spikes / 10000, "layer %s: the CPU's spikes", a.name);
+            nc_raster ra, rb;
+            nc_record_raster(recs[0], l, &ra);
+            nc_record_raster(recs[1], l, &rb);
+            int same = ra.samples == rb.samples && ra.neurons == rb.neurons;
+            for (int s = 0; same && s < ra.samples; s++)
+                for (int j = 0; j < ra.neurons; j++)
+                    for (int t = 0; t < 8; t++)
+                        same &= nc_raster_spike(&ra, s, j, t) == nc_raster_spike(&rb, s, j, t);
+            NC_CHECK(same && ra.samples == 2, "layer %s: the raster of the first two samples", a.name);
+            nc_trace ta, tb;
+            nc_record_trace(recs[0], l, &ta);
+            nc_record_trace(recs[1], l, &tb);
+            NC_CHECK(ta.samples == 1 && tb.samples == 1 &&
+                         memcmp(ta.current, tb.current, (size_t)ta.neurons * 8 * sizeof(float)) == 0 &&
+                         memcmp(ta.v, tb.v, (size_t)ta.neurons * 9 * sizeof(float)) == 0,
+                     "layer %s: the traces", a.name);
+        }
+        for (int k = 0; k < 3; k++)
+            nc_record_free(recs[k]);
+        nc_tensor_free(x);
+        nc_engine_free(g);
+        nc_engine_free(c);
+        nc_net_free(net);
+    }
 }
 
 /* A [T, N, ...] sequence input (no encoding). */
@@ -712,6 +799,7 @@ int main(void)
     GPU_RUN(test_registry, skip);
     GPU_RUN(test_ann_nets, skip);
     GPU_RUN(test_snn_nets, skip);
+    GPU_RUN(test_recorded_sums, skip);
     GPU_RUN(test_sequence_input, skip);
     GPU_RUN(test_precisions_snn, skip);
     GPU_RUN(test_fixture_models, skip);
@@ -721,7 +809,7 @@ int main(void)
     GPU_RUN(test_timing, skip);
 #else
     static const char *names[] = {"test_registry",       "test_ann_nets",          "test_snn_nets",
-                                  "test_sequence_input", "test_precisions_snn",    "test_fixture_models",
+                                  "test_recorded_sums", "test_sequence_input", "test_precisions_snn",    "test_fixture_models",
                                   "test_cancel_and_reload", "test_unsupported", "test_out_of_memory", "test_timing"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         nc_test_report(names[i], 0, skip);

@@ -179,6 +179,37 @@ static void test_poisson_kernel(void)
     free(ref);
 }
 
+/* ---- sums over the steps ------------------------------------------------------ */
+
+/* Input sums and spike counts over T steps, bit for bit as the textbook
+ * loop: spike-like values (zeros among them), currents, and a constant
+ * value (step 0). */
+static void test_step_sums_kernel(void)
+{
+    int T = 7;
+    int64_t n = 5003, step = n + 13;
+    size_t in_n = (size_t)((T - 1) * step + n);
+    float *in = malloc(in_n * sizeof(float)), *out = malloc((size_t)n * sizeof(float)),
+          *ref = malloc((size_t)n * sizeof(float));
+    for (size_t i = 0; i < in_n; i++)
+        in[i] = i % 3 == 0 ? 0.0f : rnd_range(-2.0f, 2.0f);
+    const char *what[3] = {"input sums", "spike counts", "constant value"};
+    for (int k = 0; k < 3; k++) {
+        int nonzero = k == 1;
+        int64_t s_step = k == 2 ? 0 : step;
+        nc_ref_step_sums(T, n, s_step, in, nonzero, ref);
+        nc_error err = {0};
+        nc_status s = nc_gpu_test_step_sums(T, n, s_step, in, nonzero, out, &err);
+        NC_CHECK(s == NC_OK, "%s: %s", what[k], err.message);
+        if (s == NC_OK)
+            NC_CHECK(compare_report(what[k], out, ref, n, 0, 0) == 0, "%s: bit-identical to nc_ref_step_sums",
+                     what[k]);
+    }
+    free(in);
+    free(out);
+    free(ref);
+}
+
 /* ---- GEMM in every precision ----------------------------------------------------- */
 
 static void test_gemm_precisions(void)
@@ -637,6 +668,7 @@ int main(void)
     GPU_RUN(test_if_kernel, skip);
     GPU_RUN(test_exact_operands, skip);
     GPU_RUN(test_poisson_kernel, skip);
+    GPU_RUN(test_step_sums_kernel, skip);
     GPU_RUN(test_gemm_precisions, skip);
     GPU_RUN(test_conv_kernels, skip);
     GPU_RUN(test_pool_kernels, skip);
@@ -645,7 +677,7 @@ int main(void)
     GPU_RUN(test_elementwise_kernels, skip);
     GPU_RUN(test_gated_kernel, skip);
 #else
-    static const char *names[] = {"test_if_kernel", "test_exact_operands", "test_poisson_kernel", "test_gemm_precisions",
+    static const char *names[] = {"test_if_kernel", "test_exact_operands", "test_poisson_kernel", "test_step_sums_kernel", "test_gemm_precisions",
                                   "test_conv_kernels", "test_pool_kernels", "test_prespike_max_kernel", "test_bf16_transposes", "test_elementwise_kernels",
                                   "test_gated_kernel"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)

@@ -222,6 +222,158 @@ static void test_batches_and_bad_calls(void)
     nc_net_free(net);
 }
 
+/* Feeds one batch as an engine with NC_CAP_STEP_SUMS does: every step of
+ * only the record's step samples, then each IF node's sums over the steps. */
+static nc_status feed_batch_sums(nc_record *rec, int64_t *step_samples, nc_error *err)
+{
+    float spikes[T4][N2][NEUR], v[N2][NEUR][T4 + 1];
+    if_sim(NC_RESET_SUBTRACT, NC_FIRE_GE, spikes, v);
+    nc_status st = nc_record_begin_batch(rec, N2, err);
+    if (st != NC_OK)
+        return st;
+    nc_record_expect_sums(rec);
+    int64_t m = *step_samples = nc_record_step_samples(rec);
+    nc_record_observe_ann(rec, 1, &A[0][0], N2, NEUR);
+    st = nc_record_add_reference(rec, NC_RECORD_REF_ANN, &ANN_OUT[0][0], N2, 3, LABELS, err);
+    float x_steps[T4 * N2 * NEUR], s_steps[T4 * N2 * NEUR], counts[N2 * NEUR] = {0}, sums[N2 * NEUR] = {0};
+    for (int t = 0; t < T4; t++)
+        for (int s = 0; s < N2; s++)
+            for (int i = 0; i < NEUR; i++) {
+                if (s < m) {
+                    x_steps[(t * m + s) * NEUR + i] = X[t][s][i];
+                    s_steps[(t * m + s) * NEUR + i] = spikes[t][s][i];
+                }
+                counts[s * NEUR + i] += spikes[t][s][i] != 0.0f;
+                sums[s * NEUR + i] += X[t][s][i];
+            }
+    if (m > 0) {
+        nc_record_observe_snn_input(rec, 1, x_steps, T4 * m, NEUR);
+        nc_record_observe_snn(rec, 1, s_steps, T4 * m, NEUR);
+    }
+    nc_record_observe_sums(rec, 1, counts, sums, N2, NEUR);
+    return st == NC_OK ? nc_record_end_batch(rec, LABELS, &OUT[0][0][0], 3, err) : st;
+}
+
+static void check_same_error(const nc_error_stats *a, const nc_error_stats *b, const char *what)
+{
+    NC_CHECK(a->mean == b->mean && a->mse == b->mse && a->mean_abs == b->mean_abs &&
+                 (a->rel_l2 == b->rel_l2 || (isnan(a->rel_l2) && isnan(b->rel_l2))),
+             "%s: the same as fed step by step", what);
+}
+
+/* Sums over the steps give the record that every step gives, bit for bit:
+ * metrics, channel counts, the raster and traces of the first sample. */
+static void test_sums_match_steps(void)
+{
+    nc_net *net = small_net(NC_RESET_SUBTRACT, NC_FIRE_GE);
+    nc_record *steps, *sums;
+    nc_error err;
+    nc_record_spec spec = {.raster_samples = 1, .trace_samples = 1, .trace_neurons = 4};
+    NC_CHECK(nc_record_new(net, T4, &spec, &steps, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(nc_record_new(net, T4, &spec, &sums, &err) == NC_OK, "%s", err.message);
+    int64_t m1 = -1, m2 = -1;
+    for (int b = 0; b < 2; b++)
+        NC_CHECK(feed_batch(steps, NC_RESET_SUBTRACT, NC_FIRE_GE, 1, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(feed_batch_sums(sums, &m1, &err) == NC_OK, "first batch: %s", err.message);
+    NC_CHECK(feed_batch_sums(sums, &m2, &err) == NC_OK, "second batch: %s", err.message);
+    NC_CHECK(m1 == 1 && m2 == 0, "steps of the first sample only, then none (%lld, %lld)", (long long)m1,
+             (long long)m2);
+    nc_layer_stats a, b;
+    nc_record_layer_stats(steps, 0, &a);
+    nc_record_layer_stats(sums, 0, &b);
+    NC_CHECK(a.spikes == b.spikes && a.spikes == 24, "spikes %lld, %lld", (long long)a.spikes, (long long)b.spikes);
+    NC_CHECK(a.firing_rate == b.firing_rate && a.dead_fraction == b.dead_fraction &&
+                 a.saturated_fraction == b.saturated_fraction && a.clipped_fraction == b.clipped_fraction &&
+                 a.has_ann == b.has_ann && a.sops == b.sops,
+             "rates and fractions");
+    check_same_error(&a.total, &b.total, "total");
+    check_same_error(&a.local, &b.local, "local");
+    check_same_error(&a.clip, &b.clip, "clip");
+    check_same_error(&a.quant, &b.quant, "quant");
+    check_same_error(&a.uneven, &b.uneven, "uneven");
+    for (int c = 0; c < 2; c++)
+        NC_CHECK(nc_record_channel_spikes(steps, 0)[c] == nc_record_channel_spikes(sums, 0)[c], "channel %d", c);
+    for (int t = 1; t <= T4; t++)
+        NC_CHECK(nc_record_accuracy(steps, t) == nc_record_accuracy(sums, t), "accuracy at t = %d", t);
+    NC_CHECK(nc_record_ann_accuracy(steps) == nc_record_ann_accuracy(sums), "ANN accuracy");
+    nc_raster ra, rb;
+    nc_record_raster(steps, 0, &ra);
+    nc_record_raster(sums, 0, &rb);
+    NC_CHECK(ra.samples == 1 && rb.samples == 1 && ra.neurons == rb.neurons, "raster of one sample");
+    for (int j = 0; j < ra.neurons; j++)
+        for (int t = 0; t < T4; t++)
+            NC_CHECK(nc_raster_spike(&ra, 0, j, t) == nc_raster_spike(&rb, 0, j, t), "raster n%d t%d", j, t);
+    nc_trace ta, tb;
+    nc_record_trace(steps, 0, &ta);
+    nc_record_trace(sums, 0, &tb);
+    NC_CHECK(ta.samples == 1 && tb.samples == 1, "trace of one sample");
+    for (int k = 0; k < 4 * T4; k++)
+        NC_CHECK(ta.current[k] == tb.current[k] && ta.spike[k] == tb.spike[k], "trace value %d", k);
+    for (int k = 0; k < 4 * (T4 + 1); k++)
+        NC_CHECK(ta.v[k] == tb.v[k], "membrane value %d", k);
+    nc_record_free(steps);
+    nc_record_free(sums);
+    nc_net_free(net);
+}
+
+/* Sums shown where none are expected, twice, not at all or not counts:
+ * the batch fails and adds nothing. */
+static void test_bad_sums(void)
+{
+    nc_net *net = small_net(NC_RESET_SUBTRACT, NC_FIRE_GE);
+    nc_record *rec;
+    nc_error err;
+    nc_record_spec spec = {.raster_samples = NC_RECORD_NONE, .trace_samples = NC_RECORD_NONE};
+    NC_CHECK(nc_record_new(net, T4, &spec, &rec, &err) == NC_OK, "%s", err.message);
+    float counts[N2 * NEUR] = {0}, sums[N2 * NEUR] = {0}, half[N2 * NEUR] = {0.5f};
+    const char *what[4] = {"sums not expected", "sums twice", "no sums", "a count that is not an integer"};
+    nc_status want[4] = {NC_ERR_INTERNAL, NC_ERR_SHAPE, NC_ERR_INTERNAL, NC_ERR_SHAPE};
+    for (int k = 0; k < 4; k++) {
+        NC_CHECK(nc_record_begin_batch(rec, N2, &err) == NC_OK, "begin");
+        if (k > 0)
+            nc_record_expect_sums(rec);
+        NC_CHECK(nc_record_step_samples(rec) == 0, "no views: no steps needed");
+        if (k == 0 || k == 1)
+            nc_record_observe_sums(rec, 1, counts, sums, N2, NEUR);
+        if (k == 1)
+            nc_record_observe_sums(rec, 1, counts, sums, N2, NEUR);
+        if (k == 3)
+            nc_record_observe_sums(rec, 1, half, sums, N2, NEUR);
+        nc_status st = nc_record_end_batch(rec, LABELS, &OUT[0][0][0], 3, &err);
+        NC_CHECK(st == want[k], "%s: status %d (%s)", what[k], st, err.message);
+        printf("# %s: %s\n", what[k], err.message);
+    }
+    NC_CHECK(nc_record_samples(rec) == 0, "nothing added");
+    nc_record_free(rec);
+    nc_net_free(net);
+}
+
+/* A record without layers keeps the accuracies and needs no observer. */
+static void test_accuracy_only(void)
+{
+    nc_net *net = small_net(NC_RESET_SUBTRACT, NC_FIRE_GE);
+    nc_record *full, *acc;
+    nc_error err;
+    nc_record_spec spec = {.layers = NC_RECORD_NONE};
+    NC_CHECK(nc_record_new(net, T4, NULL, &full, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(nc_record_new(net, T4, &spec, &acc, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(nc_record_layer_count(acc) == 0 && nc_record_layer_of_node(acc, 1) == -1, "no layer");
+    NC_CHECK(nc_record_get_spec(acc)->layers == NC_RECORD_NONE, "the spec says so");
+    NC_CHECK(feed_batch(full, NC_RESET_SUBTRACT, NC_FIRE_GE, 1, &err) == NC_OK, "%s", err.message);
+    NC_CHECK(nc_record_begin_batch(acc, N2, &err) == NC_OK, "begin");
+    NC_CHECK(nc_record_add_reference(acc, NC_RECORD_REF_ANN, &ANN_OUT[0][0], N2, 3, LABELS, &err) == NC_OK, "ref");
+    NC_CHECK(nc_record_end_batch(acc, LABELS, &OUT[0][0][0], 3, &err) == NC_OK, "no observer: %s", err.message);
+    for (int t = 1; t <= T4; t++)
+        NC_CHECK(nc_record_accuracy(acc, t) == nc_record_accuracy(full, t), "accuracy at t = %d", t);
+    NC_CHECK(nc_record_ann_accuracy(acc) == 0.5 && nc_record_samples(acc) == N2, "reference and samples");
+    nc_record_totals tot;
+    nc_record_get_totals(acc, &tot);
+    NC_CHECK(tot.spikes == 0, "no spikes counted");
+    nc_record_free(full);
+    nc_record_free(acc);
+    nc_net_free(net);
+}
+
 /* What a raster sink was handed: every sample's bits, by run index. */
 typedef struct sink_log {
     int calls, neurons, T;
@@ -464,6 +616,9 @@ int main(void)
     NC_RUN(test_traces_zero_gt);
     NC_RUN(test_batches_and_bad_calls);
     NC_RUN(test_raster_sink);
+    NC_RUN(test_sums_match_steps);
+    NC_RUN(test_bad_sums);
+    NC_RUN(test_accuracy_only);
     NC_RUN(test_simulate_cpu);
     NC_RUN(test_simulate_cancel);
     return nc_test_done();
