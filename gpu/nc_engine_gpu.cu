@@ -623,7 +623,7 @@ void gpu_destroy(nc_engine *e)
 
 const nc_engine_ops gpu_ops = {
     "gpu",
-    NC_CAP_SNN | NC_CAP_TRAINING | NC_CAP_DEVICE_MEMORY,
+    NC_CAP_SNN | NC_CAP_TRAINING | NC_CAP_DEVICE_MEMORY | NC_CAP_STEP_SUMS,
     gpu_supports,
     gpu_load,
     gpu_forward,
