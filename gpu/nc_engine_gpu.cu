@@ -280,8 +280,8 @@ nc_status begin_run(nc_engine *e, const nc_tensor *input, const nc_run_options *
     snprintf(r->where, sizeof r->where, "gpu engine, input '%s'", st->net->nodes[st->net->input].name);
     int64_t numel = st->nodes[st->net->input].numel, rows = seq ? (int64_t)r->T * r->N : r->N;
     int64_t given = seq ? rows : r->N_given; // a sequence is never padded
-    void *p = nullptr;
-    if ((s = alloc_floats(r, rows, numel, sizeof(float), "input", &p)) != NC_OK)
+    void *p = graph_input(st, r); // the pass replays a graph: its input block
+    if (!p && (s = alloc_floats(r, rows, numel, sizeof(float), "input", &p)) != NC_OK)
         return s;
     *d_input = (float *)p;
     NC_CUDA_TRY(err, r->where, cudaMemcpyAsync(p, input->data, (size_t)(given * numel) * sizeof(float),
@@ -328,7 +328,7 @@ static nc_status gpu_forward(nc_engine *e, const nc_tensor *input, const nc_run_
     float *d_input = nullptr;
     nc_status s = begin_run(e, input, opts, &r, &d_input, 1, err);
     if (s == NC_OK)
-        s = run_nodes(&r, d_input);
+        s = run_pass(&r, d_input);
     if (s == NC_OK)
         s = make_output(&r, out); /* synchronises: asynchronous kernel errors show here */
     if (s == NC_OK) {
@@ -673,6 +673,7 @@ extern "C" nc_status nc_engine_gpu_set_precision(nc_engine *e, nc_gpu_precision 
     if (st->prec != p) {
         cudaSetDevice(st->device);
         cudaStreamSynchronize(st->stream);
+        graphs_forget(st); // they use the old precision's weight copies
         for (gnode &g : st->nodes)
             free_caches(g);
         st->prec = p;
@@ -701,6 +702,8 @@ extern "C" void nc_engine_gpu_describe_convs(const nc_engine *e, char *buf, size
         len += (size_t)snprintf(buf + len, size - len, "  %s: %s\n", n->name,
                                 g.plan ? g.plan->desc : "im2col + cuBLAS GEMM");
     }
+    if (len < size)
+        graphs_describe(st, buf + len, size - len);
 }
 
 extern "C" nc_gpu_precision nc_engine_gpu_get_precision(const nc_engine *e)
@@ -869,7 +872,7 @@ extern "C" nc_status nc_engine_gpu_time_forward(nc_engine *e, const nc_tensor *i
         if (ce != cudaSuccess)
             s = nc_gpu_fail_cuda(err, "gpu engine timing", "cudaEventRecord", ce);
         if (s == NC_OK)
-            s = run_nodes(&r, d_input);
+            s = run_pass(&r, d_input);
         // the output stays on the device: free the values (the pool keeps
         // their blocks for the next pass) before the stop event
         for (gval &v : r.val)

@@ -162,6 +162,7 @@ typedef struct nc_gpu_options {
     long peak_n;           /* peak-n, NC_GPU_PEAK_N: 8192                           */
     long train_chunk_mb;   /* train-chunk-mb, NC_GPU_TRAIN_CHUNK_MB: 64             */
     const char *fault;     /* fault, NC_GPU_FAULT: "" = none                        */
+    int graphs;            /* graphs, NC_GPU_GRAPHS: 1 = forward passes as CUDA graphs */
 } nc_gpu_options;
 
 nc_gpu_options nc_gpu_options_get(void);

@@ -6,6 +6,7 @@
 //   nc_gpu_conv_dense.cu conv and dense layers in every precision (cuDNN or
 //                        im2col + cuBLAS)
 //   nc_gpu_nodes.cu      every other node: input, pools, element-wise, neurons
+//   nc_gpu_graphs.cu     a forward pass captured once as a CUDA graph, then replayed
 //   nc_gpu_faults.cu     fault injection for the tests
 //   nc_gpu_test_hooks.cu single kernels on host data, for the tests
 #ifndef NC_GPU_ENGINE_H
@@ -76,6 +77,41 @@ struct block {
     void *ptr;
     size_t bytes;
     int in_use, used_this_run;
+    int held; // a captured pass writes it (pass_graph): in use until that graph is forgotten
+};
+
+struct gval {
+    float *data;
+    int64_t rows;      // N, or T·N for a value that changes with the step
+    int constant;      // SNN: one step of N rows that holds at every step
+    int owned;         // 1: a pool block; 0: borrowed
+    const float *pbias; // a conv/dense bias not yet added (per channel)
+    int nhwc;          // channels last: each row is [H·W, C] (a cuDNN conv's output and what follows it)
+    // In bf16 the value may be held as bf16 instead of in data (always owned,
+    // always channels last): a conv's currents that only an IF reads, or an
+    // IF's spikes as counts (counts = 1) that only a bf16 conv reads.
+    nc_bf16 *data16;
+    int counts;
+    int pairs; // counts for the exact conv on bf16 tensor cores: data16 holds the counts [rows, numel], then
+               // each again twice side by side [rows, H, W, 2, C] (NC_CONV_BF16_EXACT)
+};
+
+// A forward pass captured as a CUDA graph for one batch shape
+// (nc_gpu_graphs.cu).  The graph holds the device address of every block
+// its pass used, so those blocks stay out of the pool while it lives.
+struct pass_graph {
+    int mode = 0, T = 0, seq = 0, encoding = 0;
+    int64_t N = 0;
+    int passes = 0;                 // plain passes of this shape: the first plans, the second is captured
+    cudaGraphExec_t exec = nullptr; // NULL until captured
+    float *input = nullptr;         // the block the graph reads its input from
+    size_t input_bytes = 0;
+    gval output = {};               // the output value the graph writes (in a held block)
+    std::vector<void *> blocks;     // the held blocks
+    size_t held_bytes = 0;
+    int nodes = 0;                  // kernels and copies in the graph
+    uint64_t last_used = 0;
+    char refused[240] = "";         // why this shape runs node by node (a capture that failed)
 };
 
 // How convolutions run (NC_GPU_CONV): auto = cuDNN where it is faster than
@@ -106,6 +142,9 @@ struct gpu_state {
 
     std::vector<kept_refusal> refusals; // shapes the graph API refused
     std::vector<pass_shape> passes;     // every batch shape a plain pass has run (padded_batch)
+    std::vector<pass_graph> graphs;     // captured passes (nc_gpu_graphs.cu)
+    std::vector<void *> *graph_log = nullptr; // while a pass is captured: the blocks pool_get hands out
+    uint64_t graph_clock = 0;
     float *host = nullptr;
     size_t host_bytes = 0;
     int host_pinned = 0;
@@ -117,21 +156,6 @@ inline const char *kind_name(const nc_node *n) { return nc_node_kind_name(n->kin
 
 // ---- a forward pass -----------------------------------------------------------------
 
-struct gval {
-    float *data;
-    int64_t rows;      // N, or T·N for a value that changes with the step
-    int constant;      // SNN: one step of N rows that holds at every step
-    int owned;         // 1: a pool block; 0: borrowed
-    const float *pbias; // a conv/dense bias not yet added (per channel)
-    int nhwc;          // channels last: each row is [H·W, C] (a cuDNN conv's output and what follows it)
-    // In bf16 the value may be held as bf16 instead of in data (always owned,
-    // always channels last): a conv's currents that only an IF reads, or an
-    // IF's spikes as counts (counts = 1) that only a bf16 conv reads.
-    nc_bf16 *data16;
-    int counts;
-    int pairs; // counts for the exact conv on bf16 tensor cores: data16 holds the counts [rows, numel], then
-               // each again twice side by side [rows, H, W, 2, C] (NC_CONV_BF16_EXACT)
-};
 
 struct grun {
     nc_engine *e;
@@ -207,6 +231,21 @@ void recall_refusal(const gpu_state *st, gnode &g);
 
 int counts_for_conv(const grun *r, int i, int out_nhwc);
 nc_status run_node(grun *r, int i, float *d_input, gval *out);
+
+// ---- nc_gpu_graphs.cu ----------------------------------------------------------------
+
+// Runs the pass of r on d_input: by its shape's CUDA graph where there is one
+// (r->val then holds the graph's output, borrowed), captured at the shape's
+// second plain pass, else node by node (run_nodes).
+nc_status run_pass(grun *r, float *d_input);
+// The input block of the graph that will run r's pass, or NULL (begin_run
+// uploads the input there instead of into a new block).
+float *graph_input(gpu_state *st, const grun *r);
+// Destroys every graph and returns its blocks to the pool (weights,
+// precision or the pool changed).
+void graphs_forget(gpu_state *st);
+// Appends a line on the graphs to buf (neurocuda bench/engines).
+size_t graphs_describe(const gpu_state *st, char *buf, size_t size);
 
 // ---- nc_engine_gpu.cu ----------------------------------------------------------------
 

@@ -12,7 +12,7 @@
 
 /* The options, in the order of nc_gpu_options's fields; then "gpus", which
  * the runner reads (sim/nc_ranks.h), not the engine. */
-enum { OPT_PRECISION, OPT_CONV, OPT_CHUNK_MB, OPT_PROFILE, OPT_PEAK_N, OPT_TRAIN_CHUNK_MB, OPT_FAULT, OPT_GPUS,
+enum { OPT_PRECISION, OPT_CONV, OPT_CHUNK_MB, OPT_PROFILE, OPT_PEAK_N, OPT_TRAIN_CHUNK_MB, OPT_FAULT, OPT_GRAPHS, OPT_GPUS,
        N_OPTIONS };
 
 _Static_assert((int)N_OPTIONS == (int)NC_GPU_N_OPTIONS, "nc_gpu_options.h counts the options");
@@ -44,6 +44,10 @@ const nc_engine_option nc_gpu_option_table[N_OPTIONS] = {
                             .env = "NC_GPU_TRAIN_CHUNK_MB"},
     [OPT_FAULT] = {.key = "fault", .type = NC_ENGINE_OPTION_TEXT, .default_value = "",
                    .help = "tests: inject faults, oom:N[+], launch:N and/or graph (nc_gpu.h)", .env = "NC_GPU_FAULT"},
+    [OPT_GRAPHS] = {.key = "graphs", .type = NC_ENGINE_OPTION_BOOL, .default_value = "1",
+                     .help = "replay a forward pass of a batch shape seen before as one CUDA graph (captured at "
+                             "its second pass; not with an observer, Poisson input or fault injection)",
+                     .env = "NC_GPU_GRAPHS"},
     [OPT_GPUS] = {.key = "gpus", .type = NC_ENGINE_OPTION_TEXT, .default_value = "1",
                   .help = "GPUs of this machine a job spreads over, N or all (--gpus): measurements dealt over them, "
                           "fine-tuning data-parallel through NCCL",
@@ -77,7 +81,7 @@ nc_gpu_options nc_gpu_options_get(void)
                         .chunk_mb = atol(current.text[OPT_CHUNK_MB]),
                         .profile = atoi(current.text[OPT_PROFILE]), .peak_n = atol(current.text[OPT_PEAK_N]),
                         .train_chunk_mb = atol(current.text[OPT_TRAIN_CHUNK_MB]),
-                        .fault = current.text[OPT_FAULT]};
+                        .fault = current.text[OPT_FAULT], .graphs = atoi(current.text[OPT_GRAPHS])};
     return o;
 }
 

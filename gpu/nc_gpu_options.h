@@ -7,7 +7,7 @@
 #include "../sim/nc_engine_registry.h"
 
 /* The number of options (nc_gpu_options's fields). */
-enum { NC_GPU_N_OPTIONS = 8 };
+enum { NC_GPU_N_OPTIONS = 9 };
 extern const nc_engine_option nc_gpu_option_table[NC_GPU_N_OPTIONS];
 
 /* The values given to an engine created through the table: those that

@@ -57,6 +57,8 @@ void free_params(gpu_state *st)
 
 void pool_trim(gpu_state *st, int all)
 {
+    if (all) // a graph's blocks are about to go: the graph with them
+        graphs_forget(st);
     size_t kept = 0;
     for (size_t k = 0; k < st->pool.size(); k++) {
         block b = st->pool[k];
@@ -90,6 +92,10 @@ static cudaError_t pool_get(gpu_state *st, size_t bytes, void **out)
         cudaError_t e = nc_gpu_fault_malloc(&p, bytes);
         if (e == cudaErrorMemoryAllocation) {
             (void)cudaGetLastError();
+            if (!st->graph_log && !st->graphs.empty()) { // memory before speed: the graphs' blocks too
+                (void)cudaStreamSynchronize(st->stream);
+                graphs_forget(st);
+            }
             size_t kept = 0; // free what this pass does not hold, then retry
             for (size_t k = 0; k < st->pool.size(); k++) {
                 if (!st->pool[k].in_use)
@@ -110,6 +116,8 @@ static cudaError_t pool_get(gpu_state *st, size_t bytes, void **out)
     st->pool[best].in_use = 1;
     st->pool[best].used_this_run = 1;
     *out = st->pool[best].ptr;
+    if (st->graph_log && std::find(st->graph_log->begin(), st->graph_log->end(), *out) == st->graph_log->end())
+        st->graph_log->push_back(*out);
     return cudaSuccess;
 }
 
@@ -118,7 +126,7 @@ void pool_put(gpu_state *st, const void *p)
     if (!p)
         return;
     for (block &b : st->pool)
-        if (b.ptr == p)
+        if (b.ptr == p && !b.held)
             b.in_use = 0;
 }
 void set_where(grun *r, int i)

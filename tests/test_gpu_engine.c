@@ -16,7 +16,9 @@
  *     the CPU engine's), the converted SNN's spikes per layer, every precision;
  *   - cancel, reload, bad input, unsupported nodes, an impossible allocation
  *     (NC_ERR_MEMORY naming the node and the bytes; the engine works after),
- *     the CUDA-event timing call.
+ *     the CUDA-event timing call;
+ *   - CUDA graphs: replays equal to node-by-node passes bit for bit, on new
+ *     inputs, a padded batch, new weights and another precision.
  * Without a GPU every test is skipped (and passes). */
 #include "test_gpu_common.h"
 
@@ -790,6 +792,106 @@ static void test_timing(void)
     nc_net_free(net);
 }
 
+/* ---- CUDA graphs ------------------------------------------------------------------------- */
+
+/* out = net on x with CUDA graphs off (NC_GPU_GRAPHS=0): the reference of a replay */
+static nc_tensor *forward_graphs(nc_engine *e, const nc_tensor *x, const nc_run_options *o, int graphs)
+{
+    setenv("NC_GPU_GRAPHS", graphs ? "1" : "0", 1);
+    nc_tensor *out = NULL;
+    nc_error err = {0};
+    if (nc_engine_forward(e, x, o, &out, &err) != NC_OK)
+        printf("# graphs=%d: %s\n", graphs, err.message);
+    unsetenv("NC_GPU_GRAPHS");
+    return out;
+}
+
+static int same_tensor(const char *what, const nc_tensor *a, const nc_tensor *b)
+{
+    if (!a || !b || nc_tensor_numel(a) != nc_tensor_numel(b))
+        return 0;
+    return compare_report(what, a->data, b->data, nc_tensor_numel(a), 0, 0) == 0;
+}
+
+/* The second pass of a shape is captured and later ones replay it: each
+ * gives the node-by-node output bit for bit, reads its own input (not the
+ * captured one), follows new weights after a load and a new precision, and
+ * a smaller batch (padded to the captured one) too. */
+static void graphs_case(nc_gpu_precision p)
+{
+    int ifs[8], n_if;
+    nc_net *net = snn_net(2, NC_RESET_SUBTRACT, NC_FIRE_GE, ifs, &n_if);
+    nc_engine *e = net ? engine_with("gpu", net) : NULL;
+    NC_CHECK(e != NULL, "engine");
+    if (!e) {
+        nc_net_free(net);
+        return;
+    }
+    nc_error err = {0};
+    nc_engine_gpu_set_precision(e, p, &err);
+    int64_t bs[4] = {16, 2, 12, 12}, small[4] = {5, 2, 12, 12};
+    nc_tensor *x1 = rnd_tensor(4, bs, 0, 1), *x2 = rnd_tensor(4, bs, 0, 1), *x3 = rnd_tensor(4, small, 0, 1);
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 6};
+    nc_tensor *ref1 = forward_graphs(e, x1, &o, 0), *ref2 = forward_graphs(e, x2, &o, 0);
+    const char *pn = nc_gpu_precision_name(p);
+    for (int k = 0; k < 5; k++) { /* plain, captured, then replays; x2 between them */
+        const nc_tensor *x = k == 3 ? x2 : x1, *ref = k == 3 ? ref2 : ref1;
+        nc_tensor *out = forward_graphs(e, x, &o, 1);
+        char what[64];
+        snprintf(what, sizeof what, "graphs [%s] pass %d", pn, k);
+        NC_CHECK(same_tensor(what, out, ref), "%s: the node-by-node output bit for bit", what);
+        nc_tensor_free(out);
+    }
+    char desc[4096];
+    nc_engine_gpu_describe_convs(e, desc, sizeof desc);
+    printf("# %s", strstr(desc, "forward passes") ? strstr(desc, "forward passes") : desc);
+    NC_CHECK(strstr(desc, "CUDA graph of") != NULL, "[%s] the pass was captured", pn);
+    /* a smaller batch runs padded to the captured shape: the replay, with its own output rows */
+    nc_tensor *ref3 = forward_graphs(e, x3, &o, 0), *out3 = forward_graphs(e, x3, &o, 1);
+    NC_CHECK(same_tensor("graphs padded batch", out3, ref3), "[%s] a padded batch through the graph", pn);
+    nc_tensor_free(ref3);
+    nc_tensor_free(out3);
+    /* new weights: the graphs go with the old ones */
+    for (int i = 0; i < net->n_nodes; i++)
+        if (net->nodes[i].kind == NC_NODE_CONV2D)
+            for (int64_t j = 0; j < nc_tensor_numel(net->nodes[i].weight); j++)
+                net->nodes[i].weight->data[j] *= 1.25f;
+    NC_CHECK(nc_engine_load(e, net, &err) == NC_OK, "reload: %s", err.message);
+    nc_tensor *ref_new = forward_graphs(e, x1, &o, 0);
+    NC_CHECK(ref_new && ref1 && !same_tensor("new weights differ", ref_new, ref1), "[%s] the new weights matter", pn);
+    for (int k = 0; k < 3; k++) {
+        nc_tensor *out = forward_graphs(e, x1, &o, 1);
+        NC_CHECK(same_tensor("graphs after a load", out, ref_new), "[%s] pass %d after a load", pn, k);
+        nc_tensor_free(out);
+    }
+    /* another precision: its own weight copies, graphs captured again */
+    nc_gpu_precision q = p == NC_GPU_FP32 ? NC_GPU_BF16 : NC_GPU_FP32;
+    nc_engine_gpu_set_precision(e, q, &err);
+    nc_tensor *ref_q = forward_graphs(e, x1, &o, 0);
+    for (int k = 0; k < 3; k++) {
+        nc_tensor *out = forward_graphs(e, x1, &o, 1);
+        NC_CHECK(same_tensor("graphs after a precision change", out, ref_q), "[%s→%s] pass %d", pn,
+                 nc_gpu_precision_name(q), k);
+        nc_tensor_free(out);
+    }
+    nc_tensor_free(ref_q);
+    nc_tensor_free(ref_new);
+    nc_tensor_free(ref1);
+    nc_tensor_free(ref2);
+    nc_tensor_free(x1);
+    nc_tensor_free(x2);
+    nc_tensor_free(x3);
+    nc_engine_free(e);
+    nc_net_free(net);
+}
+
+static void test_graphs(void)
+{
+    graphs_case(NC_GPU_FP32);
+    graphs_case(NC_GPU_BF16);
+    graphs_case(NC_GPU_TF32);
+}
+
 #endif /* NC_HAVE_CUDA */
 
 int main(void)
@@ -807,10 +909,11 @@ int main(void)
     GPU_RUN(test_unsupported, skip);
     GPU_RUN(test_out_of_memory, skip);
     GPU_RUN(test_timing, skip);
+    GPU_RUN(test_graphs, skip);
 #else
     static const char *names[] = {"test_registry",       "test_ann_nets",          "test_snn_nets",
                                   "test_recorded_sums", "test_sequence_input", "test_precisions_snn",    "test_fixture_models",
-                                  "test_cancel_and_reload", "test_unsupported", "test_out_of_memory", "test_timing"};
+                                  "test_cancel_and_reload", "test_unsupported", "test_out_of_memory", "test_timing", "test_graphs"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         nc_test_report(names[i], 0, skip);
 #endif
