@@ -25,6 +25,8 @@
 //     time-major (coalesced), keeping m_t; IF backward: one thread per neuron
 //     looping t = T..1, its θ-gradient summed per block (per channel or per
 //     layer) and the blocks' partials added in order (the reduction above);
+//   - the output loss, the optimisers (also one launch over all tensors) and
+//     the byte buffers the loss works on: nc_gpu_train_step.cu;
 //   - element-wise ops and the optimisers: one thread per value, the CPU's
 //     operation order with explicitly rounded intrinsics (gpu/ is built with
 //     -fmad=false too), so they match the CPU bit for bit (the sigmoid
@@ -39,6 +41,7 @@
 #include "gpu/nc_gpu_internal.h"
 #include "gpu/nc_gpu_nccl.h"
 #include "gpu/nc_gpu_train_conv.h"
+#include "gpu/nc_gpu_train_step.h"
 
 #include <limits.h>
 #include <math.h>
@@ -482,43 +485,6 @@ __global__ void if_backward_kernel(if_args a, int64_t R, int C, int64_t I, int S
     }
 }
 
-// ---- optimisers (sim/nc_train_backend_cpu.c, in double per value) -----------------
-
-__global__ void sgd_kernel(int64_t n, float *value, const float *grad, float *m, double lr, double momentum,
-                           double wd, int clamp, float min_value)
-{
-    for (int64_t j = gtid(); j < n; j += gstride()) {
-        double g = __dadd_rn((double)grad[j], __dmul_rn(wd, (double)value[j]));
-        float mj = __double2float_rn(__dadd_rn(__dmul_rn(momentum, (double)m[j]), g));
-        m[j] = mj;
-        float v = __fsub_rn(value[j], __double2float_rn(__dmul_rn(lr, (double)mj)));
-        if (clamp && v < min_value)
-            v = min_value;
-        value[j] = v;
-    }
-}
-
-// one_b1 = 1 − β1 and one_b2 = 1 − β2, computed on the host in double as the
-// CPU does.
-__global__ void adam_kernel(int64_t n, float *value, const float *grad, float *m, float *v, double lr, double beta1,
-                            double one_b1, double beta2, double one_b2, double eps, double c1, double c2, double wd,
-                            int clamp, float min_value)
-{
-    for (int64_t j = gtid(); j < n; j += gstride()) {
-        double g = __dadd_rn((double)grad[j], __dmul_rn(wd, (double)value[j]));
-        float mj = __double2float_rn(__dadd_rn(__dmul_rn(beta1, (double)m[j]), __dmul_rn(one_b1, g)));
-        float vj = __double2float_rn(__dadd_rn(__dmul_rn(beta2, (double)v[j]), __dmul_rn(__dmul_rn(one_b2, g), g)));
-        m[j] = mj;
-        v[j] = vj;
-        double step = __ddiv_rn(__dmul_rn(lr, __ddiv_rn((double)mj, c1)),
-                                __dadd_rn(__dsqrt_rn(__ddiv_rn((double)vj, c2)), eps));
-        float val = __fsub_rn(value[j], __double2float_rn(step));
-        if (clamp && val < min_value)
-            val = min_value;
-        value[j] = val;
-    }
-}
-
 // ---- the backend -------------------------------------------------------------------
 
 struct gtrain {
@@ -531,6 +497,7 @@ struct gtrain {
     double *red = nullptr; // partial sums of the reductions, grown on demand
     size_t red_doubles = 0;
     nc_train_convs *convs = nullptr; // convolutions through cuDNN (NULL: all on im2col + cuBLAS)
+    nc_opt_table *opt = nullptr;     // optimizer_step's device table (nc_gpu_train_step.cu)
     cublasComputeType_t dense_compute = CUBLAS_COMPUTE_32F; // the bf16 mode: bf16 tensor cores
     nc_status status = NC_OK; // the first failure, kept
     char msg[NC_ERROR_MESSAGE_MAX] = {};
@@ -773,6 +740,7 @@ void gt_destroy(nc_train_backend *b)
         if (g->red)
             cudaFree(g->red);
         nc_train_convs_free(g->convs);
+        nc_opt_table_free(g->opt);
         if (g->blas)
             cublasDestroy(g->blas);
         if (g->stream)
@@ -1364,30 +1332,6 @@ void gt_qcfs_backward(nc_train_backend *b, int64_t rows, int c, int64_t inner, c
     launched(g, op, "qcfs_backward_kernel");
 }
 
-void gt_sgd_step(nc_train_backend *b, int64_t count, float *value, const float *grad, float *m, double lr,
-                 double momentum, double weight_decay, int clamp, float min_value)
-{
-    gtrain *g = gt(b);
-    if (!usable(g) || count <= 0)
-        return;
-    sgd_kernel<<<grid_for(count), kThreads, 0, g->stream>>>(count, value, grad, m, lr, momentum, weight_decay, clamp,
-                                                            min_value);
-    launched(g, "sgd_step", "sgd_kernel");
-}
-
-void gt_adam_step(nc_train_backend *b, int64_t count, float *value, const float *grad, float *m, float *v, double lr,
-                  double beta1, double beta2, double epsilon, double c1, double c2, double weight_decay, int clamp,
-                  float min_value)
-{
-    gtrain *g = gt(b);
-    if (!usable(g) || count <= 0)
-        return;
-    adam_kernel<<<grid_for(count), kThreads, 0, g->stream>>>(count, value, grad, m, v, lr, beta1, 1 - beta1, beta2,
-                                                             1 - beta2, epsilon, c1, c2, weight_decay, clamp,
-                                                             min_value);
-    launched(g, "adam_step", "adam_kernel");
-}
-
 nc_status gt_sync(nc_train_backend *b, nc_error *err)
 {
     gtrain *g = gt(b);
@@ -1441,8 +1385,10 @@ nc_train_backend_ops make_ops()
     o.clip_backward = gt_clip_backward;
     o.qcfs_backward = gt_qcfs_backward;
     o.if_backward = gt_if_backward;
-    o.sgd_step = gt_sgd_step;
-    o.adam_step = gt_adam_step;
+    o.alloc_bytes = gts_alloc_bytes, o.release_bytes = gts_release_bytes;
+    o.upload_bytes = gts_upload_bytes, o.download_bytes = gts_download_bytes;
+    o.output_loss = gts_output_loss;
+    o.sgd_step = gts_sgd_step, o.adam_step = gts_adam_step, o.optimizer_step = gts_optimizer_step;
     o.sync = gt_sync;
     return o;
 }
@@ -1450,6 +1396,16 @@ nc_train_backend_ops make_ops()
 const nc_train_backend_ops gpu_train_ops = make_ops();
 
 } // namespace
+
+// What the step operations (nc_gpu_train_step.cu) need of the backend.
+cudaStream_t nc_gt_stream(nc_train_backend *b) { return gt(b)->stream; }
+bool nc_gt_usable(nc_train_backend *b) { return usable(gt(b)); }
+bool nc_gt_cuda_failed(nc_train_backend *b, const char *op, const char *call, cudaError_t e)
+{
+    return cuda_failed(gt(b), op, call, e);
+}
+double *nc_gt_scratch(nc_train_backend *b, const char *op, size_t doubles) { return red_get(gt(b), op, doubles); }
+nc_opt_table **nc_gt_opt_table(nc_train_backend *b) { return &gt(b)->opt; }
 
 // Default conv workspace: 64 MiB (NC_GPU_TRAIN_CHUNK_MB overrides, 1..65536):
 // chunks of samples whose im2col columns (and gathered output gradients)

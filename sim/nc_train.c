@@ -52,6 +52,9 @@ typedef struct grad_bucket {
     nc_error err;
 } grad_bucket;
 
+/* output_loss results kept per step: all T steps, then each horizon */
+#define NC_TRAIN_LOSS_SLOTS (1 + (int)(sizeof(((nc_train_options *)0)->horizons) / sizeof(int)))
+
 typedef struct opt_state {
     float *host;       /* the net's array: written by nc_trainer_sync_net */
     float *value;      /* backend: node_params' working value             */
@@ -79,16 +82,24 @@ struct nc_trainer {
     float **grad;         /* dL/d value, rows like val         */
     int *grad_live;       /* grad[i] holds this batch's sum    */
     float *temp;          /* backend: two values of the largest node */
-    float *logits, *dlogits;          /* host [max_batch, classes] */
-    float *logits_dev, *dlogits_dev;  /* backend, the same         */
+    float *logits_dev, *dlogits_dev;  /* backend [max_batch, classes] */
+    int32_t *labels_dev;  /* backend [max_batch]: the batch's labels */
+    /* backend: output_loss's {mean loss, correct} per loss evaluated in a
+     * step (slot 0: after all T steps; slot 1 + h: horizon h), read at the
+     * step's final sync into sums */
+    double *sums_dev;
+    double sums[2 * (NC_TRAIN_LOSS_SLOTS)];
+    int loss_horizons;    /* horizons of the step's loss (0: one, slot 0) */
+    int owns_be;          /* 0: the teacher's trainer, on its student's backend */
     node_params *np;
     opt_state *params;
     int n_params;
+    nc_opt_tensor *opt;   /* params as optimizer_step's table (same order) */
     int64_t steps;        /* optimiser steps taken (Adam bias correction) */
-    /* distillation: the teacher ANN (a clone), its trainer and its logits */
+    /* distillation: the teacher ANN (a clone) and its trainer, whose device
+     * logits the loss reads */
     nc_net *teacher_net;
     nc_trainer *teacher;
-    float *teacher_logits; /* host [max_batch, classes] */
     grad_bucket bucket;
 };
 
@@ -356,6 +367,21 @@ static int add_param(nc_trainer *tr, int node, const char *what, float *host, fl
     return p->m && p->v && p->host_value && p->host_grad && value && grad ? 0 : -1;
 }
 
+/* The parameters as optimizer_step's table: built once, so that the GPU
+ * backend sees the same set every step and keeps its uploaded copy. */
+static nc_status setup_opt_table(nc_trainer *tr, nc_error *err)
+{
+    tr->opt = calloc((size_t)tr->n_params + 1, sizeof *tr->opt);
+    if (!tr->opt)
+        return nc_fail(err, NC_ERR_MEMORY, "out of memory for the optimiser");
+    for (int k = 0; k < tr->n_params; k++) {
+        const opt_state *p = &tr->params[k];
+        tr->opt[k] = (nc_opt_tensor){.value = p->value, .grad = p->grad, .m = p->m, .v = p->v, .count = p->count,
+                                     .decay = p->decay, .clamp = p->is_threshold};
+    }
+    return NC_OK;
+}
+
 /* Uploads every weight, bias and threshold; the trained ones also get a
  * gradient and optimiser state. */
 static nc_status setup_params(nc_trainer *tr, nc_error *err)
@@ -399,7 +425,7 @@ static nc_status setup_params(nc_trainer *tr, nc_error *err)
             return s != NC_OK ? s : nc_fail(err, NC_ERR_MEMORY, "out of memory for the parameters of '%s'", n->name);
         }
     }
-    return NC_OK;
+    return setup_opt_table(tr, err);
 }
 
 static nc_status setup_buffers(nc_trainer *tr, const int *constant, const mem_plan *plan, nc_error *err)
@@ -429,9 +455,9 @@ static nc_status setup_buffers(nc_trainer *tr, const int *constant, const mem_pl
     tr->temp = be_alloc(tr, 2 * plan->largest);
     tr->logits_dev = be_alloc(tr, (double)per);
     tr->dlogits_dev = be_alloc(tr, (double)per);
-    tr->logits = calloc(per, sizeof(float));
-    tr->dlogits = calloc(per, sizeof(float));
-    if (!tr->temp || !tr->logits_dev || !tr->dlogits_dev || !tr->logits || !tr->dlogits) {
+    tr->labels_dev = tr->be->ops->alloc_bytes(tr->be, (size_t)tr->max_batch * sizeof(int32_t));
+    tr->sums_dev = tr->be->ops->alloc_bytes(tr->be, sizeof tr->sums);
+    if (!tr->temp || !tr->logits_dev || !tr->dlogits_dev || !tr->labels_dev || !tr->sums_dev) {
         nc_status s = tr->be->ops->sync(tr->be, err);
         return s != NC_OK ? s : nc_fail(err, NC_ERR_MEMORY, "out of memory for the training workspace");
     }
@@ -443,6 +469,8 @@ void nc_trainer_free(nc_trainer *tr)
     if (!tr)
         return;
     nc_train_backend *be = tr->be;
+    nc_trainer_free(tr->teacher); /* first: it may hold memory of this backend */
+    nc_net_free(tr->teacher_net);
     void (*release)(nc_train_backend *, float *) = be ? be->ops->release : NULL;
     for (int i = 0; release && i < tr->net->n_nodes; i++) {
         if (tr->val && !tr->val[i].alias)
@@ -469,11 +497,12 @@ void nc_trainer_free(nc_trainer *tr)
         release(be, tr->temp);
         release(be, tr->logits_dev);
         release(be, tr->dlogits_dev);
+        be->ops->release_bytes(be, tr->labels_dev);
+        be->ops->release_bytes(be, tr->sums_dev);
     }
-    nc_train_backend_free(be);
-    nc_trainer_free(tr->teacher);
-    nc_net_free(tr->teacher_net);
-    free(tr->teacher_logits);
+    if (tr->owns_be)
+        nc_train_backend_free(be);
+    free(tr->opt);
     free(tr->params);
     free(tr->val);
     free(tr->grad);
@@ -481,12 +510,15 @@ void nc_trainer_free(nc_trainer *tr)
     free(tr->saved);
     free(tr->np);
     free(tr->win);
-    free(tr->logits);
-    free(tr->dlogits);
     free(tr);
 }
 
-/* A forward-only trainer on a clone of the teacher ANN, same backend. */
+static nc_status trainer_make(nc_net *net, const nc_train_options *o, int max_batch, nc_train_backend *shared,
+                              nc_trainer **out, nc_error *err);
+
+/* A forward-only trainer on a clone of the teacher ANN, on the student's own
+ * backend: its logits stay in that backend's memory (one GPU stream) for the
+ * student's loss to read, with no copy and no sync between the two. */
 static nc_status setup_teacher(nc_trainer *tr, nc_error *err)
 {
     const nc_net *t = tr->o.teacher;
@@ -499,18 +531,19 @@ static nc_status setup_teacher(nc_trainer *tr, nc_error *err)
     if (tr->o.distill_tau == 0)
         tr->o.distill_tau = NC_TRAIN_DEFAULT_TAU;
     tr->teacher_net = nc_net_clone(t);
-    tr->teacher_logits = calloc((size_t)tr->max_batch * (size_t)tr->classes, sizeof(float));
-    if (!tr->teacher_net || !tr->teacher_logits)
+    if (!tr->teacher_net)
         return nc_fail(err, NC_ERR_MEMORY, "out of memory for the distillation teacher");
     nc_train_options to = teacher_options(&tr->o);
-    nc_status s = nc_trainer_new(tr->teacher_net, &to, tr->max_batch, &tr->teacher, err);
+    nc_status s = trainer_make(tr->teacher_net, &to, tr->max_batch, tr->be, &tr->teacher, err);
     if (s != NC_OK)
         nc_error_prefix(err, "the distillation teacher");
     return s;
 }
 
-nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, nc_trainer **out,
-                         nc_error *err)
+/* A trainer on its own backend (shared NULL) or on `shared`, which it then
+ * neither frees nor owns. */
+static nc_status trainer_make(nc_net *net, const nc_train_options *o, int max_batch, nc_train_backend *shared,
+                              nc_trainer **out, nc_error *err)
 {
     *out = NULL;
     if (max_batch < 1 || (o->mode == NC_TRAIN_BPTT && o->T < 1))
@@ -528,11 +561,13 @@ nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, 
     tr->T = o->mode == NC_TRAIN_BPTT ? o->T : 1;
     tr->bucket.share = 1;
     tr->classes = (int)nc_node_numel(&net->nodes[net->output]);
-    s = nc_train_backend_new(o->engine, &tr->be, err);
+    tr->be = shared;
+    s = shared ? NC_OK : nc_train_backend_new(o->engine, &tr->be, err);
     if (s != NC_OK) {
         free(tr);
         return s;
     }
+    tr->owns_be = !shared;
     tr->val = calloc((size_t)n, sizeof *tr->val);
     tr->grad = calloc((size_t)n, sizeof *tr->grad);
     tr->grad_live = calloc((size_t)n, sizeof *tr->grad_live);
@@ -561,6 +596,12 @@ nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, 
     }
     *out = tr;
     return NC_OK;
+}
+
+nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, nc_trainer **out,
+                         nc_error *err)
+{
+    return trainer_make(net, o, max_batch, NULL, out, err);
 }
 
 /* ---- forward ------------------------------------------------------------------- */
@@ -738,8 +779,9 @@ static void forward_node(nc_trainer *tr, int i, const float *images)
     }
 }
 
-/* Logits [N, classes] on the host: the output, averaged over the steps in BPTT. */
-static nc_status make_logits(nc_trainer *tr, nc_error *err)
+/* Logits [N, classes] into logits_dev: the output, averaged over the steps
+ * in BPTT (queued: no download, no sync). */
+static void make_logits(nc_trainer *tr)
 {
     int out = tr->net->output;
     int64_t per = (int64_t)tr->N * tr->classes;
@@ -748,8 +790,6 @@ static nc_status make_logits(nc_trainer *tr, nc_error *err)
         tr->be->ops->copy(tr->be, tr->logits_dev, y, (size_t)per);
     else
         tr->be->ops->mean_steps(tr->be, tr->T, per, y, tr->logits_dev);
-    tr->be->ops->download(tr->be, tr->logits, tr->logits_dev, (size_t)per);
-    return tr->be->ops->sync(tr->be, err);
 }
 
 static nc_status forward_batch(nc_trainer *tr, const float *images, int n, nc_error *err)
@@ -760,15 +800,17 @@ static nc_status forward_batch(nc_trainer *tr, const float *images, int n, nc_er
     tr->N = n;
     for (int i = 0; i < tr->net->n_nodes; i++)
         forward_node(tr, i, images);
-    return make_logits(tr, err);
+    make_logits(tr);
+    return NC_OK;
 }
 
 nc_status nc_trainer_logits(nc_trainer *tr, const float *images, int n, float *logits, nc_error *err)
 {
     nc_status s = forward_batch(tr, images, n, err);
-    if (s == NC_OK)
-        memcpy(logits, tr->logits, (size_t)n * (size_t)tr->classes * sizeof(float));
-    return s;
+    if (s != NC_OK)
+        return s;
+    tr->be->ops->download(tr->be, logits, tr->logits_dev, (size_t)n * (size_t)tr->classes);
+    return tr->be->ops->sync(tr->be, err);
 }
 
 /* ---- backward ------------------------------------------------------------------ */
@@ -948,77 +990,71 @@ static void zero_param_grads(nc_trainer *tr)
         tr->be->ops->zero(tr->be, tr->params[k].grad, (size_t)tr->params[k].count);
 }
 
-/* The loss of tr->logits against the labels (and the teacher's logits when
- * distilling), its gradient into tr->dlogits when dlogits is set. */
-static double batch_loss(nc_trainer *tr, const int32_t *labels, int dlogits, int64_t *correct)
+/* The loss of `logits` (backend) against the batch's labels, and the
+ * teacher's logits when distilling and `teacher` is set, into sums slot
+ * `slot`; dlogits (may be NULL) gets its gradient.  A rank of a data-parallel
+ * run holds `share` of the batch: its mean loss enters the batch's mean with
+ * that weight, and so does its gradient (scaled here). */
+static void queue_loss(nc_trainer *tr, const float *logits, float *dlogits, int slot, int teacher)
 {
-    float *d = dlogits ? tr->dlogits : NULL;
-    if (!tr->teacher)
-        return nc_softmax_xent(tr->N, tr->classes, tr->logits, labels, d, correct);
-    return nc_distill_xent(tr->N, tr->classes, tr->logits, tr->teacher_logits, labels, tr->o.distill_alpha,
-                           tr->o.distill_tau, d, correct);
+    const float *t = teacher && tr->teacher ? tr->teacher->logits_dev : NULL;
+    tr->be->ops->output_loss(tr->be, tr->N, tr->classes, logits, tr->labels_dev, t, tr->o.distill_alpha,
+                             tr->o.distill_tau, (float)tr->bucket.share, dlogits, tr->sums_dev + 2 * slot);
 }
 
-/* A rank of a data-parallel run holds `share` of the batch: its mean loss
- * enters the batch's mean with that weight, and so does its gradient. */
-static void scale_dlogits(nc_trainer *tr, int64_t per)
-{
-    if (tr->bucket.share == 1.0)
-        return;
-    float share = (float)tr->bucket.share;
-    for (int64_t k = 0; k < per; k++)
-        tr->dlogits[k] *= share;
-}
-
-/* The loss and dL/d(output) into grad[output].  One horizon (k = T): the
- * logits are the mean over T steps and each step gets dlogits / T.  Several
- * horizons k: loss = mean over k of CE(mean of the first k steps), so step t
- * gets Σ_{k > t} dlogits_k / (k·H). */
-static nc_status output_gradient(nc_trainer *tr, const int32_t *labels, double *loss, int64_t *correct, nc_error *err)
+/* The loss and dL/d(output) into grad[output], queued on the backend (the
+ * loss is read by read_loss after the step's final sync).  One horizon
+ * (k = T): the logits are the mean over T steps and each step gets
+ * dlogits / T.  Several horizons k: loss = mean over k of CE(mean of the
+ * first k steps), so step t gets Σ_{k > t} dlogits_k / (k·H). */
+static nc_status output_gradient(nc_trainer *tr, nc_error *err)
 {
     const nc_train_backend_ops *ops = tr->be->ops;
     int out = tr->net->output, n = tr->N;
     int64_t per = (int64_t)n * tr->classes, steps = rows_of(tr, out) / n;
-    int64_t right = 0;
+    tr->loss_horizons = 0;
     if (tr->o.n_horizons <= 0 || steps == 1) {
-        double l = batch_loss(tr, labels, 1, &right);
-        scale_dlogits(tr, per);
-        ops->upload(tr->be, tr->dlogits_dev, tr->dlogits, (size_t)per);
+        queue_loss(tr, tr->logits_dev, tr->dlogits_dev, 0, 1);
         ops->broadcast_steps(tr->be, (int)steps, per, tr->dlogits_dev, 1.0f / (float)steps, tr->grad[out]);
         tr->grad_live[out] = 1;
-        if (loss)
-            *loss = l;
-        if (correct)
-            *correct = right;
         return NC_OK;
     }
     int H = tr->o.n_horizons;
-    double total = 0;
-    /* accuracy as the run will be judged: after all T steps (tr->logits is
-     * then reused for each horizon's logits) */
-    nc_softmax_xent(n, tr->classes, tr->logits, labels, NULL, &right);
+    for (int h = 0; h < H; h++)
+        if (tr->o.horizons[h] < 1 || tr->o.horizons[h] > steps)
+            return nc_fail(err, NC_ERR_ARGUMENT, "loss horizon %d is outside 1..T = %lld", tr->o.horizons[h],
+                           (long long)steps);
+    /* accuracy as the run will be judged: after all T steps (slot 0; then
+     * logits_dev is reused for each horizon's logits) */
+    queue_loss(tr, tr->logits_dev, NULL, 0, 0);
     ops->zero(tr->be, tr->grad[out], (size_t)(steps * per));
     tr->grad_live[out] = 1;
     for (int h = 0; h < H; h++) {
         int k = tr->o.horizons[h];
-        if (k < 1 || k > steps)
-            return nc_fail(err, NC_ERR_ARGUMENT, "loss horizon %d is outside 1..T = %lld", k, (long long)steps);
         ops->mean_steps(tr->be, k, per, tr->val[out].data, tr->logits_dev);
-        ops->download(tr->be, tr->logits, tr->logits_dev, (size_t)per);
-        nc_status s = ops->sync(tr->be, err);
-        if (s != NC_OK)
-            return s;
-        total += batch_loss(tr, labels, 1, NULL) / H;
-        scale_dlogits(tr, per);
-        ops->upload(tr->be, tr->dlogits_dev, tr->dlogits, (size_t)per);
+        queue_loss(tr, tr->logits_dev, tr->dlogits_dev, 1 + h, 1);
         ops->broadcast_steps(tr->be, k, per, tr->dlogits_dev, 1.0f / (float)(k * H), tr->temp);
         ops->add(tr->be, k * per, tr->grad[out], tr->temp, tr->grad[out]);
+    }
+    tr->loss_horizons = H;
+    return NC_OK;
+}
+
+/* The step's loss and correct count from tr->sums (downloaded at the final
+ * sync); horizons are averaged in the order the host loss always used. */
+static void read_loss(const nc_trainer *tr, double *loss, int64_t *correct)
+{
+    const double *sums = tr->sums;
+    double total = sums[0];
+    if (tr->loss_horizons > 0) {
+        total = 0;
+        for (int h = 0; h < tr->loss_horizons; h++)
+            total += sums[2 * (1 + h)] / tr->loss_horizons;
     }
     if (loss)
         *loss = total;
     if (correct)
-        *correct = right;
-    return NC_OK;
+        *correct = (int64_t)sums[1];
 }
 
 /* ---- data parallel: gradients summed across the ranks, bucket by bucket ---- */
@@ -1109,14 +1145,17 @@ nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_
         if (labels[k] < 0 || labels[k] >= tr->classes)
             return nc_fail(err, NC_ERR_ARGUMENT, "label %d of image %d is outside the model's %d classes",
                            (int)labels[k], k, tr->classes);
+    /* before the forward: the upload's wait then holds up nothing */
+    if (n > 0)
+        tr->be->ops->upload_bytes(tr->be, tr->labels_dev, labels, (size_t)n * sizeof(int32_t));
     nc_status s = forward_batch(tr, images, n, err);
-    if (s == NC_OK && tr->teacher)
-        s = nc_trainer_logits(tr->teacher, images, n, tr->teacher_logits, err);
+    if (s == NC_OK && tr->teacher) /* the same backend: its logits are ready where the loss reads them */
+        s = forward_batch(tr->teacher, images, n, err);
     if (s != NC_OK)
         return s;
     zero_param_grads(tr);
     memset(tr->grad_live, 0, (size_t)tr->net->n_nodes * sizeof(int));
-    s = output_gradient(tr, labels, loss, correct, err);
+    s = output_gradient(tr, err);
     if (s != NC_OK)
         return s;
     for (int i = tr->net->n_nodes - 1; i >= 0; i--) {
@@ -1124,7 +1163,13 @@ nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_
         bucket_node(tr, i);
     }
     s = bucket_finish(tr, err);
-    return s == NC_OK ? tr->be->ops->sync(tr->be, err) : s;
+    if (s != NC_OK)
+        return s;
+    tr->be->ops->download_bytes(tr->be, tr->sums, tr->sums_dev, sizeof tr->sums);
+    s = tr->be->ops->sync(tr->be, err);
+    if (s == NC_OK)
+        read_loss(tr, loss, correct);
+    return s;
 }
 
 /* ---- optimiser ------------------------------------------------------------------- */
@@ -1137,16 +1182,11 @@ void nc_trainer_apply(nc_trainer *tr, double lr)
     const nc_train_options *o = &tr->o;
     tr->steps++;
     double c1 = 1.0 - pow(o->beta1, (double)tr->steps), c2 = 1.0 - pow(o->beta2, (double)tr->steps);
-    for (int k = 0; k < tr->n_params; k++) {
-        opt_state *p = &tr->params[k];
-        double wd = p->decay ? o->weight_decay : 0.0;
-        if (o->optimizer == NC_OPTIMIZER_SGD)
-            tr->be->ops->sgd_step(tr->be, p->count, p->value, p->grad, p->m, lr, o->momentum, wd, p->is_threshold,
-                                  MIN_THRESHOLD);
-        else
-            tr->be->ops->adam_step(tr->be, p->count, p->value, p->grad, p->m, p->v, lr, o->beta1, o->beta2,
-                                   o->epsilon, c1, c2, wd, p->is_threshold, MIN_THRESHOLD);
-    }
+    nc_opt_step step = {.adam = o->optimizer != NC_OPTIMIZER_SGD, .lr = lr, .momentum = o->momentum,
+                        .beta1 = o->beta1, .beta2 = o->beta2, .epsilon = o->epsilon, .c1 = c1, .c2 = c2,
+                        .weight_decay = o->weight_decay, .min_value = MIN_THRESHOLD};
+    /* every tensor in one call (one kernel on the GPU) */
+    tr->be->ops->optimizer_step(tr->be, tr->opt, tr->n_params, &step);
 }
 
 void nc_trainer_reset(nc_trainer *tr, const float *const *values)

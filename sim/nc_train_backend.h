@@ -9,8 +9,9 @@
  *
  * Every pointer given to an operation is one the backend allocated (device
  * memory for "gpu"), except the `host` side of upload/download and the
- * nc_window / nc_if_params structs themselves (plain host structs; the
- * threshold they point to is backend memory).  Semantics, layouts and the
+ * nc_window / nc_if_params / nc_opt_tensor / nc_opt_step structs themselves
+ * (plain host structs; the threshold and tensors they point to are backend
+ * memory).  Semantics, layouts and the
  * "din overwritten, parameter gradients accumulated" rule are exactly those of
  * nc_cpu_ops.h (forward) and nc_grad_ops.h (backward): a backend is correct
  * when it agrees with them within float rounding.
@@ -32,6 +33,27 @@
 
 typedef struct nc_train_backend nc_train_backend;
 
+/* One parameter tensor of optimizer_step: backend pointers of `count` values
+ * each (v unused by SGD, may be NULL), weight decay on or off, and the clamp
+ * of thresholds (value = max(value, min_value) after the step). */
+typedef struct nc_opt_tensor {
+    float *value;
+    const float *grad;
+    float *m, *v;
+    int64_t count;
+    int decay;
+    int clamp;
+} nc_opt_tensor;
+
+/* The hyper-parameters of one optimiser step, for every tensor. */
+typedef struct nc_opt_step {
+    int adam;                            /* 1: Adam, 0: SGD (momentum)              */
+    double lr, momentum;                 /* momentum: SGD only                      */
+    double beta1, beta2, epsilon, c1, c2; /* Adam; c1 = 1−β1^t, c2 = 1−β2^t          */
+    double weight_decay;                 /* for the tensors with decay set, else 0  */
+    float min_value;                     /* the clamp's bound                       */
+} nc_opt_step;
+
 typedef struct nc_train_backend_ops {
     const char *name; /* "cpu", "gpu" */
     void (*destroy)(nc_train_backend *b);
@@ -43,6 +65,16 @@ typedef struct nc_train_backend_ops {
     void (*copy)(nc_train_backend *b, float *dst, const float *src, size_t floats);
     void (*upload)(nc_train_backend *b, float *dst, const float *host, size_t floats);
     void (*download)(nc_train_backend *b, float *host, const float *src, size_t floats);
+    /* Plain bytes (int32 labels, the loss's doubles): alloc_bytes returns
+     * zero-filled memory aligned for doubles (NULL on failure, recorded),
+     * release_bytes frees it (NULL is a no-op).  upload_bytes waits for the
+     * copy as upload does; download_bytes is only QUEUED: host holds the
+     * bytes after the next sync() (the trainer reads the step's loss at the
+     * step's final sync, no sync of its own). */
+    void *(*alloc_bytes)(nc_train_backend *b, size_t bytes);
+    void (*release_bytes)(nc_train_backend *b, void *p);
+    void (*upload_bytes)(nc_train_backend *b, void *dst, const void *host, size_t bytes);
+    void (*download_bytes)(nc_train_backend *b, void *host, const void *src, size_t bytes);
     /* rows × len floats from src (row stride src_stride) to dst (dst_stride) */
     void (*copy_rows)(nc_train_backend *b, float *dst, int64_t dst_stride, const float *src,
                       int64_t src_stride, int64_t rows, int64_t len);
@@ -97,6 +129,21 @@ typedef struct nc_train_backend_ops {
                         int64_t n, int c, int64_t inner, const float *m_saved, const float *dout, float *din,
                         float *dthreshold);
 
+    /* ---- the output loss (nc_grad_ops.h), on backend memory ----
+     * nc_distill_xent(rows, classes, logits, teacher, labels, alpha, tau)
+     * (nc_softmax_xent when teacher is NULL or α = 0), all four backend
+     * memory (labels: rows int32 of alloc_bytes memory; teacher [rows,
+     * classes] or NULL).  Writes sums[0] = the mean loss the function returns
+     * and sums[1] = the rows it counts correct (from 0; sums: 2 doubles of
+     * alloc_bytes memory, overwritten), and, when dlogits is set, the
+     * function's dlogits times `scale` (in float: the data-parallel share; 1
+     * leaves them unchanged).  Queued without a host sync, so a training step
+     * runs from the forward into the backward and reads sums at its final
+     * sync.  Per row in double in the CPU function's order, rows summed in row
+     * order: the GPU differs only by its exp/log in the last bits. */
+    void (*output_loss)(nc_train_backend *b, int64_t rows, int classes, const float *logits, const int32_t *labels,
+                        const float *teacher, double alpha, double tau, float scale, float *dlogits, double *sums);
+
     /* ---- optimiser: one step over `count` values, in place ----
      * g = grad + weight_decay·value; then
      *   SGD:  m = momentum·m + g;  value −= lr·m
@@ -109,6 +156,14 @@ typedef struct nc_train_backend_ops {
     void (*adam_step)(nc_train_backend *b, int64_t count, float *value, const float *grad, float *m, float *v,
                       double lr, double beta1, double beta2, double epsilon, double c1, double c2,
                       double weight_decay, int clamp, float min_value);
+    /* The same step over n tensors at once (tensors: a host array of host
+     * structs holding backend pointers): for each, sgd_step or adam_step
+     * (step->adam) with weight_decay = decay ? step->weight_decay : 0 and its
+     * clamp, the same arithmetic bit for bit.  The GPU runs ONE kernel over all
+     * values, its table of tensors uploaded when the set changes (compared
+     * with the last call's), so a trainer calling it each step with the same
+     * array pays one launch; the CPU loops over its per-tensor functions. */
+    void (*optimizer_step)(nc_train_backend *b, const nc_opt_tensor *tensors, int n, const nc_opt_step *step);
 
     /* Waits for queued work; returns NC_OK or the first error recorded since
      * the backend was made (naming the call and the reason), which stays. */

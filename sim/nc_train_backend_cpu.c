@@ -89,6 +89,23 @@ static void cpu_copy(nc_train_backend *b, float *dst, const float *src, size_t n
         memmove(dst, src, n * sizeof(float));
 }
 
+static void *cpu_alloc_bytes(nc_train_backend *b, size_t bytes)
+{
+    void *p = calloc(bytes > 0 ? bytes : 1, 1); /* malloc's alignment suits doubles */
+    if (!p)
+        cpu_fail(b, "training buffer", bytes / sizeof(float));
+    return p;
+}
+
+static void cpu_release_bytes(nc_train_backend *b, void *p) { (void)b, free(p); }
+
+static void cpu_copy_bytes(nc_train_backend *b, void *dst, const void *src, size_t bytes)
+{
+    (void)b;
+    if (dst != src)
+        memmove(dst, src, bytes);
+}
+
 static void cpu_copy_rows(nc_train_backend *b, float *dst, int64_t dst_stride, const float *src, int64_t src_stride,
                           int64_t rows, int64_t len)
 {
@@ -384,6 +401,35 @@ static void cpu_adam_step(nc_train_backend *b, int64_t count, float *value, cons
     }
 }
 
+/* The trainer's loss as it was computed on the host: the function of
+ * nc_grad_ops.h, then the share applied in float. */
+static void cpu_output_loss(nc_train_backend *b, int64_t rows, int classes, const float *logits,
+                            const int32_t *labels, const float *teacher, double alpha, double tau, float scale,
+                            float *dlogits, double *sums)
+{
+    (void)b;
+    int64_t right = 0;
+    double loss = nc_distill_xent(rows, classes, logits, teacher, labels, alpha, tau, dlogits, &right);
+    if (dlogits && scale != 1.0f)
+        for (int64_t k = 0; k < rows * classes; k++)
+            dlogits[k] *= scale;
+    sums[0] = loss;
+    sums[1] = (double)right;
+}
+
+static void cpu_optimizer_step(nc_train_backend *b, const nc_opt_tensor *t, int n, const nc_opt_step *st)
+{
+    for (int k = 0; k < n; k++) {
+        double wd = t[k].decay ? st->weight_decay : 0.0;
+        if (st->adam)
+            cpu_adam_step(b, t[k].count, t[k].value, t[k].grad, t[k].m, t[k].v, st->lr, st->beta1, st->beta2,
+                          st->epsilon, st->c1, st->c2, wd, t[k].clamp, st->min_value);
+        else
+            cpu_sgd_step(b, t[k].count, t[k].value, t[k].grad, t[k].m, st->lr, st->momentum, wd, t[k].clamp,
+                         st->min_value);
+    }
+}
+
 static nc_status cpu_sync(nc_train_backend *b, nc_error *err)
 {
     cpu_backend *c = cpu_of(b);
@@ -399,6 +445,10 @@ static const nc_train_backend_ops cpu_ops = {
     .copy = cpu_copy,
     .upload = cpu_copy,
     .download = cpu_copy,
+    .alloc_bytes = cpu_alloc_bytes,
+    .release_bytes = cpu_release_bytes,
+    .upload_bytes = cpu_copy_bytes,
+    .download_bytes = cpu_copy_bytes,
     .copy_rows = cpu_copy_rows,
     .add = cpu_add,
     .sub = cpu_sub,
@@ -426,6 +476,8 @@ static const nc_train_backend_ops cpu_ops = {
     .if_backward = cpu_if_backward,
     .sgd_step = cpu_sgd_step,
     .adam_step = cpu_adam_step,
+    .output_loss = cpu_output_loss,
+    .optimizer_step = cpu_optimizer_step,
     .sync = cpu_sync,
 };
 

@@ -26,6 +26,13 @@
  *   - a conv → IF → mean chain and back: spike mismatch rate reported (a
  *     different GEMM summation order may flip a spike at an exact tie);
  *   - SGD and Adam steps with weight decay and the threshold clamp: exact;
+ *   - the output loss on the device (plain cross-entropy and distillation,
+ *     α 0 / 0.5 / 1, τ 1 / 4, a row with an out-of-range label, a
+ *     data-parallel share ≠ 1, no dlogits): mean loss within 1e-12 relative
+ *     (CUDA's exp/log), correct count exact, dlogits within 1e-6 relative;
+ *   - the multi-tensor optimizer_step (Adam and SGD, tensors of 1, 7, 1000
+ *     and 300 000 values, with and without weight decay and the clamp, the
+ *     table reused and rebuilt): bit for bit the per-tensor steps;
  *   - out of memory: an impossible alloc returns NULL and sync() reports
  *     NC_ERR_MEMORY with advice, the error stays, a new backend works; a size
  *     overflow and a bad argument are reported too.
@@ -862,6 +869,142 @@ static void test_optimizers(void)
     pair_free(&P);
 }
 
+/* ---- the output loss ---------------------------------------------------------------- */
+
+typedef struct loss_case {
+    int teacher; /* 0: plain cross-entropy */
+    double alpha, tau;
+    float scale;
+    int dlogits; /* 0: no gradient (the horizons' accuracy call) */
+} loss_case;
+
+/* Runs output_loss on both sides and compares; labels and sums are byte
+ * buffers of each side. */
+static void check_loss_case(pair *P_, const loss_case *c, int64_t rows, int classes, const buf *logits,
+                            const buf *teacher, int32_t *const labels[2], buf *dl)
+{
+    pair P = *P_; /* FOR_SIDES and BE name a pair P */
+    double *sums[2], host[2][2] = {{0}};
+    FOR_SIDES sums[side] = BE->ops->alloc_bytes(BE, 2 * sizeof(double));
+    FOR_SIDES BE->ops->output_loss(BE, rows, classes, S(*logits), labels[side], c->teacher ? S(*teacher) : NULL,
+                                   c->alpha, c->tau, c->scale, c->dlogits ? S(*dl) : NULL, sums[side]);
+    FOR_SIDES BE->ops->download_bytes(BE, host[side], sums[side], sizeof host[side]);
+    char what[160];
+    snprintf(what, sizeof what, "output_loss %lld×%d teacher=%d α=%g τ=%g scale=%g dlogits=%d", (long long)rows,
+             classes, c->teacher, c->alpha, c->tau, (double)c->scale, c->dlogits);
+    if (pair_sync(&P, what)) {
+        NC_CHECK_CLOSE(host[1][0], host[0][0], 1e-13, 1e-12, "%s: mean loss", what);
+        NC_CHECK(host[1][1] == host[0][1], "%s: correct %g, cpu %g", what, host[1][1], host[0][1]);
+    }
+    if (c->dlogits)
+        check_buf(&P, what, dl, 1e-7, 1e-6);
+    FOR_SIDES BE->ops->release_bytes(BE, sums[side]);
+}
+
+static void test_output_loss(void)
+{
+    pair P;
+    if (!pair_new(&P))
+        return;
+    static const int64_t shapes[][2] = {{37, 10}, {5, 1000}, {1, 1}};
+    for (int sh = 0; sh < 3; sh++) {
+        int64_t rows = shapes[sh][0];
+        int classes = (int)shapes[sh][1];
+        buf logits = buf_rand(&P, rows * classes, -4, 4), teacher = buf_rand(&P, rows * classes, -6, 6);
+        buf dl = buf_rand(&P, rows * classes, -1, 1); /* overwritten */
+        int32_t *host = malloc((size_t)rows * sizeof(int32_t)), *labels[2];
+        for (int64_t r = 0; r < rows; r++)
+            host[r] = rnd_int(0, classes - 1);
+        if (rows > 2)
+            host[1] = classes, host[2] = -1; /* out of range: wrong, no loss, no gradient */
+        FOR_SIDES {
+            labels[side] = BE->ops->alloc_bytes(BE, (size_t)rows * sizeof(int32_t));
+            BE->ops->upload_bytes(BE, labels[side], host, (size_t)rows * sizeof(int32_t));
+        }
+        check_loss_case(&P, &(loss_case){0, 0, 1, 1.0f, 1}, rows, classes, &logits, &teacher, labels, &dl);
+        check_loss_case(&P, &(loss_case){0, 0, 1, 0.375f, 1}, rows, classes, &logits, &teacher, labels, &dl);
+        check_loss_case(&P, &(loss_case){0, 0, 1, 1.0f, 0}, rows, classes, &logits, &teacher, labels, &dl);
+        static const double alphas[] = {0, 0.5, 1}, taus[] = {1, 4};
+        for (int a = 0; a < 3; a++)
+            for (int t = 0; t < 2; t++)
+                for (int k = 0; k < 2; k++)
+                    check_loss_case(&P, &(loss_case){1, alphas[a], taus[t], k ? 0.25f : 1.0f, 1}, rows, classes,
+                                    &logits, &teacher, labels, &dl);
+        FOR_SIDES BE->ops->release_bytes(BE, labels[side]);
+        free(host);
+        buf_free_all(&P, (buf *[]){&logits, &teacher, &dl}, 3);
+    }
+    pair_free(&P);
+}
+
+/* ---- the multi-tensor optimiser step --------------------------------------------------- */
+
+#define MT_TENSORS 4
+
+/* Per-tensor steps on set a, optimizer_step on set b (same start values):
+ * b on the GPU must equal a on the GPU bit for bit, and b on both sides too. */
+static void test_multi_tensor_step(void)
+{
+    pair P;
+    if (!pair_new(&P))
+        return;
+    static const int64_t counts[MT_TENSORS] = {1, 7, 1000, 300000};
+    static const int decay[MT_TENSORS] = {1, 0, 1, 1}, clamp[MT_TENSORS] = {0, 1, 0, 1};
+    for (int adam = 0; adam < 2; adam++) {
+        buf a[MT_TENSORS][4], b[MT_TENSORS][4]; /* value, grad, m, v */
+        for (int k = 0; k < MT_TENSORS; k++) {
+            float lo = clamp[k] ? -0.01f : -1.0f, hi = clamp[k] ? 0.05f : 1.0f; /* the clamp acts */
+            float *h[4] = {host_rand(counts[k], lo, hi), host_rand(counts[k], -1, 1), host_rand(counts[k], -0.1f, 0.1f),
+                           host_rand(counts[k], 0, 0.01f)};
+            for (int q = 0; q < 4; q++) {
+                a[k][q] = buf_new(&P, counts[k], h[q]);
+                b[k][q] = buf_new(&P, counts[k], h[q]);
+                free(h[q]);
+            }
+        }
+        for (int step = 1; step <= 3; step++) {
+            nc_opt_step st = {.adam = adam, .lr = adam ? 1e-3 : 0.01, .momentum = 0.9, .beta1 = 0.9, .beta2 = 0.999,
+                              .epsilon = 1e-8, .weight_decay = 5e-4, .min_value = 1e-4f};
+            st.c1 = 1.0 - pow(st.beta1, step), st.c2 = 1.0 - pow(st.beta2, step);
+            FOR_SIDES {
+                nc_opt_tensor t[MT_TENSORS];
+                for (int k = 0; k < MT_TENSORS; k++) {
+                    double wd = decay[k] ? st.weight_decay : 0.0;
+                    buf *x = a[k];
+                    if (adam)
+                        BE->ops->adam_step(BE, counts[k], S(x[0]), S(x[1]), S(x[2]), S(x[3]), st.lr, st.beta1,
+                                           st.beta2, st.epsilon, st.c1, st.c2, wd, clamp[k], st.min_value);
+                    else
+                        BE->ops->sgd_step(BE, counts[k], S(x[0]), S(x[1]), S(x[2]), st.lr, st.momentum, wd, clamp[k],
+                                          st.min_value);
+                    /* step 3 lists the tensors backwards: a new set, so the GPU rebuilds its table */
+                    int at = step == 3 ? MT_TENSORS - 1 - k : k;
+                    t[at] = (nc_opt_tensor){S(b[k][0]), S(b[k][1]), S(b[k][2]), adam ? S(b[k][3]) : NULL, counts[k],
+                                            decay[k], clamp[k]};
+                }
+                BE->ops->optimizer_step(BE, t, MT_TENSORS, &st);
+            }
+            for (int k = 0; k < MT_TENSORS; k++)
+                for (int f = 0; f < (adam ? 3 : 2); f++) { /* value, m, and Adam's v */
+                    int q = (int[]){0, 2, 3}[f];
+                    char what[120];
+                    snprintf(what, sizeof what, "%s multi-tensor step %d, tensor of %lld, %s", adam ? "adam" : "sgd",
+                             step, (long long)counts[k], q == 0 ? "value" : q == 2 ? "m" : "v");
+                    check_exact(&P, what, &b[k][q]);
+                    float *ga = buf_get(&P, &a[k][q], 1), *gb = buf_get(&P, &b[k][q], 1);
+                    NC_CHECK(memcmp(ga, gb, (size_t)counts[k] * sizeof(float)) == 0,
+                             "%s: the gpu's per-tensor step, bit for bit", what);
+                    free(ga);
+                    free(gb);
+                }
+        }
+        for (int k = 0; k < MT_TENSORS; k++)
+            for (int q = 0; q < 4; q++)
+                buf_free(&P, &a[k][q]), buf_free(&P, &b[k][q]);
+    }
+    pair_free(&P);
+}
+
 /* ---- failures ------------------------------------------------------------------------- */
 
 static void test_out_of_memory(void)
@@ -977,6 +1120,8 @@ int main(void)
     GPU_RUN(test_if_backward, skip);
     GPU_RUN(test_conv_if_chain, skip);
     GPU_RUN(test_optimizers, skip);
+    GPU_RUN(test_output_loss, skip);
+    GPU_RUN(test_multi_tensor_step, skip);
     GPU_RUN(test_out_of_memory, skip);
     return nc_test_done();
 }

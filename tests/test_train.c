@@ -5,7 +5,10 @@
  *     parameters after one SGD step, within 1e-4 relative;
  *   - a short run that must learn (loss falls, held-out accuracy rises);
  *   - the memory estimate refuses a run over budget; cancel leaves the net as
- *     it was; nodes that cannot be trained are named. */
+ *     it was; nodes that cannot be trained are named;
+ *   - the CPU backend's output_loss and optimizer_step are the host path
+ *     they replaced (nc_softmax_xent / nc_distill_xent and the share in
+ *     float; the per-tensor steps), bit for bit. */
 #include "nc_test.h"
 #include "nc_test_util.h"
 
@@ -780,6 +783,100 @@ static void test_cpu_backend_slices(void)
     nc_train_backend_free(b);
 }
 
+/* ---- the CPU backend's step operations against the path they replaced ---- */
+
+static void test_cpu_output_loss_is_the_host_loss(void)
+{
+    nc_train_backend *b = NULL;
+    nc_error err = {0};
+    NC_CHECK(nc_train_backend_new("cpu", &b, &err) == NC_OK, "cpu backend: %s", err.message);
+    if (!b)
+        return;
+    enum { ROWS = 13, CLASSES = 7 };
+    uint64_t state = 5;
+    float *z = random_floats(ROWS * CLASSES, &state, 4), *t = random_floats(ROWS * CLASSES, &state, 6);
+    float d[ROWS * CLASSES], ref[ROWS * CLASSES];
+    int32_t labels[ROWS];
+    for (int r = 0; r < ROWS; r++)
+        labels[r] = r % CLASSES;
+    labels[3] = CLASSES; /* out of range: no loss, no gradient */
+    int32_t *dev_labels = b->ops->alloc_bytes(b, sizeof labels);
+    double *sums = b->ops->alloc_bytes(b, 2 * sizeof(double)), host[2];
+    b->ops->upload_bytes(b, dev_labels, labels, sizeof labels);
+    static const double alphas[] = {0, 0.5, 1}, taus[] = {1, 4};
+    for (int c = 0; c < 14; c++) { /* 2 plain, then α × τ × share */
+        int teacher = c >= 2;
+        double alpha = teacher ? alphas[(c - 2) / 4] : 0, tau = teacher ? taus[(c - 2) / 2 % 2] : 1;
+        float share = c % 2 ? 0.375f : 1.0f;
+        int64_t right = 0;
+        double want = teacher ? nc_distill_xent(ROWS, CLASSES, z, t, labels, alpha, tau, ref, &right)
+                              : nc_softmax_xent(ROWS, CLASSES, z, labels, ref, &right);
+        for (int k = 0; share != 1.0f && k < ROWS * CLASSES; k++)
+            ref[k] *= share; /* the trainer's scale_dlogits */
+        b->ops->output_loss(b, ROWS, CLASSES, z, dev_labels, teacher ? t : NULL, alpha, tau, share, d, sums);
+        b->ops->download_bytes(b, host, sums, sizeof host);
+        NC_CHECK(b->ops->sync(b, &err) == NC_OK, "sync: %s", err.message);
+        NC_CHECK(host[0] == want && host[1] == (double)right && memcmp(d, ref, sizeof d) == 0,
+                 "case %d (teacher %d, α %g, τ %g, share %g): loss %.17g against %.17g, correct %g against %lld", c,
+                 teacher, alpha, tau, (double)share, host[0], want, host[1], (long long)right);
+    }
+    b->ops->release_bytes(b, dev_labels);
+    b->ops->release_bytes(b, sums);
+    free(z), free(t);
+    nc_train_backend_free(b);
+}
+
+static void test_cpu_optimizer_step_is_per_tensor(void)
+{
+    nc_train_backend *b = NULL;
+    nc_error err = {0};
+    NC_CHECK(nc_train_backend_new("cpu", &b, &err) == NC_OK, "cpu backend: %s", err.message);
+    if (!b)
+        return;
+    enum { TENSORS = 4 };
+    static const int64_t counts[TENSORS] = {1, 7, 1000, 300000};
+    static const int decay[TENSORS] = {1, 0, 1, 1}, clamp[TENSORS] = {0, 1, 0, 1};
+    uint64_t state = 17;
+    for (int adam = 0; adam < 2; adam++) {
+        float *a[TENSORS][4], *m[TENSORS][4]; /* value, grad, m, v: per-tensor path a, multi-tensor path m */
+        for (int k = 0; k < TENSORS; k++)
+            for (int q = 0; q < 4; q++) {
+                a[k][q] = random_floats((size_t)counts[k], &state, q == 0 && clamp[k] ? 2e-4f : 1.0f);
+                if (q == 3)
+                    for (int64_t j = 0; j < counts[k]; j++)
+                        a[k][q][j] = fabsf(a[k][q][j]); /* Adam's second moment */
+                m[k][q] = malloc((size_t)counts[k] * sizeof(float));
+                memcpy(m[k][q], a[k][q], (size_t)counts[k] * sizeof(float));
+            }
+        for (int step = 1; step <= 3; step++) {
+            nc_opt_step st = {.adam = adam, .lr = adam ? 1e-3 : 0.01, .momentum = 0.9, .beta1 = 0.9, .beta2 = 0.999,
+                              .epsilon = 1e-8, .weight_decay = 5e-4, .min_value = 1e-4f};
+            st.c1 = 1.0 - pow(st.beta1, step), st.c2 = 1.0 - pow(st.beta2, step);
+            nc_opt_tensor t[TENSORS];
+            for (int k = 0; k < TENSORS; k++) {
+                double wd = decay[k] ? st.weight_decay : 0.0;
+                if (adam)
+                    b->ops->adam_step(b, counts[k], a[k][0], a[k][1], a[k][2], a[k][3], st.lr, st.beta1, st.beta2,
+                                      st.epsilon, st.c1, st.c2, wd, clamp[k], st.min_value);
+                else
+                    b->ops->sgd_step(b, counts[k], a[k][0], a[k][1], a[k][2], st.lr, st.momentum, wd, clamp[k],
+                                     st.min_value);
+                t[k] = (nc_opt_tensor){m[k][0], m[k][1], m[k][2], m[k][3], counts[k], decay[k], clamp[k]};
+            }
+            b->ops->optimizer_step(b, t, TENSORS, &st);
+        }
+        for (int k = 0; k < TENSORS; k++) {
+            for (int q = 0; q < 4; q++)
+                NC_CHECK(memcmp(a[k][q], m[k][q], (size_t)counts[k] * sizeof(float)) == 0,
+                         "%s, tensor of %lld, buffer %d: optimizer_step is the per-tensor step, bit for bit",
+                         adam ? "adam" : "sgd", (long long)counts[k], q);
+            for (int q = 0; q < 4; q++)
+                free(a[k][q]), free(m[k][q]);
+        }
+    }
+    nc_train_backend_free(b);
+}
+
 int main(void)
 {
     NC_RUN(test_qcfs_step_matches_pytorch);
@@ -795,5 +892,7 @@ int main(void)
     NC_RUN(test_trainer_reset_is_a_fresh_start);
     NC_RUN(test_rollback_halves_the_rate);
     NC_RUN(test_cpu_backend_slices);
+    NC_RUN(test_cpu_output_loss_is_the_host_loss);
+    NC_RUN(test_cpu_optimizer_step_is_per_tensor);
     return nc_test_done();
 }

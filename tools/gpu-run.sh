@@ -14,8 +14,9 @@
 #   3. `neurocuda bench` on the issue's networks (builtin:vgg-fmnist and
 #      builtin:cnn-fmnist at batch 1024, builtin:vgg16-cifar at batch 256;
 #      T = 8) in fp32, tf32 and bf16, and the VGG-style net with the other
-#      convolution path (NC_GPU_CONV): CUDA events, median of 20 after 3
-#      warm-ups; the cnn_maxpool ONNX fixture on real Fashion-MNIST images;
+#      convolution path (NC_GPU_CONV), and VGG-style and CNN node by node
+#      (NC_GPU_GRAPHS=0; NC_BENCH_NOGRAPHS=0 skips it): CUDA events, median of
+#      20 after 3 warm-ups; the cnn_maxpool ONNX fixture on real Fashion-MNIST images;
 #   4. the anchors: the same networks as plain ANNs in PyTorch (batch 8192;
 #      VGG16 2048 = 256 × 8) and as SpikingJelly-style multi-step SNNs in
 #      eager PyTorch (batch 1024 / 256, T = 8), fp32 with TF32 off, tf32, bf16;
@@ -102,6 +103,13 @@ for net in ${NC_BENCH_NETS:-vgg-fmnist cnn-fmnist vgg16-cifar}; do
   done
 done
 [ -z "${NC_PRECISIONS:-}" ] && bench vgg-fmnist fp32 1024 _cudnn NC_GPU_CONV=cudnn
+# node by node (no CUDA graphs), side by side with the replayed passes above
+if [ "${NC_BENCH_NOGRAPHS:-1}" = 1 ]; then
+  for p in ${NC_PRECISIONS:-fp32 bf16}; do
+    bench vgg-fmnist $p 1024 _nographs NC_GPU_GRAPHS=0
+    bench cnn-fmnist $p 1024 _nographs NC_GPU_GRAPHS=0
+  done
+fi
 [ -n "${NC_BENCH_PATHS:-}" ] && bench vgg-fmnist tf32 1024 _im2col NC_GPU_CONV=im2col
 [ -n "${NC_BENCH_PATHS:-}" ] && bench vgg-fmnist bf16 1024 _im2col NC_GPU_CONV=im2col
 [ -n "${NC_BENCH_PATHS:-}" ] && bench vgg-fmnist split-bf16 1024
