@@ -92,6 +92,12 @@ typedef struct cpu_state {
     int recurrent;  /* the net has a recurrent edge: run step by step      */
     pool_block *pool;
     int n_pool, pool_capacity;
+    /* the kernels' workspace, kept from pass to pass like the pool's blocks:
+     * memory freed and allocated again at every batch comes back as fresh
+     * pages, and faulting those in (the kernel zeroes each one) competed
+     * with the workbench's main thread for the memory system */
+    float *work;
+    size_t work_floats;
     nc_workers *workers; /* started on the first parallel job             */
 } cpu_state;
 
@@ -407,7 +413,8 @@ static nc_status run_copy(run_ctx *c, int i, cpu_value *out)
     return s;
 }
 
-/* A value as all T·N rows: `v` itself, or (constant) a broadcast copy in *tmp. */
+/* A value as all T·N rows: `v` itself, or (constant) a broadcast copy in
+ * *tmp, a pool block (pool_put it; NULL when v itself is used). */
 static nc_status value_expanded(run_ctx *c, int i, const cpu_value *v, float **tmp,
                                 const float **data)
 {
@@ -417,7 +424,9 @@ static nc_status value_expanded(run_ctx *c, int i, const cpu_value *v, float **t
         return NC_OK;
     int64_t step = c->N * numel_of(c, i);
     size_t bytes;
-    if (nc_mul_size((size_t)step * sizeof(float), (size_t)c->T, &bytes) || !(*tmp = malloc(bytes)))
+    /* from the pool (given back by the caller with pool_put): an observed
+     * constant is expanded at every batch, hundreds of MB on a big net */
+    if (nc_mul_size((size_t)step * sizeof(float), (size_t)c->T, &bytes) || !(*tmp = pool_get(c->st, bytes)))
         return node_fail(c, i, NC_ERR_MEMORY, "out of memory to expand a constant value over the steps");
     for (int t = 0; t < c->T; t++)
         memcpy(*tmp + t * step, v->data, (size_t)step * sizeof(float));
@@ -836,7 +845,7 @@ static nc_status observe_input(run_ctx *c, int i)
     nc_status s = value_expanded(c, src, &c->val[src], &tmp, &data);
     if (s == NC_OK)
         ob->observe_input(ob->user, i, data, (int64_t)c->T * c->N, numel_of(c, i));
-    free(tmp);
+    pool_put(c->st, tmp);
     return s;
 }
 
@@ -946,7 +955,7 @@ static nc_status observe_and_report(run_ctx *c, int i)
         if (s != NC_OK)
             return s;
         ob->observe(ob->user, i, data, c->snn ? (int64_t)c->T * c->N : c->N, numel_of(c, i));
-        free(tmp);
+        pool_put(c->st, tmp);
     }
     if (c->opts->progress) {
         nc_progress p = {"simulate", i + 1, c->net->n_nodes, 0.0};
@@ -1144,6 +1153,8 @@ static nc_status cpu_forward(nc_engine *e, const nc_tensor *input, const nc_run_
      * of the CPU from the row-wise jobs in between (perf, CNN at T = 8). */
     int blas_threads = openblas_get_num_threads(); /* restored after the pass */
     openblas_set_num_threads(1);
+    c.work = c.st->work;
+    c.work_floats = c.st->work_floats;
     s = c.snn && c.st->recurrent ? forward_steps(&c, input) : forward_nodes(&c, input);
     if (s == NC_OK)
         s = make_output(&c, out);
@@ -1152,7 +1163,13 @@ static nc_status cpu_forward(nc_engine *e, const nc_tensor *input, const nc_run_
     pool_trim(c.st, s != NC_OK); /* after a failure, give everything back */
     openblas_set_num_threads(blas_threads);
     free(c.val);
-    free(c.work);
+    if (s != NC_OK) { /* the workspace too */
+        free(c.work);
+        c.work = NULL;
+        c.work_floats = 0;
+    }
+    c.st->work = c.work;
+    c.st->work_floats = c.work_floats;
     return s;
 }
 
@@ -1165,6 +1182,7 @@ static void state_free(cpu_state *st)
     nc_workers_free(st->workers);
     pool_trim(st, 1);
     free(st->pool);
+    free(st->work);
     free(st->win);
     free(st->last_use);
     for (int i = 0; st->evw && i < st->n_nodes; i++)
