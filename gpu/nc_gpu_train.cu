@@ -1397,15 +1397,17 @@ const nc_train_backend_ops gpu_train_ops = make_ops();
 
 } // namespace
 
-// What the step operations (nc_gpu_train_step.cu) need of the backend.
-cudaStream_t nc_gt_stream(nc_train_backend *b) { return gt(b)->stream; }
-bool nc_gt_usable(nc_train_backend *b) { return usable(gt(b)); }
-bool nc_gt_cuda_failed(nc_train_backend *b, const char *op, const char *call, cudaError_t e)
+// What the step operations (nc_gpu_train_step.cu) need of the backend, lent
+// to them as a table (nc_gt_lent) when a backend is made.
+static cudaStream_t lent_stream(nc_train_backend *b) { return gt(b)->stream; }
+static bool lent_usable(nc_train_backend *b) { return usable(gt(b)); }
+static bool lent_cuda_failed(nc_train_backend *b, const char *op, const char *call, cudaError_t e)
 {
     return cuda_failed(gt(b), op, call, e);
 }
-double *nc_gt_scratch(nc_train_backend *b, const char *op, size_t doubles) { return red_get(gt(b), op, doubles); }
-nc_opt_table **nc_gt_opt_table(nc_train_backend *b) { return &gt(b)->opt; }
+static double *lent_scratch(nc_train_backend *b, const char *op, size_t doubles) { return red_get(gt(b), op, doubles); }
+static nc_opt_table **lent_opt_table(nc_train_backend *b) { return &gt(b)->opt; }
+static const nc_gt_lent lent = {lent_stream, lent_usable, lent_cuda_failed, lent_scratch, lent_opt_table};
 
 // Default conv workspace: 64 MiB (NC_GPU_TRAIN_CHUNK_MB overrides, 1..65536):
 // chunks of samples whose im2col columns (and gathered output gradients)
@@ -1424,6 +1426,7 @@ extern "C" nc_status nc_train_backend_gpu_new(nc_train_backend **out, nc_error *
         delete g;
         return nc_fail(err, NC_ERR_MEMORY, "out of memory creating the gpu training backend");
     }
+    nc_gts_lend(&lent);
     b->ops = &gpu_train_ops;
     b->impl = g;
     g->sms = info.sm_count;

@@ -24,9 +24,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
 #include <new>
 
+// ---- what the backend lends (nc_gt_lent) -------------------------------------------
+
+// Set by every backend made, always to the same table (atomic: ranks make
+// their backends in threads of their own).
+static std::atomic<const nc_gt_lent *> lent_table{nullptr};
+
+void nc_gts_lend(const nc_gt_lent *lent) { lent_table.store(lent); }
+
 namespace {
+
+cudaStream_t gt_stream(nc_train_backend *b) { return lent_table.load()->stream(b); }
+bool gt_usable(nc_train_backend *b) { return lent_table.load()->usable(b); }
+bool gt_cuda_failed(nc_train_backend *b, const char *op, const char *call, cudaError_t e)
+{
+    return lent_table.load()->cuda_failed(b, op, call, e);
+}
+double *gt_scratch(nc_train_backend *b, const char *op, size_t doubles)
+{
+    return lent_table.load()->scratch(b, op, doubles);
+}
+nc_opt_table **gt_opt_table(nc_train_backend *b) { return lent_table.load()->opt_table(b); }
 
 // ---- the output loss (sim/nc_grad_ops.c, row by row) ------------------------------
 
@@ -257,7 +278,7 @@ bool table_matches(const nc_opt_table *t, const nc_opt_tensor *x, int n)
 bool table_upload(nc_train_backend *b, nc_opt_table **slot, const nc_opt_tensor *x, int n)
 {
     const char *op = "optimizer_step";
-    if (nc_gt_cuda_failed(b, op, "cudaStreamSynchronize", cudaStreamSynchronize(nc_gt_stream(b))))
+    if (gt_cuda_failed(b, op, "cudaStreamSynchronize", cudaStreamSynchronize(gt_stream(b))))
         return false;
     nc_opt_table_free(*slot);
     nc_opt_table *t = *slot = new (std::nothrow) nc_opt_table();
@@ -266,7 +287,7 @@ bool table_upload(nc_train_backend *b, nc_opt_table **slot, const nc_opt_tensor 
         t->host = (nc_opt_tensor *)malloc((size_t)n * sizeof(nc_opt_tensor));
     if (!t || !t->host || !staged) {
         free(staged);
-        nc_gt_cuda_failed(b, op, "malloc of the tensor table", cudaErrorMemoryAllocation);
+        gt_cuda_failed(b, op, "malloc of the tensor table", cudaErrorMemoryAllocation);
         return false;
     }
     for (int k = 0; k < n; k++) {
@@ -274,8 +295,8 @@ bool table_upload(nc_train_backend *b, nc_opt_table **slot, const nc_opt_tensor 
         t->total += x[k].count;
     }
     size_t bytes = (size_t)n * sizeof(dev_tensor);
-    bool ok = !nc_gt_cuda_failed(b, op, "cudaMalloc of the tensor table", cudaMalloc((void **)&t->dev, bytes)) &&
-              !nc_gt_cuda_failed(b, op, "cudaMemcpy of the tensor table",
+    bool ok = !gt_cuda_failed(b, op, "cudaMalloc of the tensor table", cudaMalloc((void **)&t->dev, bytes)) &&
+              !gt_cuda_failed(b, op, "cudaMemcpy of the tensor table",
                                  cudaMemcpy(t->dev, staged, bytes, cudaMemcpyHostToDevice));
     free(staged);
     if (!ok)
@@ -301,77 +322,77 @@ void gts_release_bytes(nc_train_backend *b, void *p) { b->ops->release(b, (float
 // Waits, as upload does: the host buffer may change once it returns.
 void gts_upload_bytes(nc_train_backend *b, void *dst, const void *host, size_t bytes)
 {
-    if (!nc_gt_usable(b) || !bytes)
+    if (!gt_usable(b) || !bytes)
         return;
-    cudaStream_t s = nc_gt_stream(b);
-    if (!nc_gt_cuda_failed(b, "upload_bytes", "cudaMemcpyAsync",
+    cudaStream_t s = gt_stream(b);
+    if (!gt_cuda_failed(b, "upload_bytes", "cudaMemcpyAsync",
                            cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, s)))
-        nc_gt_cuda_failed(b, "upload_bytes", "cudaStreamSynchronize", cudaStreamSynchronize(s));
+        gt_cuda_failed(b, "upload_bytes", "cudaStreamSynchronize", cudaStreamSynchronize(s));
 }
 
 // Queued: host holds the bytes after the next sync().
 void gts_download_bytes(nc_train_backend *b, void *host, const void *src, size_t bytes)
 {
-    if (!nc_gt_usable(b) || !bytes)
+    if (!gt_usable(b) || !bytes)
         return;
-    nc_gt_cuda_failed(b, "download_bytes", "cudaMemcpyAsync",
-                      cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, nc_gt_stream(b)));
+    gt_cuda_failed(b, "download_bytes", "cudaMemcpyAsync",
+                      cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, gt_stream(b)));
 }
 
 void gts_output_loss(nc_train_backend *b, int64_t rows, int classes, const float *logits, const int32_t *labels,
                      const float *teacher, double alpha, double tau, float scale, float *dlogits, double *sums)
 {
     const char *op = "output_loss";
-    if (!nc_gt_usable(b))
+    if (!gt_usable(b))
         return;
-    cudaStream_t s = nc_gt_stream(b);
-    double *work = rows > 0 ? nc_gt_scratch(b, op, 2 * (size_t)rows) : nullptr;
+    cudaStream_t s = gt_stream(b);
+    double *work = rows > 0 ? gt_scratch(b, op, 2 * (size_t)rows) : nullptr;
     if (rows > 0 && !work)
         return;
     if (rows > 0) {
         // as nc_distill_xent: α = 0 is the plain cross-entropy, bit for bit
         loss_args a = {rows, classes, logits, alpha == 0.0 ? nullptr : teacher, labels, alpha, tau, scale, dlogits};
         loss_rows_kernel<<<grid_for(rows), kThreads, 0, s>>>(a, work, work + rows);
-        if (nc_gt_cuda_failed(b, op, "loss_rows_kernel", cudaGetLastError()))
+        if (gt_cuda_failed(b, op, "loss_rows_kernel", cudaGetLastError()))
             return;
     }
     loss_sum_kernel<<<1, 1, 0, s>>>(rows, work, rows > 0 ? work + rows : nullptr, sums);
-    nc_gt_cuda_failed(b, op, "loss_sum_kernel", cudaGetLastError());
+    gt_cuda_failed(b, op, "loss_sum_kernel", cudaGetLastError());
 }
 
 void gts_sgd_step(nc_train_backend *b, int64_t count, float *value, const float *grad, float *m, double lr,
                   double momentum, double weight_decay, int clamp, float min_value)
 {
-    if (!nc_gt_usable(b) || count <= 0)
+    if (!gt_usable(b) || count <= 0)
         return;
-    sgd_kernel<<<grid_for(count), kThreads, 0, nc_gt_stream(b)>>>(count, value, grad, m, lr, momentum, weight_decay,
+    sgd_kernel<<<grid_for(count), kThreads, 0, gt_stream(b)>>>(count, value, grad, m, lr, momentum, weight_decay,
                                                                   clamp, min_value);
-    nc_gt_cuda_failed(b, "sgd_step", "sgd_kernel", cudaGetLastError());
+    gt_cuda_failed(b, "sgd_step", "sgd_kernel", cudaGetLastError());
 }
 
 void gts_adam_step(nc_train_backend *b, int64_t count, float *value, const float *grad, float *m, float *v,
                    double lr, double beta1, double beta2, double epsilon, double c1, double c2, double weight_decay,
                    int clamp, float min_value)
 {
-    if (!nc_gt_usable(b) || count <= 0)
+    if (!gt_usable(b) || count <= 0)
         return;
     nc_opt_step st = {1, lr, 0.0, beta1, beta2, epsilon, c1, c2, weight_decay, min_value};
-    adam_kernel<<<grid_for(count), kThreads, 0, nc_gt_stream(b)>>>(count, value, grad, m, v, st, 1 - beta1,
+    adam_kernel<<<grid_for(count), kThreads, 0, gt_stream(b)>>>(count, value, grad, m, v, st, 1 - beta1,
                                                                    1 - beta2, weight_decay, clamp);
-    nc_gt_cuda_failed(b, "adam_step", "adam_kernel", cudaGetLastError());
+    gt_cuda_failed(b, "adam_step", "adam_kernel", cudaGetLastError());
 }
 
 void gts_optimizer_step(nc_train_backend *b, const nc_opt_tensor *tensors, int n, const nc_opt_step *step)
 {
-    nc_opt_table **slot = nc_gt_opt_table(b);
-    if (!nc_gt_usable(b) || n <= 0)
+    nc_opt_table **slot = gt_opt_table(b);
+    if (!gt_usable(b) || n <= 0)
         return;
     if (!table_matches(*slot, tensors, n) && !table_upload(b, slot, tensors, n))
         return;
     const nc_opt_table *t = *slot;
     if (t->total <= 0)
         return;
-    multi_step_kernel<<<grid_for(t->total), kThreads, 0, nc_gt_stream(b)>>>(t->dev, n, t->total, *step,
+    multi_step_kernel<<<grid_for(t->total), kThreads, 0, gt_stream(b)>>>(t->dev, n, t->total, *step,
                                                                             1 - step->beta1, 1 - step->beta2);
-    nc_gt_cuda_failed(b, "optimizer_step", "multi_step_kernel", cudaGetLastError());
+    gt_cuda_failed(b, "optimizer_step", "multi_step_kernel", cudaGetLastError());
 }

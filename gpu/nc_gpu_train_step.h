@@ -4,8 +4,7 @@
 // every tensor in one launch, and the plain-byte memory the loss works on.
 // They are operations of sim/nc_train_backend.h, implemented in
 // nc_gpu_train_step.cu and registered by nc_gpu_train.cu, which owns the
-// backend's state and lends the step file what it needs through the nc_gt_*
-// functions below.
+// backend's state and lends the step file what it needs (nc_gt_lent).
 #ifndef NC_GPU_TRAIN_STEP_H
 #define NC_GPU_TRAIN_STEP_H
 
@@ -20,14 +19,20 @@ extern "C" {
 struct nc_opt_table; // the device copy of optimizer_step's tensor list
 
 // ---- lent by nc_gpu_train.cu ----
-cudaStream_t nc_gt_stream(nc_train_backend *b);
-bool nc_gt_usable(nc_train_backend *b); // no failure recorded yet
-// Records a CUDA failure of `call` in operation `op` (the first one is
-// kept); true when e is one.
-bool nc_gt_cuda_failed(nc_train_backend *b, const char *op, const char *call, cudaError_t e);
-// The backend's reduction scratch, at least `doubles` long (NULL after a failure).
-double *nc_gt_scratch(nc_train_backend *b, const char *op, size_t doubles);
-nc_opt_table **nc_gt_opt_table(nc_train_backend *b); // the backend's slot, freed with it
+// What the step operations need of the backend that owns them, lent as a
+// table (nc_gts_lend, when a backend is made) rather than called by name, so
+// that this file depends on nothing of nc_gpu_train.cu, which registers it.
+struct nc_gt_lent {
+    cudaStream_t (*stream)(nc_train_backend *b);
+    bool (*usable)(nc_train_backend *b); // no failure recorded yet
+    // Records a CUDA failure of `call` in operation `op` (the first one is
+    // kept); true when e is one.
+    bool (*cuda_failed)(nc_train_backend *b, const char *op, const char *call, cudaError_t e);
+    // The backend's reduction scratch, at least `doubles` long (NULL after a failure).
+    double *(*scratch)(nc_train_backend *b, const char *op, size_t doubles);
+    nc_opt_table **(*opt_table)(nc_train_backend *b); // the backend's slot, freed with it
+};
+void nc_gts_lend(const nc_gt_lent *lent); // the same table for every backend
 void nc_opt_table_free(nc_opt_table *t);             // NULL is a no-op
 
 // ---- the operations (nc_train_backend.h) ----
