@@ -3,7 +3,7 @@
 //
 //   - output_loss: the loss used to be computed on the host, which cost a
 //     download and a sync in the middle of every step.  Here one thread per
-//     row runs exactly the CPU function's row (sim/nc_grad_ops.c: the same
+//     row runs the CPU function's own row code (sim/nc_loss_rows.h: the same
 //     first-maximum argmax, the same log-sum-exps in double, in the same
 //     order, -fmad=false so nothing is contracted), and one thread then adds
 //     the rows' losses in row order, as the CPU's loop does: the two backends
@@ -19,6 +19,7 @@
 //     uploaded only when the tensor set changes.
 #include "gpu/nc_gpu_internal.h"
 #include "gpu/nc_gpu_train_step.h"
+#include "sim/nc_loss_rows.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -61,57 +62,6 @@ struct loss_args {
     float *dlogits; // may be NULL
 };
 
-__device__ int argmax_first(int n, const float *x)
-{
-    int best = 0;
-    for (int k = 1; k < n; k++)
-        if (x[k] > x[best])
-            best = k;
-    return best;
-}
-
-// xent_row of nc_grad_ops.c
-__device__ double xent_row(int64_t rows, int classes, const float *z, int top, int32_t label, float *dz)
-{
-    double zmax = z[top], sum = 0.0;
-    for (int k = 0; k < classes; k++)
-        sum += exp((double)z[k] - zmax);
-    if (dz)
-        for (int k = 0; k < classes; k++)
-            dz[k] = (float)((exp((double)z[k] - zmax) / sum - (k == label)) / (double)rows);
-    return log(sum) + zmax - z[label];
-}
-
-// log_sum_exp_scaled of nc_grad_ops.c
-__device__ double log_sum_exp_scaled(int classes, const float *z, double tau)
-{
-    double zmax = (double)z[0] / tau, sum = 0.0;
-    for (int k = 1; k < classes; k++)
-        if ((double)z[k] / tau > zmax)
-            zmax = (double)z[k] / tau;
-    for (int k = 0; k < classes; k++)
-        sum += exp((double)z[k] / tau - zmax);
-    return log(sum) + zmax;
-}
-
-// distill_row of nc_grad_ops.c
-__device__ double distill_row(const loss_args &a, int64_t r, const float *s, int32_t label, float *ds)
-{
-    const float *t = a.teacher + r * a.classes;
-    double alpha = a.alpha, tau = a.tau, scale = 1.0 / (double)a.rows;
-    double lse = log_sum_exp_scaled(a.classes, s, 1.0);
-    double soft_lse = log_sum_exp_scaled(a.classes, s, tau), target_lse = log_sum_exp_scaled(a.classes, t, tau);
-    double kl = 0.0;
-    for (int k = 0; k < a.classes; k++) {
-        double log_target = (double)t[k] / tau - target_lse, log_soft = (double)s[k] / tau - soft_lse;
-        double target = exp(log_target), soft = exp(log_soft), hard = exp((double)s[k] - lse);
-        kl += target * (log_target - log_soft);
-        if (ds)
-            ds[k] = (float)(((1.0 - alpha) * (hard - (k == label)) + alpha * tau * (soft - target)) * scale);
-    }
-    return (1.0 - alpha) * (lse - (double)s[label]) + alpha * tau * tau * kl;
-}
-
 // mean_row_loss's body for one row: row_loss[r] and hit[r] (1: counted
 // correct) for the sum that follows; a label outside [0, classes) gives no
 // loss and a zero gradient.
@@ -122,7 +72,7 @@ __global__ void loss_rows_kernel(loss_args a, double *row_loss, double *hit)
         float *dz = a.dlogits ? a.dlogits + r * a.classes : nullptr;
         int32_t label = a.labels[r];
         bool valid = label >= 0 && label < a.classes;
-        int top = argmax_first(a.classes, z);
+        int top = nc_argmax_first(a.classes, z);
         hit[r] = valid && top == label ? 1.0 : 0.0;
         row_loss[r] = 0.0;
         if (!valid) {
@@ -130,7 +80,9 @@ __global__ void loss_rows_kernel(loss_args a, double *row_loss, double *hit)
                 dz[k] = 0.0f;
             continue;
         }
-        row_loss[r] = a.teacher ? distill_row(a, r, z, label, dz) : xent_row(a.rows, a.classes, z, top, label, dz);
+        row_loss[r] = a.teacher ? nc_distill_row(a.rows, a.classes, z, a.teacher + r * a.classes, a.alpha, a.tau,
+                                                 label, dz)
+                                 : nc_xent_row(a.rows, a.classes, z, top, label, dz);
         for (int k = 0; dz && a.scale != 1.0f && k < a.classes; k++)
             dz[k] = __fmul_rn(dz[k], a.scale);
     }

@@ -6,6 +6,7 @@
  * depends on the shapes (and the work size of conv) only. */
 #include "nc_grad_ops.h"
 #include "nc_im2col.h"
+#include "nc_loss_rows.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -453,16 +454,6 @@ void nc_if_backward(const nc_if_params *p, nc_surrogate surrogate, float alpha, 
 
 /* ---- loss --------------------------------------------------------------- */
 
-/* Index of the first maximum of x[0, n). */
-static int argmax_first(int n, const float *x)
-{
-    int best = 0;
-    for (int k = 1; k < n; k++)
-        if (x[k] > x[best])
-            best = k;
-    return best;
-}
-
 /* One row of a loss over [rows, classes] logits: its loss, and its gradient
  * (already divided by rows) into dz when dz is set. */
 typedef double (*row_loss_fn)(const void *ctx, int64_t rows, int64_t r, int classes, const float *z, int top,
@@ -481,7 +472,7 @@ static double mean_row_loss(int64_t rows, int classes, const float *logits, cons
         float *dz = dlogits ? dlogits + r * classes : NULL;
         int32_t label = labels[r];
         int valid = label >= 0 && label < classes;
-        int top = argmax_first(classes, z);
+        int top = nc_argmax_first(classes, z);
         if (correct && valid && top == label)
             (*correct)++;
         if (!valid) { /* wrong, no loss and no gradient */
@@ -497,32 +488,15 @@ static double mean_row_loss(int64_t rows, int classes, const float *logits, cons
 static double xent_row(const void *ctx, int64_t rows, int64_t r, int classes, const float *z, int top,
                        int32_t label, float *dz)
 {
-    /* log-sum-exp shifted by the maximum, in double */
-    double zmax = z[top], sum = 0.0;
-    for (int k = 0; k < classes; k++)
-        sum += exp((double)z[k] - zmax);
-    if (dz)
-        for (int k = 0; k < classes; k++)
-            dz[k] = (float)((exp((double)z[k] - zmax) / sum - (k == label)) / (double)rows);
-    return log(sum) + zmax - z[label];
+    (void)ctx;
+    (void)r;
+    return nc_xent_row(rows, classes, z, top, label, dz);
 }
 
 double nc_softmax_xent(int64_t rows, int classes, const float *logits, const int32_t *labels,
                        float *dlogits, int64_t *correct)
 {
     return mean_row_loss(rows, classes, logits, labels, dlogits, correct, xent_row, NULL);
-}
-
-/* log Σ_k exp(z_k/τ) of one row, shifted by the maximum, in double. */
-static double log_sum_exp_scaled(int classes, const float *z, double tau)
-{
-    double zmax = (double)z[0] / tau, sum = 0.0;
-    for (int k = 1; k < classes; k++)
-        if ((double)z[k] / tau > zmax)
-            zmax = (double)z[k] / tau;
-    for (int k = 0; k < classes; k++)
-        sum += exp((double)z[k] / tau - zmax);
-    return log(sum) + zmax;
 }
 
 typedef struct distill_ctx {
@@ -535,20 +509,8 @@ static double distill_row(const void *ctx, int64_t rows, int64_t r, int classes,
                           int32_t label, float *ds)
 {
     const distill_ctx *d = ctx;
-    const float *t = d->teacher + r * classes;
-    double alpha = d->alpha, tau = d->tau, scale = 1.0 / (double)rows;
-    double lse = log_sum_exp_scaled(classes, s, 1.0);
-    double soft_lse = log_sum_exp_scaled(classes, s, tau), target_lse = log_sum_exp_scaled(classes, t, tau);
-    double kl = 0.0;
-    for (int k = 0; k < classes; k++) {
-        /* log-probabilities first: no log of an underflowed probability */
-        double log_target = (double)t[k] / tau - target_lse, log_soft = (double)s[k] / tau - soft_lse;
-        double target = exp(log_target), soft = exp(log_soft), hard = exp((double)s[k] - lse);
-        kl += target * (log_target - log_soft);
-        if (ds)
-            ds[k] = (float)(((1.0 - alpha) * (hard - (k == label)) + alpha * tau * (soft - target)) * scale);
-    }
-    return (1.0 - alpha) * (lse - (double)s[label]) + alpha * tau * tau * kl;
+    (void)top;
+    return nc_distill_row(rows, classes, s, d->teacher + r * classes, d->alpha, d->tau, label, ds);
 }
 
 double nc_distill_xent(int64_t rows, int classes, const float *logits, const float *teacher,
