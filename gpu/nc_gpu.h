@@ -58,7 +58,9 @@
  * that one and every later one, a full device),
  * "launch:N" the N-th checked kernel launch with cudaErrorLaunchFailure,
  * "graph" makes cuDNN's graph API refuse every plan (the exact fp32 mode then
- * runs one TF32 pass per weight part) (several may be given, comma-separated;
+ * runs one TF32 pass per weight part), "capture" makes every capture of a
+ * pass as a CUDA graph fail (the pass then runs node by node; the only fault
+ * under which passes are still captured) (several may be given, comma-separated;
  * N counts from 1, and the counts start again whenever the variable's value
  * changes). */
 #ifndef NC_GPU_H

@@ -19,6 +19,7 @@ struct fault_plan {
     long oom_at = 0, launch_at = 0; // 0 = never
     bool oom_after = false;         // "oom:N+": the N-th allocation and every later one
     bool refuse_graph = false;      // "graph": cuDNN's graph API refuses every plan
+    bool spoil_capture = false;     // "capture": every CUDA graph capture of a pass fails
     long allocs = 0, launches = 0;
     std::string text;               // the NC_GPU_FAULT the counts belong to
 };
@@ -45,6 +46,8 @@ fault_plan &faults()
                 f.launch_at = strtol(item.c_str() + 7, nullptr, 10);
             else if (item == "graph")
                 f.refuse_graph = true;
+            else if (item == "capture")
+                f.spoil_capture = true;
             at = end == std::string::npos ? text.size() : end + 1;
         }
     }
@@ -66,6 +69,8 @@ cudaError_t nc_gpu_fault_malloc(void **p, size_t bytes)
 }
 
 int nc_gpu_fault_graph(void) { return faults().refuse_graph; }
+
+int nc_gpu_fault_capture(void) { return faults().spoil_capture; }
 
 cudaError_t nc_gpu_fault_launch(cudaError_t e)
 {

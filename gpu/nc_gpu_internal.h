@@ -34,6 +34,10 @@ cudaError_t nc_gpu_fault_malloc(void **p, size_t bytes);
 cudaError_t nc_gpu_fault_launch(cudaError_t e);
 // 1 when the fault "graph" is set: cuDNN's graph API is to refuse every plan.
 int nc_gpu_fault_graph(void);
+// NC_GPU_FAULT "capture": every capture of a pass as a CUDA graph fails
+// (nc_gpu_graphs.cu makes a call that cannot be captured), so the tests see
+// the pass fall back to running node by node.
+int nc_gpu_fault_capture(void);
 
 // Counts a sync of the GPU trainer; NC_GPU_PROFILE_SYNCS=A:B brackets syncs A
 // to B in a profiler range (nc_gpu_profile_range.cu).

@@ -43,7 +43,7 @@ const nc_engine_option nc_gpu_option_table[N_OPTIONS] = {
                             .min = 1, .max = 65536, .help = "fine-tuning: im2col chunk in MiB",
                             .env = "NC_GPU_TRAIN_CHUNK_MB"},
     [OPT_FAULT] = {.key = "fault", .type = NC_ENGINE_OPTION_TEXT, .default_value = "",
-                   .help = "tests: inject faults, oom:N[+], launch:N and/or graph (nc_gpu.h)", .env = "NC_GPU_FAULT"},
+                   .help = "tests: inject faults, oom:N[+], launch:N, graph and/or capture (nc_gpu.h)", .env = "NC_GPU_FAULT"},
     [OPT_GRAPHS] = {.key = "graphs", .type = NC_ENGINE_OPTION_BOOL, .default_value = "1",
                      .help = "replay a forward pass of a batch shape seen before as one CUDA graph (captured at "
                              "its second pass; not with an observer, Poisson input or fault injection)",

@@ -18,7 +18,8 @@
  *     (NC_ERR_MEMORY naming the node and the bytes; the engine works after),
  *     the CUDA-event timing call;
  *   - CUDA graphs: replays equal to node-by-node passes bit for bit, on new
- *     inputs, a padded batch, new weights and another precision.
+ *     inputs, a padded batch, new weights and another precision; a capture
+ *     that fails falls back to the node-by-node pass.
  * Without a GPU every test is skipped (and passes). */
 #include "test_gpu_common.h"
 
@@ -885,8 +886,43 @@ static void graphs_case(nc_gpu_precision p)
     nc_net_free(net);
 }
 
+/* A capture that fails (NC_GPU_FAULT=capture: a call that cannot be
+ * captured, inside the capture) is no error: the pass runs node by node,
+ * gives the same output, and the shape is not tried again. */
+static void graphs_capture_fails(void)
+{
+    int ifs[8], n_if;
+    nc_net *net = snn_net(0, NC_RESET_SUBTRACT, NC_FIRE_GE, ifs, &n_if);
+    nc_engine *e = net ? engine_with("gpu", net) : NULL;
+    NC_CHECK(e != NULL, "engine");
+    if (!e) {
+        nc_net_free(net);
+        return;
+    }
+    int64_t bs[4] = {8, 2, 12, 12};
+    nc_tensor *x = rnd_tensor(4, bs, 0, 1);
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 4};
+    nc_tensor *ref = forward_graphs(e, x, &o, 0);
+    setenv("NC_GPU_FAULT", "capture", 1);
+    for (int k = 0; k < 4; k++) {
+        nc_tensor *out = forward_graphs(e, x, &o, 1);
+        NC_CHECK(same_tensor("graphs, capture fails", out, ref), "pass %d after a failed capture", k);
+        nc_tensor_free(out);
+    }
+    char desc[4096];
+    nc_engine_gpu_describe_convs(e, desc, sizeof desc);
+    printf("# %s", strstr(desc, "forward passes") ? strstr(desc, "forward passes") : desc);
+    NC_CHECK(strstr(desc, "the capture failed") && !strstr(desc, "CUDA graph of"), "the failure is shown, no graph");
+    unsetenv("NC_GPU_FAULT");
+    nc_tensor_free(ref);
+    nc_tensor_free(x);
+    nc_engine_free(e);
+    nc_net_free(net);
+}
+
 static void test_graphs(void)
 {
+    graphs_capture_fails();
     graphs_case(NC_GPU_FP32);
     graphs_case(NC_GPU_BF16);
     graphs_case(NC_GPU_TF32);
