@@ -1,6 +1,7 @@
 /* nc-window.c — the workbench window: type, template, opening models, drag
  * and drop, closing (see nc-window-private.h for the other parts). */
 #include "nc-data-dir.h"
+#include "nc-paint-memory.h"
 #include "nc-window-private.h"
 
 #include <glib/gstdio.h>
@@ -312,6 +313,10 @@ static void nc_window_class_init(NcWindowClass *klass)
 #undef CHILD
 }
 
+/* Once the window has its renderer: keep cairo-xlib's upload memory touched
+ * (GTK's cairo renderer on X11 only; nc-paint-memory.h). */
+static void on_realize(GtkWidget *widget) { nc_paint_memory_hold_shm(widget); }
+
 static void nc_window_init(NcWindow *self)
 {
     gtk_widget_init_template(GTK_WIDGET(self));
@@ -322,6 +327,7 @@ static void nc_window_init(NcWindow *self)
     nc_window_views_init(self);
     nc_window_actions_init(self);
     setup_drop(self);
+    g_signal_connect(self, "realize", G_CALLBACK(on_realize), NULL);
     g_signal_connect(self->model_pane, "node-selected", G_CALLBACK(on_node_selected), self);
     gtk_stack_set_visible_child_name(self->main_stack, "empty");
 }
