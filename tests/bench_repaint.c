@@ -178,7 +178,6 @@ static void report(Bench *b, int loaders, gboolean heap, gboolean held)
 int main(int argc, char **argv)
 {
     int loaders = argc > 1 ? atoi(argv[1]) : 0;
-    gboolean heap = nc_paint_memory_keep_heap();
     if (!gtk_init_check()) {
         fprintf(stderr, "bench_repaint: no display (run under xvfb-run)\n");
         return 1;
@@ -192,7 +191,8 @@ int main(int argc, char **argv)
     gtk_window_present(GTK_WINDOW(b.window));
     while (!gtk_widget_get_mapped(b.view))
         g_main_context_iteration(NULL, TRUE);
-    gboolean held = nc_paint_memory_hold_shm(b.window);
+    nc_paint_memory_prepare(b.window); /* as the workbench's window does */
+    gboolean heap = nc_paint_memory_enabled("heap"), held = nc_paint_memory_get_held(b.window) != NULL;
     pthread_t threads[8];
     loaders = CLAMP(loaders, 0, 8);
     for (int i = 0; i < loaders; i++)

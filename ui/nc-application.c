@@ -5,7 +5,6 @@
 
 #include "nc-data-dir.h"
 #include "nc-frame-bench.h"
-#include "nc-paint-memory.h"
 #include "nc-window.h"
 #include "nc_config.h"
 
@@ -274,7 +273,6 @@ static void nc_application_init(NcApplication *self)
 
 NcApplication *nc_application_new(void)
 {
-    nc_paint_memory_keep_heap(); /* before the windows allocate: repaints reuse their pages */
     return g_object_new(NC_TYPE_APPLICATION, "application-id", NC_APP_ID, "flags", G_APPLICATION_HANDLES_OPEN,
                         "resource-base-path", "/io/github/neurocuda/Workbench", NULL);
 }

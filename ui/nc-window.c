@@ -313,9 +313,9 @@ static void nc_window_class_init(NcWindowClass *klass)
 #undef CHILD
 }
 
-/* Once the window has its renderer: keep cairo-xlib's upload memory touched
- * (GTK's cairo renderer on X11 only; nc-paint-memory.h). */
-static void on_realize(GtkWidget *widget) { nc_paint_memory_hold_shm(widget); }
+/* Once the window has its renderer: keep the memory of its repaints touched
+ * (GTK's cairo renderer only; nc-paint-memory.h). */
+static void on_realize(GtkWidget *widget) { nc_paint_memory_prepare(widget); }
 
 static void nc_window_init(NcWindow *self)
 {
