@@ -1,9 +1,8 @@
 /* nc-paint-memory.c — keeps the memory that a repaint uses touched (see header). */
 #include "nc-paint-memory.h"
 
-#include <string.h>
-
 #include <stdlib.h>
+#include <string.h>
 
 #if defined(NC_PAINT_MEMORY_X11) && defined(GDK_WINDOWING_X11)
 #include <cairo-xlib.h>

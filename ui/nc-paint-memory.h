@@ -22,8 +22,8 @@
  *       thread, and kept the workbench's peak memory 110 MB higher, past its
  *       2 GB budget.)
  *   nc_paint_memory_hold_shm(widget)   on X11: one shared-memory image of
- *       the monitor's size, made once and never drawn into, kept for the window's life.
- *       cairo-xlib's pool is sized by its first request (eight times the
+ *       the monitor's size, made once and never drawn into, kept for the
+ *       window's life.  cairo-xlib's pool is sized by its first request (eight times the
  *       next power of two), so it holds the window's uploads, and since it
  *       never empties it is never destroyed: its pages stay mapped and
  *       touched.
