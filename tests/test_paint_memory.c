@@ -58,9 +58,6 @@ static double second_image_resident(void)
 
 static void test_keep_heap(void)
 {
-    /* the default first (a diagnostic: glibc maps such a block afresh) */
-    printf("# default allocator: %.0f %% of a second window-sized image already resident\n",
-           100 * second_image_resident());
     g_setenv("NC_PAINT_MEMORY", "0", TRUE);
     size_t image = (size_t)1300 * 850 * 4;
     NC_CHECK(!nc_paint_memory_enabled("heap") && !nc_paint_memory_keep_heap(image), "NC_PAINT_MEMORY=0 turns it off");
@@ -156,7 +153,15 @@ static void test_hold_shm(void)
 
 int main(void)
 {
-    NC_RUN(test_keep_heap);
+    /* glibc maps such a block afresh by default; where the memory is already
+     * there (MALLOC_PERTURB_ writes every block it hands out), the test
+     * could not tell a kept heap from a fresh one */
+    double by_default = second_image_resident();
+    printf("# default allocator: %.0f %% of a second window-sized image already resident\n", 100 * by_default);
+    if (by_default < 0.5)
+        NC_RUN(test_keep_heap);
+    else
+        nc_test_report("test_keep_heap", 0, "blocks are resident without it (MALLOC_PERTURB_ set?)");
     /* the renderer this is for; the X11 backend, as under Xvfb */
     g_setenv("GSK_RENDERER", "cairo", TRUE);
     g_setenv("GDK_BACKEND", "x11", TRUE);
