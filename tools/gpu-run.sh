@@ -24,8 +24,9 @@
 #      (VGG-style, NC_PROFILE_PREC); with NC_PROFILE_TRAIN=1 also ncu's kernel
 #      times of one `bench --train` (precision NC_PROFILE_TRAIN_PREC), summed
 #      by kernel;
-#   6. if time is left: compute-sanitizer (memcheck on the kernels test,
-#      racecheck on the kernels that use shared memory; NC_SANITIZE overrides).
+#   6. if time is left: compute-sanitizer (memcheck on the kernel, engine and
+#      trainer tests, racecheck on the trainer test and the transposes;
+#      NC_SANITIZE overrides).
 # The last lines printed are a summary table (the device reply keeps the end
 # of the output).  NC_RUN_BUDGET (seconds, default 560) bounds the whole run.
 # Shorter calls: NC_TESTS (test names), NC_PRECISIONS, NC_BENCH_NETS,
@@ -237,18 +238,16 @@ fi
 # ---- 6. sanitizers, if time is left ---------------------------------------------------------
 # NC_SANITIZE: "tool:test[:kernel[:tests]]" entries, run in order while time is
 # left; kernel: only kernels whose name holds it are checked; tests: a comma-
-# separated list of the program's tests to run (NC_GPU_TESTS).  racecheck looks
-# only at shared memory, so it is pointed at our kernels that use it:
-# transpose_rows (through the kernel tests that call it directly: with a
-# kernel filter, compute-sanitizer 2025 stops with an internal error as soon as
-# one of cuDNN's runtime-compiled graph engines runs), and block_sum in the
-# trainer's reduce and IF-backward kernels (through every trainer test but the
-# bf16/tf32 one, whose cuDNN engines stop it the same way).
-train_tests=test_memory_and_steps,test_conv2d,test_conv2d_chunks,test_dense,test_pools,test_affine,test_relu_clip,\
-test_qcfs,test_if_forward,test_if_backward,test_conv_if_chain,test_optimizers
-sanitize=${NC_SANITIZE:-memcheck:test_gpu_kernels \
-racecheck:test_gpu_kernels:transpose_rows_kernel:test_pool_kernels,test_prespike_max_kernel,test_bf16_transposes \
-racecheck:test_gpu_train:reduce_kernel:$train_tests racecheck:test_gpu_train:if_backward_kernel:$train_tests}
+# separated list of the program's tests to run (NC_GPU_TESTS).  By default:
+# memcheck of the kernel, engine and trainer tests (H100: 3, 69 and 5 s);
+# racecheck of the whole trainer test (58 s, cuDNN's kernels too); racecheck of
+# the engine's transposes through the kernel tests that call them directly.
+# racecheck of the whole engine test takes longer than a call (its own kernels
+# alone: NC_GPU_CONV=im2col, BENCHMARKS §3i), and with a kernel filter
+# compute-sanitizer 2025 stops with an internal error as soon as one of cuDNN's
+# runtime-compiled graph engines runs.
+sanitize=${NC_SANITIZE:-memcheck:test_gpu_kernels memcheck:test_gpu_engine memcheck:test_gpu_train \
+racecheck:test_gpu_train racecheck:test_gpu_kernels:transpose_rows_kernel:test_pool_kernels,test_prespike_max_kernel,test_bf16_transposes}
 if command -v compute-sanitizer > /dev/null; then
   for entry in $sanitize; do
     IFS=: read -r tool t kernel only <<< "$entry"
