@@ -99,7 +99,7 @@ mkdir -p "$out/bench-shots"
 scripted "$out/bench-frames.log" --bench-frames 2 --bench-screenshots "$out/bench-shots"
 sed 's/^/# /' "$out/bench-frames.log"
 check "--bench-frames measures the frames while a run streams, and the rasters past 1 MB go to the spill file" \
-  'grep -q "^| all  *| *[1-9]" "$out/bench-frames.log" && grep -q "peak resident memory: [0-9]* MB" "$out/bench-frames.log" && grep -qE "in memory, [1-9][0-9]* read back from the spill file" "$out/bench-frames.log" && is_png "$out/bench-shots/window-sops.png"'
+  'grep -q "^| all  *| *[1-9]" "$out/bench-frames.log" && grep -q "peak resident memory: [0-9]* MB" "$out/bench-frames.log" && grep -qE "^main thread outside the paints, per interval: busy p50 [0-9.]+, p95 [0-9.]+, max [0-9.]+ ms$" "$out/bench-frames.log" && grep -qE "in memory, [1-9][0-9]* read back from the spill file" "$out/bench-frames.log" && is_png "$out/bench-shots/window-sops.png"'
 
 echo "# screenshots and exports are in $out"
 echo "1..$n"

@@ -8,6 +8,7 @@
 
 #define LATE_US 25000            /* an interval past one and a half ticks of 60 Hz */
 #define STREAM_WAIT_S 1800       /* the longest wait for the first record snapshot */
+#define LATE_SHOWN 12            /* late intervals broken down in the report */
 
 static const char *const bench_views[] = {"accuracy", "firing-rates", "calibration-error", "raster", "membrane",
                                           "sops"};
@@ -16,6 +17,28 @@ static const char *const bench_views[] = {"accuracy", "firing-rates", "calibrati
 typedef struct {
     GArray *interval_us, *paint_us;   /* gint64 each */
 } ViewTimes;
+
+/* Where a late interval went: the main thread either ran (the paint that
+ * ended it, or other sources: snapshots handed over, idle work) or waited
+ * in poll() for the next tick or event. */
+typedef struct {
+    int view;
+    gint64 interval_us, waited_us, paint_us;
+} LateFrame;
+
+/* The main thread's time in poll(), summed by the wrapper below (a poll
+ * function takes no user data, and the main context is polled by the main
+ * thread alone). */
+static gint64 polled_us;
+static GPollFunc default_poll;
+
+static gint polling_timed(GPollFD *fds, guint n_fds, gint timeout_ms)
+{
+    gint64 t0 = g_get_monotonic_time();
+    gint ready = default_poll(fds, n_fds, timeout_ms);
+    polled_us += g_get_monotonic_time() - t0;
+    return ready;
+}
 
 enum { NONE = -1, FINISH = -2, FINISHING = -3 };
 
@@ -29,6 +52,9 @@ typedef struct {
     GdkFrameClock *clock;
     gulong before_paint_id, after_paint_id;
     gint64 previous_frame_us, paint_begin_us;
+    gint64 polled_at_previous_frame_us, last_paint_us;
+    GArray *busy_outside_paint_us;    /* gint64: an interval less its wait and its paint */
+    GArray *late;                     /* LateFrame */
     int view;                         /* index into bench_views being shown  */
     int save_then;                    /* after the next paint: save the view, then show this
                                          view (>= 0), finish (FINISH), or nothing (NONE);
@@ -43,6 +69,8 @@ static void bench_free(FrameBench *b)
         g_array_unref(b->times[v].interval_us);
         g_array_unref(b->times[v].paint_us);
     }
+    g_array_unref(b->busy_outside_paint_us);
+    g_array_unref(b->late);
     g_object_unref(b->window);
     g_free(b->screenshots);
     g_free(b);
@@ -95,6 +123,26 @@ static void print_row(const char *name, const GArray *intervals, const GArray *p
            iv[1], iv[2], pt[0], pt[1], pt[2], count_late(intervals));
 }
 
+/* The main thread's work between two ticks other than the paint, and each
+ * late interval split into the paint, other work and the wait in poll(): a
+ * late interval with a short paint and a short wait had other work on the
+ * main thread; one with a long wait was late outside the process (the frame
+ * clock, the X server). */
+static void print_where_time_went(const FrameBench *b)
+{
+    double busy[3];
+    summarise(b->busy_outside_paint_us, busy);
+    printf("main thread outside the paints, per interval: busy p50 %.1f, p95 %.1f, max %.1f ms\n", busy[0], busy[1],
+           busy[2]);
+    for (guint i = 0; i < b->late->len && i < LATE_SHOWN; i++) {
+        const LateFrame *f = &g_array_index(b->late, LateFrame, i);
+        gint64 other = f->interval_us - f->waited_us - f->paint_us;
+        printf("late interval %.1f ms (%s): paint %.1f, other work %.1f, waiting in poll %.1f ms\n",
+               f->interval_us / 1000.0, bench_views[f->view], f->paint_us / 1000.0, MAX(other, 0) / 1000.0,
+               f->waited_us / 1000.0);
+    }
+}
+
 static void print_report(FrameBench *b)
 {
     GArray *all_iv = g_array_new(FALSE, FALSE, sizeof(gint64)), *all_pt = g_array_new(FALSE, FALSE, sizeof(gint64));
@@ -111,6 +159,7 @@ static void print_report(FrameBench *b)
         g_array_append_vals(all_pt, b->times[v].paint_us->data, b->times[v].paint_us->len);
     }
     print_row("all", all_iv, all_pt);
+    print_where_time_went(b);
     gint64 in_memory, spill_bytes, samples = nc_window_get_raster_samples(b->window, &in_memory, &spill_bytes);
     printf("raster: %" G_GINT64_FORMAT " images viewable, %" G_GINT64_FORMAT " in memory, %" G_GINT64_FORMAT
            " read back from the spill file (%.1f MB); the raster view showed image %d\n",
@@ -178,6 +227,7 @@ static void on_after_paint(GdkFrameClock *clock, FrameBench *b)
     if (b->paint_begin_us != 0) {
         gint64 paint = g_get_monotonic_time() - b->paint_begin_us;
         g_array_append_val(b->times[b->view].paint_us, paint);
+        b->last_paint_us += paint;
         b->paint_begin_us = 0;
     }
     if (b->save_then == NONE || b->save_then == FINISHING)
@@ -191,6 +241,20 @@ static void on_after_paint(GdkFrameClock *clock, FrameBench *b)
     }
     show_view(b, b->save_then);
     b->save_then = NONE;
+}
+
+/* One interval between ticks: its length, the main thread's work in it
+ * other than the paint, and its breakdown when it was late. */
+static void record_interval(FrameBench *b, gint64 interval)
+{
+    g_array_append_val(b->times[b->view].interval_us, interval);
+    gint64 waited = polled_us - b->polled_at_previous_frame_us;
+    gint64 busy = MAX(interval - waited - b->last_paint_us, 0);
+    g_array_append_val(b->busy_outside_paint_us, busy);
+    if (interval > LATE_US) {
+        LateFrame f = {b->view, interval, waited, b->last_paint_us};
+        g_array_append_val(b->late, f);
+    }
 }
 
 /* Every tick: the interval since the last one, the view due now, and a
@@ -213,10 +277,10 @@ static gboolean on_tick(GtkWidget *widget, GdkFrameClock *clock, gpointer user_d
         gtk_widget_queue_draw(widget);
         return G_SOURCE_CONTINUE;
     }
-    if (b->previous_frame_us > 0) {
-        gint64 interval = now - b->previous_frame_us;
-        g_array_append_val(b->times[b->view].interval_us, interval);
-    }
+    if (b->previous_frame_us > 0)
+        record_interval(b, now - b->previous_frame_us);
+    b->polled_at_previous_frame_us = polled_us;
+    b->last_paint_us = 0;
     int due = (int)(elapsed * (gint64)N_VIEWS / ((gint64)b->seconds * G_USEC_PER_SEC));
     if (due != b->view && due < (int)N_VIEWS && b->save_then == NONE) {
         if (b->screenshots)
@@ -240,6 +304,10 @@ static void start_measuring(FrameBench *b)
     b->before_paint_id = g_signal_connect(b->clock, "before-paint", G_CALLBACK(on_before_paint), b);
     b->after_paint_id = g_signal_connect(b->clock, "after-paint", G_CALLBACK(on_after_paint), b);
     b->tick_id = gtk_widget_add_tick_callback(widget, on_tick, b, NULL);
+    if (!default_poll) {
+        default_poll = g_main_context_get_poll_func(NULL);
+        g_main_context_set_poll_func(NULL, polling_timed);
+    }
     printf("frame bench: the run streams (%.0f s after Convert & Run); measuring for %d s\n",
            (g_get_monotonic_time() - b->started_us) / 1e6, b->seconds);
     fflush(stdout);
@@ -299,5 +367,7 @@ void nc_frame_bench_start(NcWindow *window, int seconds, const char *screenshots
         b->times[v].interval_us = g_array_new(FALSE, FALSE, sizeof(gint64));
         b->times[v].paint_us = g_array_new(FALSE, FALSE, sizeof(gint64));
     }
+    b->busy_outside_paint_us = g_array_new(FALSE, FALSE, sizeof(gint64));
+    b->late = g_array_new(FALSE, FALSE, sizeof(LateFrame));
     g_timeout_add(100, wait_for_model, b);
 }

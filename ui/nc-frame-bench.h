@@ -14,7 +14,10 @@
  *              (update, layout, snapshot of the widgets, render)
  * and prints, per view and for all frames, the count, the median, 95th
  * percentile and maximum of both, the frames whose interval exceeded 25 ms
- * (a missed tick), the snapshots that arrived meanwhile, the raster images
+ * (a missed tick), the main thread's work between ticks other than the
+ * paints (an interval less the paint and the time in poll(), timed by a
+ * poll function set on the main context), each late interval split into its
+ * paint, other work and waiting, the snapshots that arrived meanwhile, the raster images
  * kept in memory and in the spill file (the raster view shows the newest
  * one, from the file when it is there), and the peak resident memory
  * (getrusage).  Then it quits (the run is cancelled). */
