@@ -126,8 +126,9 @@ static void print_row(const char *name, const GArray *intervals, const GArray *p
 /* The main thread's work between two ticks other than the paint, and each
  * late interval split into the paint, other work and the wait in poll(): a
  * late interval with a short paint and a short wait had other work on the
- * main thread; one with a long wait was late outside the process (the frame
- * clock, the X server). */
+ * main thread; one with a long wait was late outside the window's work: the
+ * frame clock, the X server, or no free core for the main thread (poll()
+ * returns when the thread next runs). */
 static void print_where_time_went(const FrameBench *b)
 {
     double busy[3];
