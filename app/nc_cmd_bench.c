@@ -168,6 +168,9 @@ static nc_status time_train(const nc_net *net, const nc_tensor *input, const nc_
     }
     if (st == NC_OK)
         st = nc_trainer_sync_net(tr, err); /* reports an error the backend recorded */
+    char how[1024];
+    if (st == NC_OK && (nc_trainer_describe(tr, how, sizeof how), how[0])) /* stderr: JSON stays on stdout */
+        fprintf(stderr, "%s steps: %s", nc_train_mode_name(mode), how);
     if (st == NC_OK)
         *median = median_of(times, a->repeats);
     if (group)

@@ -41,6 +41,7 @@
 #include "gpu/nc_gpu_internal.h"
 #include "gpu/nc_gpu_nccl.h"
 #include "gpu/nc_gpu_train_conv.h"
+#include "gpu/nc_gpu_train_graph.h"
 #include "gpu/nc_gpu_train_step.h"
 
 #include <limits.h>
@@ -498,6 +499,7 @@ struct gtrain {
     size_t red_doubles = 0;
     nc_train_convs *convs = nullptr; // convolutions through cuDNN (NULL: all on im2col + cuBLAS)
     nc_opt_table *opt = nullptr;     // optimizer_step's device table (nc_gpu_train_step.cu)
+    nc_step_graphs *graphs = nullptr; // the steps recorded as CUDA graphs (NULL: none)
     cublasComputeType_t dense_compute = CUBLAS_COMPUTE_32F; // the bf16 mode: bf16 tensor cores
     nc_status status = NC_OK; // the first failure, kept
     char msg[NC_ERROR_MESSAGE_MAX] = {};
@@ -513,13 +515,15 @@ const char *const kDeviceAdvice =
 
 __attribute__((format(printf, 3, 4))) void record(gtrain *g, nc_status code, const char *fmt, ...)
 {
-    if (g->status != NC_OK)
-        return; // the first failure is the one reported
-    g->status = code;
+    char msg[sizeof g->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(g->msg, sizeof g->msg, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (nc_step_graphs_spoil(g->graphs, msg) || g->status != NC_OK)
+        return; // nothing ran while recording; and the first failure is the one reported
+    g->status = code;
+    memcpy(g->msg, msg, sizeof msg);
 }
 
 // Records a CUDA failure of `call` in operation `op`; true when e is one.
@@ -604,6 +608,7 @@ float *work_get(gtrain *g, const char *op, size_t floats)
         if (cuda_failed(g, op, "cudaStreamSynchronize", cudaStreamSynchronize(g->stream)))
             return nullptr;
         cudaFree(g->work);
+        nc_step_graphs_freed(g->graphs);
         g->work = nullptr;
         g->work_floats = 0;
     }
@@ -621,6 +626,7 @@ double *red_get(gtrain *g, const char *op, size_t doubles)
         if (cuda_failed(g, op, "cudaStreamSynchronize", cudaStreamSynchronize(g->stream)))
             return nullptr;
         cudaFree(g->red);
+        nc_step_graphs_freed(g->graphs);
         g->red = nullptr;
         g->red_doubles = 0;
     }
@@ -741,6 +747,7 @@ void gt_destroy(nc_train_backend *b)
             cudaFree(g->red);
         nc_train_convs_free(g->convs);
         nc_opt_table_free(g->opt);
+        nc_step_graphs_free(g->graphs);
         if (g->blas)
             cublasDestroy(g->blas);
         if (g->stream)
@@ -778,6 +785,7 @@ void gt_release(nc_train_backend *b, float *p)
     if (usable(g))
         cuda_failed(g, "release", "cudaStreamSynchronize", e);
     e = cudaFree(p);
+    nc_step_graphs_freed(g->graphs);
     if (usable(g))
         cuda_failed(g, "release", "cudaFree", e);
     (void)cudaGetLastError();
@@ -1348,6 +1356,26 @@ nc_status gt_sync(nc_train_backend *b, nc_error *err)
     return NC_OK;
 }
 
+// A step recorded once per (trainer, batch) and replayed (nc_gpu_train_graph.h).
+int gt_step_begin(nc_train_backend *b, uintptr_t owner, int64_t batch)
+{
+    gtrain *g = gt(b);
+    if (!usable(g) || !g->graphs)
+        return NC_STEP_RUN;
+    return nc_step_graphs_begin(g->graphs, g->stream, owner, batch, nc_train_convs_frees(g->convs));
+}
+
+int gt_step_end(nc_train_backend *b)
+{
+    gtrain *g = gt(b);
+    cudaError_t e = cudaSuccess;
+    int again = g->graphs ? nc_step_graphs_end(g->graphs, g->stream, &e) : 0;
+    cuda_failed(g, "step", "cudaGraphLaunch", e);
+    return again;
+}
+
+void gt_describe(nc_train_backend *b, char *buf, size_t size) { nc_step_graphs_describe(gt(b)->graphs, buf, size); }
+
 nc_train_backend_ops make_ops()
 {
     nc_train_backend_ops o;
@@ -1390,6 +1418,7 @@ nc_train_backend_ops make_ops()
     o.output_loss = gts_output_loss;
     o.sgd_step = gts_sgd_step, o.adam_step = gts_adam_step, o.optimizer_step = gts_optimizer_step;
     o.sync = gt_sync;
+    o.step_begin = gt_step_begin, o.step_end = gt_step_end, o.describe = gt_describe;
     return o;
 }
 
@@ -1430,6 +1459,7 @@ extern "C" nc_status nc_train_backend_gpu_new(nc_train_backend **out, nc_error *
     b->ops = &gpu_train_ops;
     b->impl = g;
     g->sms = info.sm_count;
+    g->graphs = nc_step_graphs_new(); // NULL (out of memory): every step as queued
     long env = nc_gpu_options_get().train_chunk_mb;
     size_t mb = env >= 1 && env <= 65536 ? (size_t)env : 64;
     g->chunk_floats = (mb << 20) / sizeof(float);

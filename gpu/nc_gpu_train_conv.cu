@@ -91,6 +91,7 @@ struct nc_train_convs {
     // gradient), an output (y, or its gradient), the weight and its gradient
     grow_buffer in16, out16, w16, dw16;
     std::vector<kept_input> kept; // the forward inputs' bf16 copies (at most kMaxKept)
+    uint64_t frees = 0;           // buffers freed that queued or recorded work may have used
 };
 
 namespace {
@@ -114,6 +115,7 @@ nc_status grow(nc_train_convs *c, grow_buffer *b, size_t bytes, const char *what
         if (s != NC_OK)
             return s;
         cudaFree(b->p);
+        c->frees++;
         b->p = nullptr;
         b->bytes = 0;
     }
@@ -256,6 +258,7 @@ nc_status keep_input_bf16(nc_train_convs *c, const nc_conv_shape &sh, const floa
             if (s != NC_OK)
                 return s;
             cudaFree(c->kept.front().copy.p);
+            c->frees++;
             c->kept.erase(c->kept.begin());
         }
         c->kept.push_back(kept_input{in, sh, grow_buffer()});
@@ -352,6 +355,8 @@ nc_status nc_train_convs_new(cudaStream_t stream, nc_train_convs **out, nc_error
     *out = c;
     return NC_OK;
 }
+
+uint64_t nc_train_convs_frees(const nc_train_convs *c) { return c ? c->frees : 0; }
 
 void nc_train_convs_free(nc_train_convs *c)
 {

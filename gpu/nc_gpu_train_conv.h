@@ -37,6 +37,9 @@ nc_conv_math nc_train_conv_math(void);
 // returned) when cuDNN is absent or the `conv` option asks for im2col.
 nc_status nc_train_convs_new(cudaStream_t stream, nc_train_convs **out, nc_error *err);
 void nc_train_convs_free(nc_train_convs *c);
+// Buffers freed so far (a workspace or copy that grew, a kept copy evicted):
+// a recorded step that used them is void (nc_gpu_train_graph.h).  0 for NULL.
+uint64_t nc_train_convs_frees(const nc_train_convs *c);
 
 // 1 if this convolution runs here (c may be NULL: 0).
 int nc_train_convs_take(nc_train_convs *c, const nc_window *w, int cout, int groups, int64_t rows);

@@ -722,7 +722,7 @@ static void forward_merge(nc_trainer *tr, int i)
     }
 }
 
-static void forward_node(nc_trainer *tr, int i, const float *images)
+static void forward_node(nc_trainer *tr, int i)
 {
     const nc_train_backend_ops *ops = tr->be->ops;
     nc_train_backend *be = tr->be;
@@ -733,8 +733,7 @@ static void forward_node(nc_trainer *tr, int i, const float *images)
     int64_t rows = rows_of(tr, i);
     const float *in = src >= 0 ? tr->val[src].data : NULL;
     switch (n->kind) {
-    case NC_NODE_INPUT:
-        ops->upload(be, v->data, images, (size_t)(tr->N * numel_of(tr, i)));
+    case NC_NODE_INPUT: /* uploaded before the walk (upload_input) */
         break;
     case NC_NODE_CONV2D:
         ops->conv2d(be, &tr->win[i], (int)n->shape[0], n->groups, rows, in, np->weight, np->bias, v->data);
@@ -792,15 +791,39 @@ static void make_logits(nc_trainer *tr)
         tr->be->ops->mean_steps(tr->be, tr->T, per, y, tr->logits_dev);
 }
 
-static nc_status forward_batch(nc_trainer *tr, const float *images, int n, nc_error *err)
+/* The batch's size, checked and set. */
+static nc_status set_batch(nc_trainer *tr, int n, nc_error *err)
 {
     if (n < 1 || n > tr->max_batch)
         return nc_fail(err, NC_ERR_ARGUMENT, "batch of %d images; the trainer was made for 1 to %d", n,
                        tr->max_batch);
     tr->N = n;
+    return NC_OK;
+}
+
+/* The batch's images into the input node's value: before the walk, so that
+ * the walk itself never waits for the host (a step may be recorded). */
+static void upload_input(nc_trainer *tr, const float *images)
+{
+    int x = tr->net->input;
+    tr->be->ops->upload(tr->be, tr->val[x].data, images, (size_t)(tr->N * numel_of(tr, x)));
+}
+
+/* Every node after the input, then the logits (queued). */
+static void queue_forward(nc_trainer *tr)
+{
     for (int i = 0; i < tr->net->n_nodes; i++)
-        forward_node(tr, i, images);
+        forward_node(tr, i);
     make_logits(tr);
+}
+
+static nc_status forward_batch(nc_trainer *tr, const float *images, int n, nc_error *err)
+{
+    nc_status s = set_batch(tr, n, err);
+    if (s != NC_OK)
+        return s;
+    upload_input(tr, images);
+    queue_forward(tr);
     return NC_OK;
 }
 
@@ -1002,33 +1025,43 @@ static void queue_loss(nc_trainer *tr, const float *logits, float *dlogits, int 
                              tr->o.distill_tau, (float)tr->bucket.share, dlogits, tr->sums_dev + 2 * slot);
 }
 
+/* The step's loss horizons, checked (each within 1..T), into loss_horizons:
+ * 0 for one loss over all T steps. */
+static nc_status set_horizons(nc_trainer *tr, nc_error *err)
+{
+    int64_t steps = rows_of(tr, tr->net->output) / tr->N;
+    tr->loss_horizons = 0;
+    if (tr->o.n_horizons <= 0 || steps == 1)
+        return NC_OK;
+    for (int h = 0; h < tr->o.n_horizons; h++)
+        if (tr->o.horizons[h] < 1 || tr->o.horizons[h] > steps)
+            return nc_fail(err, NC_ERR_ARGUMENT, "loss horizon %d is outside 1..T = %lld", tr->o.horizons[h],
+                           (long long)steps);
+    tr->loss_horizons = tr->o.n_horizons;
+    return NC_OK;
+}
+
 /* The loss and dL/d(output) into grad[output], queued on the backend (the
  * loss is read by read_loss after the step's final sync).  One horizon
  * (k = T): the logits are the mean over T steps and each step gets
- * dlogits / T.  Several horizons k: loss = mean over k of CE(mean of the
- * first k steps), so step t gets Σ_{k > t} dlogits_k / (k·H). */
-static nc_status output_gradient(nc_trainer *tr, nc_error *err)
+ * dlogits / T.  Several horizons k (set_horizons): loss = mean over k of
+ * CE(mean of the first k steps), so step t gets Σ_{k > t} dlogits_k / (k·H). */
+static void output_gradient(nc_trainer *tr)
 {
     const nc_train_backend_ops *ops = tr->be->ops;
     int out = tr->net->output, n = tr->N;
     int64_t per = (int64_t)n * tr->classes, steps = rows_of(tr, out) / n;
-    tr->loss_horizons = 0;
-    if (tr->o.n_horizons <= 0 || steps == 1) {
+    tr->grad_live[out] = 1;
+    if (tr->loss_horizons == 0) {
         queue_loss(tr, tr->logits_dev, tr->dlogits_dev, 0, 1);
         ops->broadcast_steps(tr->be, (int)steps, per, tr->dlogits_dev, 1.0f / (float)steps, tr->grad[out]);
-        tr->grad_live[out] = 1;
-        return NC_OK;
+        return;
     }
-    int H = tr->o.n_horizons;
-    for (int h = 0; h < H; h++)
-        if (tr->o.horizons[h] < 1 || tr->o.horizons[h] > steps)
-            return nc_fail(err, NC_ERR_ARGUMENT, "loss horizon %d is outside 1..T = %lld", tr->o.horizons[h],
-                           (long long)steps);
+    int H = tr->loss_horizons;
     /* accuracy as the run will be judged: after all T steps (slot 0; then
      * logits_dev is reused for each horizon's logits) */
     queue_loss(tr, tr->logits_dev, NULL, 0, 0);
     ops->zero(tr->be, tr->grad[out], (size_t)(steps * per));
-    tr->grad_live[out] = 1;
     for (int h = 0; h < H; h++) {
         int k = tr->o.horizons[h];
         ops->mean_steps(tr->be, k, per, tr->val[out].data, tr->logits_dev);
@@ -1036,8 +1069,6 @@ static nc_status output_gradient(nc_trainer *tr, nc_error *err)
         ops->broadcast_steps(tr->be, k, per, tr->dlogits_dev, 1.0f / (float)(k * H), tr->temp);
         ops->add(tr->be, k * per, tr->grad[out], tr->temp, tr->grad[out]);
     }
-    tr->loss_horizons = H;
-    return NC_OK;
 }
 
 /* The step's loss and correct count from tr->sums (downloaded at the final
@@ -1136,6 +1167,36 @@ static nc_status empty_share(nc_trainer *tr, double *loss, int64_t *correct, nc_
     return s == NC_OK ? tr->be->ops->sync(tr->be, err) : s;
 }
 
+/* The device work of a step after its inputs are uploaded: the forward
+ * (and the teacher's), the loss and the backward pass. */
+static void queue_step(nc_trainer *tr)
+{
+    queue_forward(tr);
+    if (tr->teacher) /* the same backend: its logits are ready where the loss reads them */
+        queue_forward(tr->teacher);
+    zero_param_grads(tr);
+    memset(tr->grad_live, 0, (size_t)tr->net->n_nodes * sizeof(int));
+    output_gradient(tr);
+    for (int i = tr->net->n_nodes - 1; i >= 0; i--) {
+        backward_node(tr, i);
+        bucket_node(tr, i);
+    }
+}
+
+/* queue_step, recorded once per batch size and replayed after that where
+ * the backend can (sim/nc_train_backend.h, step_begin): the work and its
+ * memory are the same at every step of a size.  Not in a data-parallel run,
+ * whose sums wait on the other ranks in the middle of the backward pass. */
+static void queue_step_recorded(nc_trainer *tr)
+{
+    const nc_train_backend_ops *ops = tr->be->ops;
+    int mode = ops->step_begin && !tr->bucket.comm ? ops->step_begin(tr->be, (uintptr_t)tr, tr->N) : NC_STEP_RUN;
+    if (mode != NC_STEP_REPLAY)
+        queue_step(tr);
+    if (mode != NC_STEP_RUN && ops->step_end(tr->be) != 0)
+        queue_step(tr); /* it could not be recorded: as usual */
+}
+
 nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_t *labels, int n,
                                double *loss, int64_t *correct, nc_error *err)
 {
@@ -1145,23 +1206,19 @@ nc_status nc_trainer_gradients(nc_trainer *tr, const float *images, const int32_
         if (labels[k] < 0 || labels[k] >= tr->classes)
             return nc_fail(err, NC_ERR_ARGUMENT, "label %d of image %d is outside the model's %d classes",
                            (int)labels[k], k, tr->classes);
-    /* before the forward: the upload's wait then holds up nothing */
-    if (n > 0)
-        tr->be->ops->upload_bytes(tr->be, tr->labels_dev, labels, (size_t)n * sizeof(int32_t));
-    nc_status s = forward_batch(tr, images, n, err);
-    if (s == NC_OK && tr->teacher) /* the same backend: its logits are ready where the loss reads them */
-        s = forward_batch(tr->teacher, images, n, err);
+    nc_status s = set_batch(tr, n, err);
+    if (s == NC_OK && tr->teacher)
+        s = set_batch(tr->teacher, n, err);
+    if (s == NC_OK)
+        s = set_horizons(tr, err);
     if (s != NC_OK)
         return s;
-    zero_param_grads(tr);
-    memset(tr->grad_live, 0, (size_t)tr->net->n_nodes * sizeof(int));
-    s = output_gradient(tr, err);
-    if (s != NC_OK)
-        return s;
-    for (int i = tr->net->n_nodes - 1; i >= 0; i--) {
-        backward_node(tr, i);
-        bucket_node(tr, i);
-    }
+    /* the inputs before the step's work: their waits hold up nothing */
+    tr->be->ops->upload_bytes(tr->be, tr->labels_dev, labels, (size_t)n * sizeof(int32_t));
+    upload_input(tr, images);
+    if (tr->teacher)
+        upload_input(tr->teacher, images);
+    queue_step_recorded(tr);
     s = bucket_finish(tr, err);
     if (s != NC_OK)
         return s;
@@ -1213,6 +1270,15 @@ nc_status nc_trainer_sync_net(nc_trainer *tr, nc_error *err)
 }
 
 int nc_trainer_param_count(const nc_trainer *tr) { return tr->n_params; }
+
+void nc_trainer_describe(const nc_trainer *tr, char *buf, size_t size)
+{
+    if (size == 0)
+        return;
+    buf[0] = 0;
+    if (tr->be->ops->describe)
+        tr->be->ops->describe(tr->be, buf, size);
+}
 
 void nc_trainer_param(const nc_trainer *tr, int k, nc_train_param *out)
 {

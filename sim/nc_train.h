@@ -155,6 +155,10 @@ void nc_trainer_apply(nc_trainer *tr, double lr);
 /* Writes the trainer's working parameters into the net; fails when the
  * backend recorded an error. */
 nc_status nc_trainer_sync_net(nc_trainer *tr, nc_error *err);
+/* How the backend ran the steps, for `bench --train`: on the GPU, which
+ * batch sizes replay as a recorded graph (sim/nc_train_backend.h, step_begin);
+ * "" where the backend says nothing.  NUL-terminated, truncated to size. */
+void nc_trainer_describe(const nc_trainer *tr, char *buf, size_t size);
 /* Predictions only (no gradients kept): logits [n, classes] (the mean over
  * T in BPTT). */
 nc_status nc_trainer_logits(nc_trainer *tr, const float *images, int n, float *logits,

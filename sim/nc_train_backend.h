@@ -168,7 +168,30 @@ typedef struct nc_train_backend_ops {
     /* Waits for queued work; returns NC_OK or the first error recorded since
      * the backend was made (naming the call and the reason), which stays. */
     nc_status (*sync)(nc_train_backend *b, nc_error *err);
+
+    /* ---- a training step as one recorded graph (optional: NULL on the CPU) ----
+     * The trainer brackets the work of a step — forward, loss, backward —
+     * with step_begin and step_end when that work queues the same operations
+     * on the same memory at every step of the same (owner, batch): no alloc,
+     * release, upload, download or sync inside, and every argument the same
+     * (the inputs are uploaded before step_begin, the loss read after
+     * step_end).  step_begin says what to do with the work:
+     *   NC_STEP_RUN     queue it as usual (the first step of a shape plans
+     *                   the convolutions and sizes the buffers);
+     *   NC_STEP_RECORD  queue it: it is recorded, not run, and step_end runs it;
+     *   NC_STEP_REPLAY  queue nothing: step_end runs the recorded work.
+     * step_end returns 1 when the recording failed (a call that cannot be
+     * recorded): the trainer then queues the work again as usual, and that
+     * shape is not recorded again; else 0 (a failure to run is recorded as
+     * any other and reported at the next sync).  A recording is forgotten
+     * when memory it used may have been freed.  describe writes one line per
+     * recorded shape (NUL-terminated, truncated to size). */
+    int (*step_begin)(nc_train_backend *b, uintptr_t owner, int64_t batch);
+    int (*step_end)(nc_train_backend *b);
+    void (*describe)(nc_train_backend *b, char *buf, size_t size);
 } nc_train_backend_ops;
+
+enum { NC_STEP_RUN = 0, NC_STEP_RECORD = 1, NC_STEP_REPLAY = 2 };
 
 struct nc_train_backend {
     const nc_train_backend_ops *ops;
