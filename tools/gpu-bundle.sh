@@ -31,6 +31,7 @@ grep -q '#define NC_HAVE_CUDA 1' "$builddir/nc_config.h" || {
 targets=(app/neurocuda tests/test_gpu_kernels tests/test_gpu_engine)
 # the GPU trainer's test, once it exists in this build
 [ -f tests/test_gpu_train.c ] && targets+=(tests/test_gpu_train)
+[ -f tests/test_gpu_train_graphs.c ] && targets+=(tests/test_gpu_train_graphs)
 [ -f tests/test_gpu_faults.c ] && targets+=(tests/test_gpu_faults)
 # several GPUs (tools/gpu-multi-run.sh): CPU ranks, and GPU ranks where there are GPUs
 [ -f tests/test_multi_rank.c ] && targets+=(tests/test_multi_rank)

@@ -9,7 +9,7 @@
 #   1. device facts (nvidia-smi, `neurocuda engines`);
 #   2. the GPU tests (test_gpu_kernels, test_gpu_engine, and both again with
 #      NC_GPU_CONV=cudnn; test_gpu_train, and again with NC_GPU_CONV=im2col;
-#      test_gpu_faults; fixtures read from
+#      test_gpu_train_graphs; test_gpu_faults; fixtures read from
 #      this checkout through NC_SOURCE_DIR);
 #   3. `neurocuda bench` on the issue's networks (builtin:vgg-fmnist and
 #      builtin:cnn-fmnist at batch 1024, builtin:vgg16-cifar at batch 256;
@@ -75,13 +75,14 @@ run_test() { # name binary limit [env...]
   grep -E '^(not ok|ok .*SKIP)|# FAILED' "$OUT/$name.log" | head -20
   log "$name: rc=${test_rc[$name]}, $(tap_counts "$name")"
 }
-tests=(test_gpu_kernels test_gpu_engine test_gpu_train test_gpu_faults)
+tests=(test_gpu_kernels test_gpu_engine test_gpu_train test_gpu_train_graphs test_gpu_faults)
 run_test test_gpu_kernels test_gpu_kernels 90
 run_test test_gpu_engine test_gpu_engine 150
 run_test test_gpu_kernels_cudnn test_gpu_kernels 90 NC_GPU_CONV=cudnn
 run_test test_gpu_engine_cudnn test_gpu_engine 150 NC_GPU_CONV=cudnn
 [ -x "$B/test_gpu_train" ] && run_test test_gpu_train test_gpu_train 90
 [ -x "$B/test_gpu_train" ] && run_test test_gpu_train_im2col test_gpu_train 90 NC_GPU_CONV=im2col
+[ -x "$B/test_gpu_train_graphs" ] && run_test test_gpu_train_graphs test_gpu_train_graphs 60
 [ -x "$B/test_gpu_faults" ] && run_test test_gpu_faults test_gpu_faults 60
 tests+=(test_gpu_kernels_cudnn test_gpu_engine_cudnn test_gpu_train_im2col)
 
@@ -122,13 +123,16 @@ fi
 
 # ---- 3a. one training step (NC_TRAIN_BENCH=1): ours with cuDNN and with im2col, and PyTorch's ----
 if [ "${NC_TRAIN_BENCH:-0}" = 1 ] && [ "$(left)" -gt 120 ]; then
-  # NC_TRAIN_RUNS: conv path:precision pairs (the trainer's convolutions follow --precision)
+  # NC_TRAIN_RUNS: conv path:precision[:nographs] (the trainer's convolutions follow
+  # --precision; nographs: every step queued call by call, NC_GPU_GRAPHS=0)
   for run in ${NC_TRAIN_RUNS:-auto:fp32 auto:bf16 auto:tf32 im2col:fp32}; do
-    conv=${run%%:*} prec=${run#*:}
-    log "bench --train vgg-fmnist (conv=$conv, precision $prec)"
-    NC_GPU_CONV=$conv timeout 120 "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision "$prec" --batch 256 \
-      -T 8 --repeats 20 --warmup 3 --train > "$OUT/train_vgg_${conv}_$prec.txt" 2>&1
-    tail -4 "$OUT/train_vgg_${conv}_$prec.txt"
+    IFS=: read -r conv prec nographs <<< "$run"
+    name=train_vgg_${conv}_$prec${nographs:+_nographs}
+    log "bench --train vgg-fmnist (conv=$conv, precision $prec${nographs:+, no graphs})"
+    NC_GPU_CONV=$conv NC_GPU_GRAPHS=$([ -n "$nographs" ] && echo 0 || echo 1) timeout 120 "$B/neurocuda" bench \
+      builtin:vgg-fmnist --engine gpu --precision "$prec" --batch 256 -T 8 --repeats 20 --warmup 3 --train \
+      > "$OUT/$name.txt" 2>&1
+    tail -6 "$OUT/$name.txt"
   done
   timeout 120 python3 "$root/tools/torch_train_floor.py" 2>&1 | tee "$OUT/torch_train_floor.txt"
 fi
