@@ -6,7 +6,7 @@
 // nothing is freed without the free count moving on.  A call that must wait
 // for the stream (a buffer that grows frees the old one after a sync) cannot
 // be captured: the capture ends in an error, the step runs again as queued,
-// and its shape is never recorded again.
+// and its shape is not recorded again (until a free starts every shape over).
 #include "gpu/nc_gpu_train_graph.h"
 
 #include <new>
@@ -29,9 +29,8 @@ constexpr size_t kMaxGraphs = 8;
 struct step_graph {
     uintptr_t owner = 0;
     int64_t batch = 0;
-    int steps = 0;                    // steps of this shape begun since its memory last changed
+    int steps = 0;                    // steps of this shape begun
     cudaGraphExec_t exec = nullptr;
-    uint64_t frees = 0;               // the free count it was recorded under
     size_t nodes = 0;
     long long replays = 0;
     unsigned long long last_used = 0;
@@ -45,7 +44,7 @@ struct nc_step_graphs {
     int active = -1;                  // the shape being recorded or replayed
     int mode = NC_STEP_RUN;
     uint64_t frees = 0;               // buffers freed by the backend itself
-    uint64_t recorded_under = 0;      // the total count at the step_begin being recorded
+    uint64_t table_frees = 0;         // the total count the shapes in `graphs` were seen under
     char spoiled[200] = "";           // the first failure while recording
     unsigned long long clock = 0;
 };
@@ -69,15 +68,17 @@ void nc_step_graphs_free(nc_step_graphs *s)
     delete s;
 }
 
-// Graphs recorded before a free may hold freed addresses: dropped, and
-// their shapes start again from a step as queued.
-static void drop_stale(nc_step_graphs *s, uint64_t frees)
+// After a free every shape is forgotten — a graph may hold freed addresses,
+// and an owner may now be a new trainer at a freed one's address — and
+// starts again from a step as queued.
+static void forget_after_free(nc_step_graphs *s, uint64_t frees)
 {
+    if (frees == s->table_frees)
+        return;
     for (step_graph &g : s->graphs)
-        if (g.exec && g.frees != frees) {
-            drop(g);
-            g.steps = 0;
-        }
+        drop(g);
+    s->graphs.clear();
+    s->table_frees = frees;
 }
 
 // Beyond kMaxGraphs recorded, the least recently used other than `keep` goes.
@@ -95,7 +96,7 @@ static void evict_beyond_limit(nc_step_graphs *s, int keep)
         if (recorded <= kMaxGraphs || old < 0)
             return;
         drop(s->graphs[old]);
-        s->graphs[old].steps = 0;
+        s->graphs[old].steps = 0; // recorded again should it come back
     }
 }
 
@@ -142,8 +143,7 @@ int nc_step_graphs_begin(nc_step_graphs *s, cudaStream_t stream, uintptr_t owner
     s->mode = NC_STEP_RUN;
     if (!graphs_wanted())
         return NC_STEP_RUN;
-    uint64_t frees = s->frees + other_frees;
-    drop_stale(s, frees);
+    forget_after_free(s, s->frees + other_frees);
     int k = find_or_add(s, owner, batch);
     step_graph &g = s->graphs[k];
     g.last_used = ++s->clock;
@@ -166,7 +166,6 @@ int nc_step_graphs_begin(nc_step_graphs *s, cudaStream_t stream, uintptr_t owner
         (void)cudaStreamSynchronize(stream);
     s->active = k;
     s->mode = NC_STEP_RECORD;
-    s->recorded_under = frees;
     s->spoiled[0] = 0;
     return NC_STEP_RECORD;
 }
@@ -206,7 +205,6 @@ int nc_step_graphs_end(nc_step_graphs *s, cudaStream_t stream, cudaError_t *laun
         g.exec = end_recording(g, stream, s->spoiled[0] ? s->spoiled : nullptr);
         if (!g.exec)
             return 1;
-        g.frees = s->recorded_under;
         evict_beyond_limit(s, k);
     }
     *launch = cudaGraphLaunch(g.exec, stream);

@@ -10,8 +10,8 @@
 // step.  A graph holds the addresses its step used, so it is valid only
 // while none of the backend's memory has been freed since it was recorded:
 // the backend reports each free (nc_step_graphs_freed, and a count of its
-// own at begin), and a graph recorded under another count is dropped (its
-// shape starts again from a step as queued).
+// own at begin), and after a free every graph is dropped (each shape starts
+// again from a step as queued).
 #ifndef NC_GPU_TRAIN_GRAPH_H
 #define NC_GPU_TRAIN_GRAPH_H
 
@@ -32,7 +32,8 @@ int nc_step_graphs_begin(nc_step_graphs *s, cudaStream_t stream, uintptr_t owner
                          uint64_t other_frees);
 
 // After the step's work.  Returns 1 when the recording failed (the caller
-// queues the work again; this shape is not recorded again), else 0; *launch
+// queues the work again; this shape is not recorded again until a free
+// starts every shape over), else 0; *launch
 // gets the error of the graph's launch (cudaSuccess when it ran or nothing
 // was due).
 int nc_step_graphs_end(nc_step_graphs *s, cudaStream_t stream, cudaError_t *launch);
