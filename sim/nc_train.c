@@ -90,7 +90,7 @@ struct nc_trainer {
     double *sums_dev;
     double sums[2 * (NC_TRAIN_LOSS_SLOTS)];
     int loss_horizons;    /* horizons of the step's loss (0: one, slot 0) */
-    int owns_be;          /* 0: the teacher's trainer, on its student's backend */
+    int owns_be;          /* 0: on a backend it was given (a teacher: its student's) */
     node_params *np;
     opt_state *params;
     int n_params;
@@ -602,6 +602,12 @@ nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, 
                          nc_error *err)
 {
     return trainer_make(net, o, max_batch, NULL, out, err);
+}
+
+nc_status nc_trainer_new_on(nc_net *net, const nc_train_options *o, int max_batch, nc_train_backend *backend,
+                            nc_trainer **out, nc_error *err)
+{
+    return trainer_make(net, o, max_batch, backend, out, err);
 }
 
 /* ---- forward ------------------------------------------------------------------- */

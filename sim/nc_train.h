@@ -143,6 +143,12 @@ typedef struct nc_trainer nc_trainer;
 nc_status nc_trainer_new(nc_net *net, const nc_train_options *o, int max_batch, nc_trainer **out,
                          nc_error *err);
 void nc_trainer_free(nc_trainer *tr); /* NULL is a no-op */
+/* The same on a backend the caller made (sim/nc_train_backend.h) instead of
+ * one named by o->engine; the trainer neither owns nor frees it, and it must
+ * outlive the trainer. */
+struct nc_train_backend;
+nc_status nc_trainer_new_on(nc_net *net, const nc_train_options *o, int max_batch, struct nc_train_backend *backend,
+                            nc_trainer **out, nc_error *err);
 
 /* Forward + backward of one batch: images [n, shape of the input node],
  * labels [n].  Leaves the gradients in the trainer (see nc_trainer_param)

@@ -6,6 +6,9 @@
  *   - a short run that must learn (loss falls, held-out accuracy rises);
  *   - the memory estimate refuses a run over budget; cancel leaves the net as
  *     it was; nodes that cannot be trained are named;
+ *   - the step bracket: what a backend that records steps is told (inputs
+ *     uploaded before step_begin, nothing that waits inside, no work queued
+ *     on a replay, a refused recording queued again, same results);
  *   - the CPU backend's output_loss and optimizer_step are the host path
  *     they replaced (nc_softmax_xent / nc_distill_xent and the share in
  *     float; the per-tensor steps), bit for bit. */
@@ -392,6 +395,140 @@ static void test_trainer_reset_is_a_fresh_start(void)
     }
     nc_trainer_free(tr);
     nc_trainer_free(fresh);
+    free_dataset(ds);
+    nc_net_free(net);
+    nc_net_free(twin);
+}
+
+/* ---- the step bracket (sim/nc_train_backend.h: step_begin / step_end) ------------
+ * A backend that is the CPU backend with some entries watched: it answers
+ * step_begin from a script, and counts what the trainer queues between
+ * step_begin and step_end (and after a failed recording, up to the sync). */
+
+enum { WATCH_FAIL = 3 /* RECORD, then step_end says the recording failed */, WATCH_STEPS = 4 };
+
+typedef struct step_watch {
+    const nc_train_backend_ops *cpu; /* the CPU backend's own table */
+    nc_train_backend_ops ops;        /* the same with the watching entries */
+    int script[WATCH_STEPS];
+    int step;                        /* step_begin calls so far */
+    int inside, redo;                /* between begin and end; after a failed end, up to the sync */
+    int ends;                        /* step_end calls */
+    int forbidden;                   /* alloc, release, upload, download or sync inside */
+    int convs_inside[WATCH_STEPS], convs_redo[WATCH_STEPS];
+} step_watch;
+
+static step_watch W;
+
+static void watch_forbidden(void) { W.forbidden += W.inside; }
+static float *watch_alloc(nc_train_backend *b, size_t n) { watch_forbidden(); return W.cpu->alloc(b, n); }
+static void watch_release(nc_train_backend *b, float *p) { watch_forbidden(); W.cpu->release(b, p); }
+static void watch_upload(nc_train_backend *b, float *d, const float *h, size_t n)
+{
+    watch_forbidden();
+    W.cpu->upload(b, d, h, n);
+}
+static void watch_download(nc_train_backend *b, float *h, const float *d, size_t n)
+{
+    watch_forbidden();
+    W.cpu->download(b, h, d, n);
+}
+static void watch_upload_bytes(nc_train_backend *b, void *d, const void *h, size_t n)
+{
+    watch_forbidden();
+    W.cpu->upload_bytes(b, d, h, n);
+}
+static void watch_download_bytes(nc_train_backend *b, void *h, const void *d, size_t n)
+{
+    watch_forbidden();
+    W.cpu->download_bytes(b, h, d, n);
+}
+static nc_status watch_sync(nc_train_backend *b, nc_error *err)
+{
+    watch_forbidden();
+    W.redo = 0;
+    return W.cpu->sync(b, err);
+}
+static void watch_conv2d(nc_train_backend *b, const nc_window *g, int cout, int groups, int64_t rows,
+                         const float *in, const float *w, const float *bias, float *out)
+{
+    int k = W.step - 1;
+    if (k >= 0 && k < WATCH_STEPS) {
+        W.convs_inside[k] += W.inside;
+        W.convs_redo[k] += W.redo;
+    }
+    W.cpu->conv2d(b, g, cout, groups, rows, in, w, bias, out);
+}
+static int watch_step_begin(nc_train_backend *b, uintptr_t owner, int64_t batch)
+{
+    int mode = W.step < WATCH_STEPS ? W.script[W.step] : NC_STEP_RUN;
+    W.step++;
+    W.inside = mode != NC_STEP_RUN;
+    return mode == WATCH_FAIL ? NC_STEP_RECORD : mode;
+}
+static int watch_step_end(nc_train_backend *b)
+{
+    W.ends++;
+    W.inside = 0;
+    W.redo = W.script[W.step - 1] == WATCH_FAIL;
+    return W.redo;
+}
+
+static void watch_init(const nc_train_backend *cpu, const int script[WATCH_STEPS])
+{
+    memset(&W, 0, sizeof W);
+    W.cpu = cpu->ops;
+    W.ops = *cpu->ops;
+    W.ops.alloc = watch_alloc, W.ops.release = watch_release;
+    W.ops.upload = watch_upload, W.ops.download = watch_download;
+    W.ops.upload_bytes = watch_upload_bytes, W.ops.download_bytes = watch_download_bytes;
+    W.ops.sync = watch_sync, W.ops.conv2d = watch_conv2d;
+    W.ops.step_begin = watch_step_begin, W.ops.step_end = watch_step_end;
+    memcpy(W.script, script, sizeof W.script);
+}
+
+/* A step run as usual, recorded, recorded but refused (queued again), then
+ * replayed: nothing that waits is queued inside the bracket; a replay
+ * queues no work; a refused recording is queued again and gives what a
+ * plain trainer gives, bit for bit (as do the steps before it). */
+static void test_step_bracket(void)
+{
+    nc_net *net = learning_net(NC_NEURON_IF), *twin = net ? nc_net_clone(net) : NULL;
+    nc_train_backend *cpu = NULL;
+    nc_error err = {0};
+    NC_CHECK(net && twin && nc_train_backend_cpu_new(&cpu, &err) == NC_OK, "nets and backend: %s", err.message);
+    if (!net || !twin || !cpu)
+        return;
+    watch_init(cpu, (const int[WATCH_STEPS]){NC_STEP_RUN, NC_STEP_RECORD, WATCH_FAIL, NC_STEP_REPLAY});
+    nc_train_backend watched = {&W.ops, cpu->impl};
+    nc_dataset *ds = quadrant_dataset(64, 5);
+    nc_train_options o = nc_train_options_default(NC_TRAIN_BPTT);
+    o.T = 4;
+    nc_trainer *tr = NULL, *plain = NULL;
+    NC_CHECK(nc_trainer_new_on(net, &o, 32, &watched, &tr, &err) == NC_OK, "watched trainer: %s", err.message);
+    NC_CHECK(nc_trainer_new(twin, &o, 32, &plain, &err) == NC_OK, "plain trainer: %s", err.message);
+    for (int k = 0; tr && plain && k < WATCH_STEPS; k++) {
+        double loss = 0, plain_loss = 1;
+        NC_CHECK(nc_trainer_gradients(tr, ds->images, ds->labels, 32, &loss, NULL, &err) == NC_OK, "step %d: %s", k,
+                 err.message);
+        NC_CHECK(nc_trainer_gradients(plain, ds->images, ds->labels, 32, &plain_loss, NULL, &err) == NC_OK,
+                 "plain step %d: %s", k, err.message);
+        if (k < WATCH_STEPS - 1) /* the replay ran nothing here: its loss is the last one */
+            NC_CHECK(memcmp(&loss, &plain_loss, sizeof loss) == 0, "step %d: loss %.17g, plain %.17g", k, loss,
+                     plain_loss);
+        nc_trainer_apply(tr, 1e-2);
+        nc_trainer_apply(plain, 1e-2);
+    }
+    NC_CHECK(W.forbidden == 0, "%d calls that wait inside the bracket", W.forbidden);
+    NC_CHECK(W.step == WATCH_STEPS && W.ends == WATCH_STEPS - 1, "%d step_begin, %d step_end", W.step, W.ends);
+    NC_CHECK(W.convs_inside[0] == 0 && W.convs_inside[1] > 0 && W.convs_inside[2] > 0 && W.convs_inside[3] == 0,
+             "convs queued inside: run %d, record %d, refused %d, replay %d", W.convs_inside[0], W.convs_inside[1],
+             W.convs_inside[2], W.convs_inside[3]);
+    NC_CHECK(W.convs_redo[2] == W.convs_inside[2] && W.convs_redo[0] + W.convs_redo[1] + W.convs_redo[3] == 0,
+             "the refused step queued again (%d convs, %d the first time)", W.convs_redo[2], W.convs_inside[2]);
+    nc_trainer_free(tr);
+    nc_trainer_free(plain);
+    nc_train_backend_free(cpu);
     free_dataset(ds);
     nc_net_free(net);
     nc_net_free(twin);
@@ -890,6 +1027,7 @@ int main(void)
     NC_RUN(test_distillation);
     NC_RUN(test_time_budget_stops);
     NC_RUN(test_trainer_reset_is_a_fresh_start);
+    NC_RUN(test_step_bracket);
     NC_RUN(test_rollback_halves_the_rate);
     NC_RUN(test_cpu_backend_slices);
     NC_RUN(test_cpu_output_loss_is_the_host_loss);
