@@ -182,9 +182,9 @@ typedef struct nc_train_backend_ops {
      *   NC_STEP_REPLAY  queue nothing: step_end runs the recorded work.
      * step_end returns 1 when the recording failed (a call that cannot be
      * recorded): the trainer then queues the work again as usual, and that
-     * shape is not recorded again while its memory stays; else 0 (a failure to run is recorded as
-     * any other and reported at the next sync).  A recording is forgotten
-     * when memory it used may have been freed.  describe writes one line per
+     * shape is not recorded again while its memory stays; else 0 (a failure
+     * to run is recorded as any other and reported at the next sync).  A
+     * recording is forgotten when memory it used may have been freed.  describe writes one line per
      * recorded shape (NUL-terminated, truncated to size). */
     int (*step_begin)(nc_train_backend *b, uintptr_t owner, int64_t batch);
     int (*step_end)(nc_train_backend *b);
