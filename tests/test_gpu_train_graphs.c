@@ -2,8 +2,9 @@
  * (gpu/nc_gpu_train_graph.cu) against the same steps queued call by call
  * (NC_GPU_GRAPHS=0), through the trainer (sim/nc_train.c):
  *   - two trainers made from the same net take the same eight Adam steps on
- *     the same batches, one with graphs and one without: every step's loss
- *     and correct count, and in the end every parameter, bit for bit;
+ *     the same batches, one with graphs and one without, one after the other
+ *     on one backend (so on the same cuDNN plans): every step's loss and
+ *     correct count, and in the end every parameter, bit for bit;
  *   - the batch sizes go 10, 10, 10, 16, 16, 16, 10, 10: each size is
  *     recorded at its second step and replayed after that, and where a
  *     larger batch grows a buffer (the bf16 copies, the im2col workspace)
@@ -16,6 +17,7 @@
 #include "test_gpu_common.h"
 
 #include "../sim/nc_train.h"
+#include "../sim/nc_train_backend.h"
 
 /* x[2, 12, 12] → conv 8 → IF → avgpool 2 → conv 8 → IF → flatten → fc 10
  * (relu: ReLU neurons instead of IF, a teacher's ANN). */
@@ -82,24 +84,23 @@ static void keep_params(nc_trainer *tr, step_log *log)
     }
 }
 
-/* The eight steps on a trainer of a copy of `net`, graphs on or off; 0 when
- * a call failed (a failed check). */
-static int take_steps(const step_case *c, int graphs, const nc_net *net, const nc_net *teacher, const float *images,
-                      const int32_t *labels, step_log *log)
+/* The eight steps on a trainer of a copy of `net` on backend be, graphs on
+ * or off; 0 when a call failed (a failed check). */
+static int take_steps(const step_case *c, int graphs, nc_train_backend *be, const nc_net *net, const nc_net *teacher,
+                      const float *images, const int32_t *labels, step_log *log)
 {
     set_env("NC_GPU_GRAPHS", graphs ? "1" : "0");
     set_env("NC_GPU_FAULT", graphs ? c->fault : NULL);
     nc_net *copy = nc_net_clone(net);
     nc_train_options o = nc_train_options_default(NC_TRAIN_BPTT);
     o.T = 4;
-    o.engine = "gpu";
     o.n_horizons = c->horizons ? 2 : 0;
     o.horizons[0] = 2, o.horizons[1] = 4;
     o.teacher = c->distill ? teacher : NULL;
     o.distill_alpha = c->distill ? 0.5 : 0;
     nc_trainer *tr = NULL;
     nc_error err = {0};
-    int ok = copy && nc_trainer_new(copy, &o, MAX_BATCH, &tr, &err) == NC_OK;
+    int ok = copy && nc_trainer_new_on(copy, &o, MAX_BATCH, be, &tr, &err) == NC_OK;
     NC_CHECK(ok, "[%s] trainer (graphs %d): %s", c->name, graphs, err.message);
     for (int k = 0; ok && k < STEPS; k++) {
         nc_status s = nc_trainer_gradients(tr, images, labels, batch_of_step[k], &log->loss[k], &log->correct[k], &err);
@@ -157,9 +158,14 @@ static void graphs_case(const step_case *c)
         images[i] = rnd_range(0.0f, 1.0f);
     for (int k = 0; k < MAX_BATCH; k++)
         labels[k] = rnd_int(0, 9);
+    /* one backend for both runs: cuDNN picks each convolution's algorithm by
+     * timing it, and two backends may pick different ones (other rounding) */
+    nc_train_backend *be = NULL;
+    nc_error err = {0};
+    NC_CHECK(nc_train_backend_new("gpu", &be, &err) == NC_OK, "[%s] gpu backend: %s", c->name, err.message);
     step_log ref = {0}, got = {0};
-    if (net && teacher && take_steps(c, 0, net, teacher, images, labels, &ref) &&
-        take_steps(c, 1, net, teacher, images, labels, &got)) {
+    if (be && net && teacher && take_steps(c, 0, be, net, teacher, images, labels, &ref) &&
+        take_steps(c, 1, be, net, teacher, images, labels, &got)) {
         check_same(c, &ref, &got);
         printf("# [%s] loss %.6f at the first step, %.6f at the last; with graphs: %s%s", c->name, ref.loss[0],
                ref.loss[STEPS - 1], got.how, strchr(got.how, '\n') ? "" : "\n");
@@ -173,6 +179,7 @@ static void graphs_case(const step_case *c)
     }
     free_log(&ref);
     free_log(&got);
+    nc_train_backend_free(be);
     free(images);
     nc_net_free(net);
     nc_net_free(teacher);
