@@ -700,7 +700,7 @@ extern "C" void nc_engine_gpu_describe_convs(const nc_engine *e, char *buf, size
             continue;
         const gnode &g = st->nodes[i];
         len += (size_t)snprintf(buf + len, size - len, "  %s: %s\n", n->name,
-                                g.plan ? g.plan->desc : "im2col + cuBLAS GEMM");
+                                conv_desc(g));
     }
     if (len < size)
         graphs_describe(st, buf + len, size - len);
@@ -821,7 +821,7 @@ void profile_pass(nc_engine *e, const grun *r0, float *d_input)
                 const gnode &g = st->nodes[i];
                 fprintf(stderr, "#   %-24.24s %-14s %9.3f ms %5.1f%%  %s\n", nd->name,
                         nd->kind == NC_NODE_NEURON ? nc_neuron_model_name(nd->neuron.model) : kind_name(nd), t,
-                        total > 0 ? 100.0 * t / total : 0.0, g.plan ? g.plan->desc : "");
+                        total > 0 ? 100.0 * t / total : 0.0, nd->kind == NC_NODE_CONV2D ? conv_desc(g) : "");
             }
         } else
             fprintf(stderr, "# gpu profile failed: %s\n", err.message);

@@ -194,6 +194,14 @@ nc_status nc_gpu_test_exact_operands(long long pixels, int c, const float *thres
                                      float *counts, const float *x, const float *scale, float *x_counts, int cout,
                                      int taps, const float *w, const float *mul, float *w_parts, nc_error *err);
 
+/* The 3×3 spike convolution with 16-bit currents (stride 1, padding 1) on
+ * host arrays, channels last: out [images, h, w, cout] = conv(counts, hi +
+ * mid), counts [images, h, w, c] (small integers), hi and mid [cout, 3, 3, c]
+ * (values that bf16 holds exactly: the weight's two bf16 parts).
+ * NC_ERR_UNSUPPORTED, saying why, for a shape the kernel does not take. */
+nc_status nc_gpu_test_spike_conv(long long images, int c, int h, int w, int cout, const float *counts,
+                                 const float *hi, const float *mid, float *out, nc_error *err);
+
 /* The engine's GEMM in precision p on host arrays: out[rows, fout] =
  * in[rows, fin] · weight[fout, fin]ᵀ.  spike_scale (may be NULL): in holds
  * spikes whose per-feature value is spike_scale[f] (θ); they are fed as 0/1

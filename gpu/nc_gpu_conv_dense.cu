@@ -185,6 +185,22 @@ static nc_status spike_scales(grun *r, int i, float **mul)
     return s;
 }
 
+// The weight of conv node i channels last ([Cout, KH, KW, Cin], fp32).
+// Built on first use.
+static nc_status krsc_weights(grun *r, int i)
+{
+    gnode &g = r->st->nodes[i];
+    int64_t khw = (int64_t)g.win.kh * g.win.kw;
+    if (g.w_krsc)
+        return NC_OK;
+    nc_status s = cuda_alloc(r, (size_t)(g.cout * khw * g.win.c) * sizeof(float), (void **)&g.w_krsc,
+                             "channels-last weights");
+    if (s == NC_OK)
+        s = launch_check(r, "transpose kernel",
+                         nc_launch_transpose_rows(r->st->stream, g.cout, g.win.c, khw, g.w, g.w_krsc));
+    return s;
+}
+
 // The weight of conv node i as cuDNN reads it ([Cout, KH, KW, Cin]) in
 // arithmetic m: fp32; bf16 (rounded, or for spike counts scaled by θ/D
 // first); or, exact mode, the θ/D-scaled weight in three TF32 parts, or in
@@ -198,13 +214,8 @@ static nc_status cudnn_weights(grun *r, int i, nc_conv_math m, int spike, const 
     int64_t khw = (int64_t)g.win.kh * g.win.kw, k = khw * g.win.c;
     nc_status s = NC_OK;
     *n = 1;
-    if (!g.w_krsc) {
-        if ((s = cuda_alloc(r, (size_t)(g.cout * k) * sizeof(float), (void **)&g.w_krsc, "channels-last weights")) != NC_OK)
-            return s;
-        if ((s = launch_check(r, "transpose kernel",
-                              nc_launch_transpose_rows(st, g.cout, g.win.c, khw, g.w, g.w_krsc))) != NC_OK)
-            return s;
-    }
+    if ((s = krsc_weights(r, i)) != NC_OK)
+        return s;
     if (m == NC_CONV_FP32 || m == NC_CONV_TF32) {
         parts[0] = g.w_krsc;
         return NC_OK;
@@ -390,6 +401,74 @@ static nc_status add_bias_unless_fused(grun *r, int i, int64_t rows, int c, int6
                         nc_launch_add_bias(r->st->stream, rows, c, inner, g.b, out->data, out->data));
 }
 
+// ---- the bf16 spike convolution with 16-bit currents (nc_gpu_spike_conv.cu) ------------
+
+// Does bf16 conv node i, whose input is spike counts, run on the own kernel?
+// Under conv=auto, where the shape fits it: it keeps the currents to 16 bits
+// (the weight in two bf16 parts, an fp32 output), where cuDNN's bf16
+// convolutions round the weight and the output to 8 bits.  conv=cudnn keeps
+// cuDNN's.
+static int own_spike_conv(const grun *r, int i)
+{
+    const gnode &g = r->st->nodes[i];
+    return r->st->conv == CONV_AUTO && nc_spike_conv_fits(&g.win, g.cout, g.groups, nullptr, 0);
+}
+
+// The θ/D-scaled weight of conv node i in two bf16 parts, [Cout, 3, 3, C]
+// each, hi then mid.  Built on first use.
+static nc_status pair_weights(grun *r, int i, const nc_bf16 **hi, const nc_bf16 **mid)
+{
+    gnode &g = r->st->nodes[i];
+    int64_t n = (int64_t)g.cout * g.win.kh * g.win.kw * g.win.c;
+    nc_status s = NC_OK;
+    if (!g.wk_pair) {
+        float *mul = nullptr;
+        if ((s = krsc_weights(r, i)) == NC_OK)
+            s = cuda_alloc(r, (size_t)(2 * n) * sizeof(nc_bf16), (void **)&g.wk_pair, "bf16 weight parts");
+        if (s == NC_OK)
+            s = spike_scales(r, i, &mul);
+        nc_bf16 *parts[2] = {g.wk_pair, g.wk_pair + n};
+        if (s == NC_OK) /* column j of a KRSC row reads input channel j % Cin */
+            s = launch_check(r, "weight_parts kernel",
+                             nc_launch_weight_parts(r->st->stream, g.cout, n / g.cout, g.w_krsc, mul, g.cout, g.win.c,
+                                                    1, 2, parts));
+        if (s != NC_OK)
+            return s;
+    }
+    *hi = g.wk_pair;
+    *mid = g.wk_pair + n;
+    return NC_OK;
+}
+
+// Conv node i on the own kernel: bf16 counts in (as the IF before wrote
+// them, or converted here), fp32 currents out, channels last.
+static nc_status run_spike_conv(grun *r, int i, gval *out)
+{
+    gnode &g = r->st->nodes[i];
+    const gval *in = &r->val[r->net->nodes[i].inputs[0]];
+    int64_t R = in->rows, P = (int64_t)g.win.oh * g.win.ow;
+    const nc_bf16 *hi = nullptr, *mid = nullptr;
+    const void *x = nullptr;
+    nc_status s = value_alloc(r, i, R, in->constant, out);
+    if (s != NC_OK)
+        return s;
+    out->nhwc = 1;
+    if ((s = pair_weights(r, i, &hi, &mid)) != NC_OK || (s = cudnn_operand(r, i, NC_CONV_BF16, 1, &x)) != NC_OK)
+        return s;
+    g.plan = nullptr;
+    nc_spike_conv_describe(&g.win, g.cout, g.own_desc, sizeof g.own_desc);
+    s = launch_check(r, "spike_conv3x3 kernel",
+                     nc_launch_spike_conv3x3(r->st->stream, R, &g.win, g.cout, (const nc_bf16 *)x, hi, mid, out->data));
+    if (s == NC_OK)
+        s = add_bias_unless_fused(r, i, R * P, g.cout, 1, out);
+    return s;
+}
+
+const char *conv_desc(const gnode &g)
+{
+    return g.own_desc[0] ? g.own_desc : g.plan ? g.plan->desc : "im2col + cuBLAS GEMM";
+}
+
 // Conv node i through cuDNN: channels-last input and output (T folded into
 // the rows).  In bf16 and in the exact fp32 mode the operand is spike counts
 // (written so by the IF before, or converted here); a bf16 output goes to
@@ -413,6 +492,9 @@ static nc_status run_conv_cudnn(grun *r, int i, nc_conv_math m, gval *out)
         return s;
     int64_t R = in->rows, P = (int64_t)w.oh * w.ow;
     int spike = m != NC_CONV_FP32 && m != NC_CONV_TF32 && counts_input(r, i, in);
+    if (m == NC_CONV_BF16 && spike && own_spike_conv(r, i))
+        return run_spike_conv(r, i, out);
+    g.own_desc[0] = 0;
     int keep16 = m == NC_CONV_BF16 && only_an_if_reads(r, i);
     s = keep16 ? value_alloc16(r, i, R, in->constant, 0, 0, out) : value_alloc(r, i, R, in->constant, out);
     if (s != NC_OK)

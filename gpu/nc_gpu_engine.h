@@ -52,6 +52,8 @@ struct gnode {
     float *k_opscale = nullptr;          // D/θ per input channel, for those counts
     float *wk_parts[3] = {nullptr, nullptr, nullptr}; // exact fp32 mode: θ/D-scaled weight, TF32 hi, mid, lo
     nc_bf16 *wk_exact = nullptr;         // exact fp32 mode on bf16 tensor cores: hi, then [mid, lo] per tap
+    nc_bf16 *wk_pair = nullptr;          // bf16 mode, own spike conv: θ/D-scaled weight in 2 bf16 parts, hi then mid
+    char own_desc[240] = "";             // what ran the last pass when it was an own kernel (not cuDNN)
     int exact_refused = 0;               // cuDNN's graph API could not plan that mode
     char exact_why[200] = "";            // why (shown with the plan that runs instead)
     const nc_conv_plan *plan = nullptr;  // the plan of its last cuDNN pass (in gpu_state::plans)
@@ -219,6 +221,8 @@ nc_status cuda_alloc(grun *r, size_t bytes, void **p, const char *what);
 
 gemm_mode mode_for(nc_gpu_precision p, int spike_operand);
 int conv_math(const grun *r, int i, int spike_in, int constant_in);
+// What ran conv node i's last pass: a cuDNN plan's line, the own kernel's, or im2col.
+const char *conv_desc(const gnode &g);
 nc_status run_conv(grun *r, int i, gval *out);
 nc_status dense_gemm(cublasHandle_t h, const gemm_mode &m, int64_t R, int fin, int fout, const void *op,
                      const void *const wp[3], float *out, const char *where, nc_error *err);

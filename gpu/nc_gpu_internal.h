@@ -248,6 +248,20 @@ cudaError_t nc_launch_maxpool_nhwc(cudaStream_t s, const nc_gwin *g, int64_t row
 // out[i] = in[i] as fp32, for n values.
 cudaError_t nc_launch_bf16_to_f32(cudaStream_t s, int64_t n, const nc_bf16 *in, float *out);
 
+// ---- the 3×3 spike convolution with 16-bit currents (nc_gpu_spike_conv.cu) ----
+// 1 if that kernel takes conv window w with cout outputs: 3×3, stride 1,
+// padding 1, no dilation or groups, 16, 32 or 64 input channels, outputs a
+// multiple of 32, one image's tile in shared memory; else 0 and why.
+int nc_spike_conv_fits(const nc_gwin *w, int cout, int groups, char *why, size_t why_size);
+// What runs, for `neurocuda bench`'s conv list (a shape that fits).
+void nc_spike_conv_describe(const nc_gwin *w, int cout, char *out, size_t size);
+// y [images, H, W, cout] fp32 = conv(x, hi + mid): x [images, H, W, C] bf16
+// spike counts, hi and mid [cout, 3, 3, C] the weight's two bf16 parts
+// (nc_launch_weight_parts, parts = 2), both multiplied into one fp32
+// accumulator.  cudaErrorInvalidValue for a shape that does not fit.
+cudaError_t nc_launch_spike_conv3x3(cudaStream_t s, int64_t images, const nc_gwin *w, int cout, const nc_bf16 *x,
+                                    const nc_bf16 *hi, const nc_bf16 *mid, float *y);
+
 // ---- GEMM (nc_gpu_blas.cu) -------------------------------------------------
 
 // How one product of the engine is computed.

@@ -118,6 +118,35 @@ extern "C" nc_status nc_gpu_test_exact_operands(long long pixels, int c, const f
     return NC_OK;
 }
 
+extern "C" nc_status nc_gpu_test_spike_conv(long long images, int c, int h, int w, int cout, const float *counts,
+                                            const float *hi, const float *mid, float *out, nc_error *err)
+{
+    const char *where = "gpu spike conv test";
+    nc_gwin win = {c, h, w, h, w, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    char why[160];
+    if (!nc_spike_conv_fits(&win, cout, 1, why, sizeof why))
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: %s", where, why);
+    size_t xn = (size_t)images * h * w * c, wn = (size_t)cout * 9 * c, yn = (size_t)images * h * w * cout;
+    dev_buffers d;
+    float *dcounts, *dhi, *dmid, *dout;
+    nc_bf16 *x16, *w16;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.put(counts, xn * 4, (void **)&dcounts));
+    NC_CUDA_TRY(err, where, d.put(hi, wn * 4, (void **)&dhi));
+    NC_CUDA_TRY(err, where, d.put(mid, wn * 4, (void **)&dmid));
+    NC_CUDA_TRY(err, where, d.get(xn * 2, (void **)&x16));
+    NC_CUDA_TRY(err, where, d.get(wn * 2 * 2, (void **)&w16));
+    NC_CUDA_TRY(err, where, d.get(yn * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, cudaMemset(dout, 0xff, yn * 4)); /* poison: every output must be written */
+    NC_CUDA_TRY(err, where, nc_launch_to_bf16(0, 1, (int64_t)xn, dcounts, nullptr, 1, 1, x16));
+    NC_CUDA_TRY(err, where, nc_launch_to_bf16(0, 1, (int64_t)wn, dhi, nullptr, 1, 1, w16));
+    NC_CUDA_TRY(err, where, nc_launch_to_bf16(0, 1, (int64_t)wn, dmid, nullptr, 1, 1, w16 + wn));
+    NC_CUDA_TRY(err, where, nc_launch_spike_conv3x3(0, images, &win, cout, x16, w16, w16 + wn, dout));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, yn * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
+
 extern "C" nc_status nc_gpu_test_pool_nhwc(int max, long long rows, int c, int h, int w, const int kernel[2],
                                            const int stride[2], const int pad[4], const int dilation[2], int ceil_mode,
                                            int count_include_pad, const float *in, float *out, nc_error *err)

@@ -34,6 +34,9 @@ void free_caches(gnode &g)
     }
     cudaFree(g.wk_exact);
     g.wk_exact = nullptr;
+    cudaFree(g.wk_pair);
+    g.wk_pair = nullptr;
+    g.own_desc[0] = 0;
     g.exact_refused = 0;
     g.exact_why[0] = 0;
     g.w_krsc = nullptr;

@@ -466,6 +466,61 @@ static void precisions_case(int variant)
     nc_net_free(net);
 }
 
+/* The bf16 spike convs with 16-bit currents (gpu/nc_gpu_spike_conv.cu): a
+ * net whose 3×3 convs over spikes fit the own kernel (16 and 32 input
+ * channels, 32 outputs; one after an average pool, so its counts are 0..4,
+ * one straight after an IF, and one with a per-channel θ).  Its spikes stay
+ * within the fp32 bound of the CPU engine's (bf16 through cuDNN, which rounds
+ * weights and outputs to 8 bits, is held to 0.2 only), and unobserved runs
+ * give the observed values bit for bit (compare_snn).  With conv=cudnn
+ * (NC_GPU_CONV, a run of this test in tools/gpu-run.sh) cuDNN runs them and
+ * only the loose bound holds. */
+static void test_bf16_spike_conv(void)
+{
+    nc_net *net = nc_net_new();
+    int x = add_input(net, 3, (int64_t[]){2, 12, 12});
+    int c1 = add_conv(net, "conv1", x, 16, 2, 3, 1);
+    int i1 = add_if(net, "if1", c1, 1, 0.4f, 1.2f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int c2 = add_conv(net, "conv2", i1, 32, 16, 3, 1);
+    int i2 = add_if(net, "if2", c2, 32, 0.2f, 0.6f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "avg", i2, 2, 2);
+    int c3 = add_conv(net, "conv3", ap, 32, 32, 3, 1);
+    int i3 = add_if(net, "if3", c3, 1, 0.2f, 0.5f, NC_RESET_ZERO, NC_FIRE_GT);
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", i3);
+    int d1 = add_dense(net, "fc1", fl, 10, 32 * 6 * 6);
+    int ifs[3] = {i1, i2, i3};
+    if (!(net = with_output(net, "y", d1))) {
+        NC_CHECK(0, "shapes");
+        return;
+    }
+    int64_t bs[4] = {24, 2, 12, 12};
+    nc_tensor *in = rnd_tensor(4, bs, 0, 1);
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 8};
+    const char *conv = getenv("NC_GPU_CONV");
+    int own = !conv || !*conv || strcmp(conv, "auto") == 0;
+    double worst = compare_snn("bf16 spike convs", net, in, &o, ifs, 3, NC_GPU_BF16, 0);
+    printf("# bf16 spike convs (%s): worst layer mismatch rate %.2e\n", own ? "own kernel" : conv, worst);
+    NC_CHECK(worst <= (own ? 2e-3 : 0.2), "bf16 spike convs: mismatch rate %.2e", worst);
+    nc_engine *e = engine_with("gpu", net);
+    nc_error err = {0};
+    nc_tensor *out = NULL;
+    if (e && nc_engine_gpu_set_precision(e, NC_GPU_BF16, &err) == NC_OK && nc_engine_forward(e, in, &o, &out, &err) == NC_OK) {
+        char convs[2048];
+        nc_engine_gpu_describe_convs(e, convs, sizeof convs);
+        printf("# %s", convs);
+        if (own && !strstr(convs, "no cuDNN")) {
+            NC_CHECK(strstr(convs, "conv2: own kernel: 3×3 spike conv") && strstr(convs, "conv3: own kernel: 3×3 spike conv"),
+                     "conv2 and conv3 ran on the own kernel:\n%s", convs);
+            NC_CHECK(strstr(convs, "conv1: own kernel") == NULL, "conv1 (analog input) did not:\n%s", convs);
+        }
+    } else
+        NC_CHECK(0, "bf16 forward: %s", err.message);
+    nc_tensor_free(out);
+    nc_engine_free(e);
+    nc_tensor_free(in);
+    nc_net_free(net);
+}
+
 /* ---- fixture models ---------------------------------------------------------------- */
 
 /* 64 images: the fixture's inputs and perturbed copies of them. */
@@ -940,6 +995,7 @@ int main(void)
     GPU_RUN(test_recorded_sums, skip);
     GPU_RUN(test_sequence_input, skip);
     GPU_RUN(test_precisions_snn, skip);
+    GPU_RUN(test_bf16_spike_conv, skip);
     GPU_RUN(test_fixture_models, skip);
     GPU_RUN(test_cancel_and_reload, skip);
     GPU_RUN(test_unsupported, skip);
@@ -948,7 +1004,7 @@ int main(void)
     GPU_RUN(test_graphs, skip);
 #else
     static const char *names[] = {"test_registry",       "test_ann_nets",          "test_snn_nets",
-                                  "test_recorded_sums", "test_sequence_input", "test_precisions_snn",    "test_fixture_models",
+                                  "test_recorded_sums", "test_sequence_input", "test_precisions_snn", "test_bf16_spike_conv", "test_fixture_models",
                                   "test_cancel_and_reload", "test_unsupported", "test_out_of_memory", "test_timing", "test_graphs"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         nc_test_report(names[i], 0, skip);

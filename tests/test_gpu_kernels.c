@@ -371,6 +371,87 @@ static void test_conv_kernels(void)
     }
 }
 
+/* ---- the 3×3 spike conv with 16-bit currents ------------------------------ */
+
+/* One shape of the own kernel against a double-precision loop over the same
+ * operands: counts 0..4 (spikes, and average-pooled spikes), the weight in
+ * its two bf16 parts.  The kernel adds the products in fp32 on tensor cores:
+ * each output within 4e-5 of the sum of its products' magnitudes (an fp32
+ * sum of up to 576 terms), while a wrong tap, channel or pixel is off by the
+ * order of that sum.  The two parts together hold the fp32 weight to 2^-16. */
+static void spike_conv_case(const char *name, int64_t images, int c, int h, int w, int cout)
+{
+    int64_t xn = images * h * w * c, wn = (int64_t)cout * 9 * c, yn = images * h * w * cout;
+    float *q = malloc((size_t)xn * sizeof(float)), *wt = malloc((size_t)wn * sizeof(float));
+    float *hi = malloc((size_t)wn * sizeof(float)), *mid = malloc((size_t)wn * sizeof(float));
+    float *out = malloc((size_t)yn * sizeof(float));
+    for (int64_t i = 0; i < xn; i++)
+        q[i] = rnd_int(0, 9) < 6 ? 0.0f : (float)rnd_int(1, 4);
+    for (int64_t i = 0; i < wn; i++) {
+        wt[i] = rnd_float() * 0.37f;
+        hi[i] = round_bf16(wt[i]);
+        mid[i] = round_bf16(wt[i] - hi[i]);
+    }
+    nc_error err = {0};
+    nc_status s = nc_gpu_test_spike_conv(images, c, h, w, cout, q, hi, mid, out, &err);
+    NC_CHECK(s == NC_OK, "%s: %s", name, err.message);
+    int64_t bad = 0;
+    double worst = 0, worst_weight = 0;
+    for (int64_t n = 0; s == NC_OK && n < images; n++)
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++)
+                for (int o = 0; o < cout; o++) {
+                    double sum = 0, mag = 0, exact = 0;
+                    for (int tap = 0; tap < 9; tap++) {
+                        int iy = y + tap / 3 - 1, ix = x + tap % 3 - 1;
+                        if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                            continue;
+                        const float *qp = q + ((n * h + iy) * w + ix) * c;
+                        const int64_t wo = ((int64_t)o * 9 + tap) * c;
+                        for (int k = 0; k < c; k++) {
+                            double part = (double)qp[k] * ((double)hi[wo + k] + (double)mid[wo + k]);
+                            sum += part;
+                            mag += fabs(part);
+                            exact += (double)qp[k] * (double)wt[wo + k];
+                        }
+                    }
+                    double got = out[((n * h + y) * w + x) * cout + o];
+                    double err_rel = mag > 0 ? fabs(got - sum) / mag : fabs(got - sum);
+                    double w_rel = mag > 0 ? fabs(sum - exact) / mag : 0;
+                    worst = err_rel > worst ? err_rel : worst;
+                    worst_weight = w_rel > worst_weight ? w_rel : worst_weight;
+                    if (!(err_rel <= 4e-5) && bad++ < 3)
+                        printf("# %s: image %lld pixel (%d, %d) channel %d: gpu %.9g, reference %.9g\n", name,
+                               (long long)n, y, x, o, got, sum);
+                }
+    printf("# spike conv %s: worst error %.2e of the products' magnitude; the two parts hold the weight to %.2e\n",
+           name, worst, worst_weight);
+    NC_CHECK(bad == 0, "%s: %lld outputs differ from the reference", name, (long long)bad);
+    NC_CHECK(worst_weight < 1.0 / 65536, "%s: two bf16 parts hold the weight to %.2e", name, worst_weight);
+    free(q);
+    free(wt);
+    free(hi);
+    free(mid);
+    free(out);
+}
+
+static void test_spike_conv_kernel(void)
+{
+    spike_conv_case("28x28, 32 to 32, 3 images", 3, 32, 28, 28, 32);          /* one image per block */
+    spike_conv_case("14x14, 32 to 64, 7 images", 7, 32, 14, 14, 64);          /* 4 per block, the last 3; 2 channel blocks */
+    spike_conv_case("14x14, 64 to 64, 3 images", 3, 64, 14, 14, 64);
+    spike_conv_case("5x7, 16 to 32, 37 images", 37, 16, 5, 7, 32);            /* tiles across images, two groups */
+    spike_conv_case("1x1 image, 32 to 96, 2 images", 2, 32, 1, 1, 96);        /* every tap but the centre outside */
+    float one = 1;
+    nc_error err = {0};
+    NC_CHECK(nc_gpu_test_spike_conv(1, 48, 4, 4, 32, &one, &one, &one, &one, &err) == NC_ERR_UNSUPPORTED &&
+                 strstr(err.message, "input channels"),
+             "48 input channels refused, saying why: %s", err.message);
+    NC_CHECK(nc_gpu_test_spike_conv(1, 32, 4, 4, 40, &one, &one, &one, &one, &err) == NC_ERR_UNSUPPORTED &&
+                 strstr(err.message, "multiple of 32"),
+             "40 outputs refused, saying why: %s", err.message);
+}
+
 typedef struct pool_case {
     const char *name;
     nc_node_kind kind;
@@ -671,6 +752,7 @@ int main(void)
     GPU_RUN(test_step_sums_kernel, skip);
     GPU_RUN(test_gemm_precisions, skip);
     GPU_RUN(test_conv_kernels, skip);
+    GPU_RUN(test_spike_conv_kernel, skip);
     GPU_RUN(test_pool_kernels, skip);
     GPU_RUN(test_prespike_max_kernel, skip);
     GPU_RUN(test_bf16_transposes, skip);
@@ -678,7 +760,7 @@ int main(void)
     GPU_RUN(test_gated_kernel, skip);
 #else
     static const char *names[] = {"test_if_kernel", "test_exact_operands", "test_poisson_kernel", "test_step_sums_kernel", "test_gemm_precisions",
-                                  "test_conv_kernels", "test_pool_kernels", "test_prespike_max_kernel", "test_bf16_transposes", "test_elementwise_kernels",
+                                  "test_conv_kernels", "test_spike_conv_kernel", "test_pool_kernels", "test_prespike_max_kernel", "test_bf16_transposes", "test_elementwise_kernels",
                                   "test_gated_kernel"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         nc_test_report(names[i], 0, skip);

@@ -105,6 +105,12 @@ for net in ${NC_BENCH_NETS:-vgg-fmnist cnn-fmnist vgg16-cifar}; do
   done
 done
 [ -z "${NC_PRECISIONS:-}" ] && bench vgg-fmnist fp32 1024 _cudnn NC_GPU_CONV=cudnn
+# bf16's spike convs on cuDNN (8-bit currents) beside the own kernel's 16-bit ones (conv=auto)
+if [[ " ${NC_PRECISIONS:-bf16} " == *" bf16 "* ]]; then
+  for net in ${NC_BENCH_NETS:-vgg-fmnist cnn-fmnist}; do
+    [ $net = vgg16-cifar ] || bench $net bf16 1024 _cudnn NC_GPU_CONV=cudnn
+  done
+fi
 # node by node (no CUDA graphs), side by side with the replayed passes above
 if [ "${NC_BENCH_NOGRAPHS:-1}" = 1 ]; then
   for p in ${NC_PRECISIONS:-fp32 bf16}; do

@@ -1,0 +1,316 @@
+// nc_gpu_spike_conv.cu — the 3×3 convolution of spike counts with 16-bit
+// currents: bf16 counts times a weight in two bf16 parts, summed in fp32 on
+// tensor cores (mma.sync m16n8k16), written as fp32.
+//
+// Why an own kernel: in bf16 a conv's current rounded to 8 bits — the weight
+// or the output — flips the prediction of 5 % of the images of a VGG-style
+// net at every step (BENCHMARKS §3j, §3k); the weight in two bf16 parts with
+// an fp32 output brings that under 0.1 %.  cuDNN has no such convolution in
+// one pass: its bf16 convolutions write bf16, and its fp32-output graph
+// engines take twice a bf16 pass for [q, q]·[hi, mid].  Here each count is
+// read once and multiplied by both parts into one fp32 accumulator.
+//
+// Layout (gpu/nc_gpu_cudnn.h's channels last): x [images, H, W, C] bf16
+// counts, the parts [Cout, 3, 3, C] bf16 each, y [images, H, W, Cout] fp32.
+// Stride 1, padding 1, no dilation, no groups (nc_spike_conv_fits says which
+// shapes).
+//
+// How it runs: a persistent grid; each block owns 32 output channels (their
+// two weight parts stay in shared memory for the whole pass) and walks over
+// groups of whole images.  A group's counts are copied into shared memory
+// with a zero border of one pixel, so the nine taps read shifted rows of the
+// same tile (ldmatrix with one row address per pixel: the im2col is only an
+// address).  Each warp computes tiles of 16 pixels × 32 channels.  The 16-byte
+// chunks of a pixel's channels are stored XOR-swizzled by the pixel index, so
+// that the 8 pixels of one ldmatrix phase fall into 8 different bank groups.
+#include "gpu/nc_gpu_internal.h"
+
+#include <stdio.h>
+
+namespace {
+
+constexpr int kWarps = 8;           // warps per block
+constexpr int kTilesPerWarp = 4;    // 16-pixel tiles a warp computes at once
+constexpr int kBlockCout = 32;      // output channels per block
+constexpr int kTileBudget = 64 << 10; // bytes of image tiles per group, at most
+constexpr int kSmemPerSm = 227 << 10;
+
+// Bytes of one weight row in shared memory: 9·C bf16 values and 16 bytes of
+// padding, so that 8 consecutive rows start in 8 different bank groups.
+__host__ __device__ constexpr int weight_row_bytes(int C) { return 9 * C * 2 + 16; }
+
+// The 16-byte chunk of channels `chunk` of halo pixel `pixel`, swizzled:
+// with C/8 chunks per pixel, the 8 pixels of one ldmatrix phase land in 8
+// different 16-byte bank groups of a 128-byte line.
+template <int C> __device__ __forceinline__ int chunk_offset(int pixel, int chunk)
+{
+    constexpr int chunks = C / 8;                  // 2, 4 or 8
+    constexpr int pixels_per_line = 8 / chunks;    // pixels that share one 128-byte line
+    int swz = (pixel / pixels_per_line) & (chunks - 1);
+    return pixel * (C * 2) + ((chunk ^ swz) << 4);
+}
+
+__device__ __forceinline__ unsigned smem_address(const void *p)
+{
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned addr, unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+
+// acc += a·b on bf16 tensor cores, fp32 accumulation (m16n8k16, A row major, B column major).
+__device__ __forceinline__ void mma_bf16(float (&acc)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void copy16_async(unsigned dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+
+__device__ __forceinline__ void wait_copies()
+{
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+}
+
+// The geometry of one launch, shared by every block.
+struct spike_conv_geom {
+    int H, W;            // image size (input and output)
+    int halo_w;          // W + 2
+    int halo_pixels;     // (H + 2)·(W + 2): one image's tile
+    int pixels;          // H·W
+    int group;           // images per group
+    int cout;
+    int64_t images;
+};
+
+// One block's weights: the rows of its 32 output channels, both parts, into
+// shared memory (hi rows first, then mid).
+template <int C>
+__device__ void load_weights(unsigned char *w_smem, const nc_bf16 *hi, const nc_bf16 *mid, int first_row)
+{
+    constexpr int K = 9 * C, chunks = K / 8;
+    for (int i = threadIdx.x; i < 2 * kBlockCout * chunks; i += blockDim.x) {
+        int part = i / (kBlockCout * chunks), rest = i % (kBlockCout * chunks);
+        int row = rest / chunks, chunk = rest % chunks;
+        const nc_bf16 *src = (part ? mid : hi) + (int64_t)(first_row + row) * K + chunk * 8;
+        copy16_async(smem_address(w_smem + (part * kBlockCout + row) * weight_row_bytes(C) + chunk * 16), src);
+    }
+}
+
+// The counts of images [first, first + n) into the group's tiles (inside the
+// zero border, which nothing writes).
+template <int C>
+__device__ void load_images(unsigned char *tile, const nc_bf16 *x, const spike_conv_geom &g, int64_t first, int n)
+{
+    constexpr int chunks = C / 8;
+    const nc_bf16 *src = x + first * g.pixels * C;
+    int total = n * g.pixels * chunks;
+    for (int i = threadIdx.x; i < total; i += blockDim.x) {
+        int pix = i / chunks, chunk = i % chunks;
+        int img = pix / g.pixels, p = pix % g.pixels;
+        int halo = img * g.halo_pixels + (p / g.W + 1) * g.halo_w + p % g.W + 1;
+        copy16_async(smem_address(tile + chunk_offset<C>(halo, chunk)), src + (int64_t)pix * C + chunk * 8);
+    }
+}
+
+// One warp's tiles t0, t0 + kWarps, ... (kTilesPerWarp of them, those below
+// `tiles`) of the group: 16 pixels × 32 channels each, written to y.
+template <int C>
+__device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_smem, const spike_conv_geom &g,
+                           int t0, int tiles, int npix, int64_t first_pixel, int first_channel, float *y)
+{
+    const int lane = threadIdx.x & 31;
+    // this lane's ldmatrix row of each tile: the centre tap's halo pixel
+    int centre[kTilesPerWarp];
+#pragma unroll
+    for (int j = 0; j < kTilesPerWarp; j++) {
+        int p = (t0 + j * kWarps) * 16 + (lane & 15);
+        if (p >= npix)
+            p = 0; /* a row past the group: any pixel, its sums are not written */
+        int img = p / g.pixels, q = p % g.pixels;
+        centre[j] = img * g.halo_pixels + (q / g.W + 1) * g.halo_w + q % g.W + 1;
+    }
+    float acc[kTilesPerWarp][4][4];
+#pragma unroll
+    for (int j = 0; j < kTilesPerWarp; j++)
+#pragma unroll
+        for (int n = 0; n < 4; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[j][n][e] = 0.0f;
+    const unsigned w_base = smem_address(w_smem), t_base = smem_address(tile);
+    // the B operand's ldmatrix rows: lanes 0-15 the first n-tile of a pair, 16-31 the second;
+    // lanes 8-15 and 24-31 the upper 8 k values
+    const int b_row = (lane >> 4) * 8 + (lane & 7), b_khalf = (lane >> 3) & 1;
+    for (int tap = 0; tap < 9; tap++) {
+        const int shift = (tap / 3 - 1) * g.halo_w + (tap % 3 - 1);
+#pragma unroll
+        for (int kc = 0; kc < C / 16; kc++) {
+            const int k0 = tap * C + kc * 16;
+            unsigned b[2][4][2]; // [part][n-tile][reg]
+#pragma unroll
+            for (int part = 0; part < 2; part++)
+#pragma unroll
+                for (int pair = 0; pair < 2; pair++) {
+                    int row = part * kBlockCout + pair * 16 + b_row;
+                    unsigned addr = w_base + row * weight_row_bytes(C) + (k0 + b_khalf * 8) * 2;
+                    ldmatrix_x4(addr, b[part][2 * pair][0], b[part][2 * pair][1], b[part][2 * pair + 1][0],
+                                b[part][2 * pair + 1][1]);
+                }
+#pragma unroll
+            for (int j = 0; j < kTilesPerWarp; j++) {
+                if (t0 + j * kWarps >= tiles)
+                    break;
+                unsigned a[4];
+                ldmatrix_x4(t_base + chunk_offset<C>(centre[j] + shift, kc * 2 + (lane >> 4)), a[0], a[1], a[2], a[3]);
+#pragma unroll
+                for (int n = 0; n < 4; n++) {
+                    mma_bf16(acc[j][n], a, b[1][n][0], b[1][n][1]); /* mid first: the smaller part */
+                    mma_bf16(acc[j][n], a, b[0][n][0], b[0][n][1]);
+                }
+            }
+        }
+    }
+    // C fragment: lane holds rows lane/4 and lane/4 + 8, columns 2·(lane%4) and +1 of each n-tile
+#pragma unroll
+    for (int j = 0; j < kTilesPerWarp; j++) {
+        if (t0 + j * kWarps >= tiles)
+            break;
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            int p = (t0 + j * kWarps) * 16 + (lane >> 2) + 8 * half;
+            if (p >= npix)
+                continue;
+            float *dst = y + (first_pixel + p) * g.cout + first_channel + 2 * (lane & 3);
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+                *(float2 *)(dst + n * 8) = make_float2(acc[j][n][2 * half], acc[j][n][2 * half + 1]);
+        }
+    }
+}
+
+template <int C>
+__global__ void __launch_bounds__(kWarps * 32, 2)
+    spike_conv3x3_kernel(spike_conv_geom g, const nc_bf16 *x, const nc_bf16 *hi, const nc_bf16 *mid, float *y)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int blocks_per_cout = g.cout / kBlockCout;
+    const int cblock = blockIdx.x % blocks_per_cout;
+    unsigned char *w_smem = smem;
+    unsigned char *tile = smem + 2 * kBlockCout * weight_row_bytes(C);
+    load_weights<C>(w_smem, hi, mid, cblock * kBlockCout);
+    for (int i = threadIdx.x; i < g.group * g.halo_pixels * C / 8; i += blockDim.x)
+        ((uint4 *)tile)[i] = make_uint4(0, 0, 0, 0); /* the border stays zero */
+    const int64_t groups = (g.images + g.group - 1) / g.group;
+    const int64_t stride = gridDim.x / blocks_per_cout;
+    const int warp = threadIdx.x >> 5;
+    for (int64_t gi = blockIdx.x / blocks_per_cout; gi < groups; gi += stride) {
+        int64_t first = gi * g.group;
+        int n = (int)(g.images - first < g.group ? g.images - first : g.group);
+        __syncthreads(); /* the previous group's tiles are read by every warp */
+        load_images<C>(tile, x, g, first, n);
+        wait_copies();
+        __syncthreads();
+        int npix = n * g.pixels, tiles = (npix + 15) / 16;
+        for (int t0 = warp; t0 < tiles; t0 += kWarps * kTilesPerWarp)
+            warp_tiles<C>(tile, w_smem, g, t0, tiles, npix, first * g.pixels, cblock * kBlockCout, y);
+    }
+}
+
+// Shared memory of one block for C input channels and a group of `group` images.
+size_t smem_bytes(int C, int h, int w, int group)
+{
+    return (size_t)2 * kBlockCout * weight_row_bytes(C) + (size_t)group * (h + 2) * (w + 2) * C * 2;
+}
+
+// Images per group: as many as kTileBudget holds and two blocks per SM leave room for.
+int group_for(int C, int h, int w)
+{
+    size_t image = (size_t)(h + 2) * (w + 2) * C * 2, weights = smem_bytes(C, h, w, 0);
+    size_t room = kSmemPerSm / 2 - 1024 > weights ? kSmemPerSm / 2 - 1024 - weights : 0;
+    size_t budget = room < (size_t)kTileBudget ? room : (size_t)kTileBudget;
+    int group = (int)(budget / image);
+    return group > 0 ? group : 1;
+}
+
+template <int C>
+cudaError_t launch_for(cudaStream_t s, const spike_conv_geom &g, const nc_bf16 *x, const nc_bf16 *hi,
+                       const nc_bf16 *mid, float *y)
+{
+    size_t smem = smem_bytes(C, g.H, g.W, g.group);
+    cudaError_t e = cudaFuncSetAttribute(spike_conv3x3_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    int device = 0, sms = 0, per_sm = 0;
+    if (e == cudaSuccess)
+        e = cudaGetDevice(&device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, spike_conv3x3_kernel<C>, kWarps * 32, smem);
+    if (e != cudaSuccess)
+        return e;
+    int blocks_per_cout = g.cout / kBlockCout;
+    int64_t groups = (g.images + g.group - 1) / g.group;
+    int64_t want = groups * blocks_per_cout, room = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
+    room -= room % blocks_per_cout;
+    int64_t grid = want < room ? want : room;
+    if (grid < blocks_per_cout)
+        grid = blocks_per_cout;
+    spike_conv3x3_kernel<C><<<(unsigned)grid, kWarps * 32, smem, s>>>(g, x, hi, mid, y);
+    return cudaGetLastError();
+}
+
+} // namespace
+
+int nc_spike_conv_fits(const nc_gwin *w, int cout, int groups, char *why, size_t why_size)
+{
+    const char *no = nullptr;
+    if (groups > 1)
+        no = "a grouped convolution";
+    else if (w->kh != 3 || w->kw != 3 || w->sh != 1 || w->sw != 1 || w->dh != 1 || w->dw != 1)
+        no = "not a 3×3 window with stride 1";
+    else if (w->pt != 1 || w->pl != 1 || w->pb != 1 || w->pr != 1 || w->oh != w->h || w->ow != w->w)
+        no = "padding other than 1";
+    else if (w->c != 16 && w->c != 32 && w->c != 64)
+        no = "input channels other than 16, 32 or 64";
+    else if (cout % kBlockCout != 0)
+        no = "output channels not a multiple of 32";
+    else if (smem_bytes(w->c, w->h, w->w, 1) > (size_t)kSmemPerSm / 2 - 1024)
+        no = "an image too large for shared memory";
+    if (no && why)
+        snprintf(why, why_size, "%s", no);
+    return no == nullptr;
+}
+
+void nc_spike_conv_describe(const nc_gwin *w, int cout, char *out, size_t size)
+{
+    int group = group_for(w->c, w->h, w->w);
+    snprintf(out, size,
+             "own kernel: 3×3 spike conv, bf16 counts × weight in 2 bf16 parts, fp32 accumulation and output "
+             "(mma.sync m16n8k16), %d image%s and %d channels per block, %zu bytes of shared memory",
+             group, group > 1 ? "s" : "", cout < kBlockCout ? cout : kBlockCout, smem_bytes(w->c, w->h, w->w, group));
+}
+
+cudaError_t nc_launch_spike_conv3x3(cudaStream_t s, int64_t images, const nc_gwin *w, int cout, const nc_bf16 *x,
+                                    const nc_bf16 *hi, const nc_bf16 *mid, float *y)
+{
+    if (!nc_spike_conv_fits(w, cout, 1, nullptr, 0))
+        return cudaErrorInvalidValue;
+    if (images <= 0)
+        return cudaSuccess;
+    spike_conv_geom g = {w->h, w->w, w->w + 2, (w->h + 2) * (w->w + 2), w->h * w->w, group_for(w->c, w->h, w->w),
+                         cout, images};
+    switch (w->c) {
+    case 16: return launch_for<16>(s, g, x, hi, mid, y);
+    case 32: return launch_for<32>(s, g, x, hi, mid, y);
+    default: return launch_for<64>(s, g, x, hi, mid, y);
+    }
+}
