@@ -28,7 +28,9 @@ const nc_engine_option nc_gpu_option_table[N_OPTIONS] = {
                   .choices = "auto|cudnn|im2col",
                   .help = "how convolutions run: cuDNN (loaded at run time) or im2col + cuBLAS; auto: cuDNN where it "
                           "is faster (fp32: the exact mode on bf16 tensor cores; an analog input of T·N rows "
-                          "keeps im2col); the GPU trainer: cuDNN unless im2col (fp32 sgemm in every precision)",
+                          "keeps im2col) and, in bf16, 3×3 spike convs with 16 to 64 input channels on an own "
+                          "kernel with 16-bit currents (cudnn: on cuDNN's bf16, 8-bit currents); the GPU "
+                          "trainer: cuDNN unless im2col (fp32 sgemm in every precision)",
                   .env = "NC_GPU_CONV"},
     [OPT_CHUNK_MB] = {.key = "chunk-mb", .type = NC_ENGINE_OPTION_INT, .default_value = "0", .min = 0,
                       .max = 65536, .help = "im2col chunk of a convolution in MiB (0: from the L2 cache size)",
