@@ -29,7 +29,8 @@
 
 namespace {
 
-constexpr int kWarps = 8;           // warps per block
+constexpr int kMaxWarps = 8;        // warps per block, at most (spike_conv_plan::warps)
+constexpr int kMinWarps = 4;
 constexpr int kTilesPerWarp = 4;    // 16-pixel tiles a warp computes at once
 constexpr int kBlockCout = 32;      // output channels per block
 constexpr int kTileBudget = 64 << 10; // bytes of image tiles per group, at most
@@ -63,9 +64,11 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned addr, unsigned &r0, unsigne
 }
 
 // acc += a·b on bf16 tensor cores, fp32 accumulation (m16n8k16, A row major, B column major).
+// Not volatile: the compiler may interleave independent products, so that
+// no product waits for the one before it into the same accumulator.
 __device__ __forceinline__ void mma_bf16(float (&acc)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
 {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -88,6 +91,7 @@ struct spike_conv_geom {
     int halo_pixels;     // (H + 2)·(W + 2): one image's tile
     int pixels;          // H·W
     int group;           // images per group
+    int warps;           // warps per block
     int cout;
     int64_t images;
 };
@@ -122,8 +126,11 @@ __device__ void load_images(unsigned char *tile, const nc_bf16 *x, const spike_c
     }
 }
 
-// One warp's tiles t0, t0 + kWarps, ... (kTilesPerWarp of them, those below
-// `tiles`) of the group: 16 pixels × 32 channels each, written to y.
+// One warp's tiles t0, t0 + warps, ... (kTilesPerWarp of them, those below
+// `tiles`) of the group: 16 pixels × 32 channels each, written to y.  Each
+// step of k loads the counts of every tile first, then adds the mid part's
+// products of all tiles and channels, then the hi part's: 16 independent
+// products lie between two into the same accumulator.
 template <int C>
 __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_smem, const spike_conv_geom &g,
                            int t0, int tiles, int npix, int64_t first_pixel, int first_channel, float *y)
@@ -133,7 +140,7 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
     int centre[kTilesPerWarp];
 #pragma unroll
     for (int j = 0; j < kTilesPerWarp; j++) {
-        int p = (t0 + j * kWarps) * 16 + (lane & 15);
+        int p = (t0 + j * g.warps) * 16 + (lane & 15);
         if (p >= npix)
             p = 0; /* a row past the group: any pixel, its sums are not written */
         int img = p / g.pixels, q = p % g.pixels;
@@ -151,6 +158,7 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
     // the B operand's ldmatrix rows: lanes 0-15 the first n-tile of a pair, 16-31 the second;
     // lanes 8-15 and 24-31 the upper 8 k values
     const int b_row = (lane >> 4) * 8 + (lane & 7), b_khalf = (lane >> 3) & 1;
+#pragma unroll 3
     for (int tap = 0; tap < 9; tap++) {
         const int shift = (tap / 3 - 1) * g.halo_w + (tap % 3 - 1);
 #pragma unroll
@@ -166,28 +174,30 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
                     ldmatrix_x4(addr, b[part][2 * pair][0], b[part][2 * pair][1], b[part][2 * pair + 1][0],
                                 b[part][2 * pair + 1][1]);
                 }
+            unsigned a[kTilesPerWarp][4];
 #pragma unroll
-            for (int j = 0; j < kTilesPerWarp; j++) {
-                if (t0 + j * kWarps >= tiles)
-                    break;
-                unsigned a[4];
-                ldmatrix_x4(t_base + chunk_offset<C>(centre[j] + shift, kc * 2 + (lane >> 4)), a[0], a[1], a[2], a[3]);
+            for (int j = 0; j < kTilesPerWarp; j++)
+                if (t0 + j * g.warps < tiles)
+                    ldmatrix_x4(t_base + chunk_offset<C>(centre[j] + shift, kc * 2 + (lane >> 4)), a[j][0], a[j][1],
+                                a[j][2], a[j][3]);
 #pragma unroll
-                for (int n = 0; n < 4; n++) {
-                    mma_bf16(acc[j][n], a, b[1][n][0], b[1][n][1]); /* mid first: the smaller part */
-                    mma_bf16(acc[j][n], a, b[0][n][0], b[0][n][1]);
-                }
-            }
+            for (int part = 1; part >= 0; part--) /* mid first: the smaller part */
+#pragma unroll
+                for (int j = 0; j < kTilesPerWarp; j++)
+                    if (t0 + j * g.warps < tiles)
+#pragma unroll
+                        for (int n = 0; n < 4; n++)
+                            mma_bf16(acc[j][n], a[j], b[part][n][0], b[part][n][1]);
         }
     }
     // C fragment: lane holds rows lane/4 and lane/4 + 8, columns 2·(lane%4) and +1 of each n-tile
 #pragma unroll
     for (int j = 0; j < kTilesPerWarp; j++) {
-        if (t0 + j * kWarps >= tiles)
+        if (t0 + j * g.warps >= tiles)
             break;
 #pragma unroll
         for (int half = 0; half < 2; half++) {
-            int p = (t0 + j * kWarps) * 16 + (lane >> 2) + 8 * half;
+            int p = (t0 + j * g.warps) * 16 + (lane >> 2) + 8 * half;
             if (p >= npix)
                 continue;
             float *dst = y + (first_pixel + p) * g.cout + first_channel + 2 * (lane & 3);
@@ -199,7 +209,7 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
 }
 
 template <int C>
-__global__ void __launch_bounds__(kWarps * 32, 2)
+__global__ void __launch_bounds__(kMaxWarps * 32, 2)
     spike_conv3x3_kernel(spike_conv_geom g, const nc_bf16 *x, const nc_bf16 *hi, const nc_bf16 *mid, float *y)
 {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -221,7 +231,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
         wait_copies();
         __syncthreads();
         int npix = n * g.pixels, tiles = (npix + 15) / 16;
-        for (int t0 = warp; t0 < tiles; t0 += kWarps * kTilesPerWarp)
+        for (int t0 = warp; t0 < tiles; t0 += g.warps * kTilesPerWarp)
             warp_tiles<C>(tile, w_smem, g, t0, tiles, npix, first * g.pixels, cblock * kBlockCout, y);
     }
 }
@@ -232,14 +242,35 @@ size_t smem_bytes(int C, int h, int w, int group)
     return (size_t)2 * kBlockCout * weight_row_bytes(C) + (size_t)group * (h + 2) * (w + 2) * C * 2;
 }
 
-// Images per group: as many as kTileBudget holds and two blocks per SM leave room for.
-int group_for(int C, int h, int w)
+// How a shape runs: images per group and warps per block.
+struct spike_conv_plan {
+    int group, warps;
+};
+
+// The group and warp count that leave the fewest tile slots idle: a warp
+// computes up to kTilesPerWarp tiles at once, and one with fewer loads the
+// weights' fragments for fewer products.  Groups as large as kTileBudget and
+// two blocks per SM allow; on a tie the larger group, then more warps.
+spike_conv_plan plan_for(int C, int h, int w)
 {
     size_t image = (size_t)(h + 2) * (w + 2) * C * 2, weights = smem_bytes(C, h, w, 0);
     size_t room = kSmemPerSm / 2 - 1024 > weights ? kSmemPerSm / 2 - 1024 - weights : 0;
     size_t budget = room < (size_t)kTileBudget ? room : (size_t)kTileBudget;
-    int group = (int)(budget / image);
-    return group > 0 ? group : 1;
+    int most = (int)(budget / image) > 0 ? (int)(budget / image) : 1;
+    spike_conv_plan best = {1, kMaxWarps};
+    double best_use = -1;
+    for (int group = 1; group <= most; group++) {
+        int tiles = (group * h * w + 15) / 16;
+        for (int warps = kMinWarps; warps <= kMaxWarps; warps++) {
+            int slots = warps * kTilesPerWarp, passes = (tiles + slots - 1) / slots;
+            double use = (double)tiles / ((double)passes * slots);
+            if (use >= best_use - 1e-9) {
+                best_use = use;
+                best = {group, warps};
+            }
+        }
+    }
+    return best;
 }
 
 template <int C>
@@ -254,7 +285,7 @@ cudaError_t launch_for(cudaStream_t s, const spike_conv_geom &g, const nc_bf16 *
     if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, spike_conv3x3_kernel<C>, kWarps * 32, smem);
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, spike_conv3x3_kernel<C>, g.warps * 32, smem);
     if (e != cudaSuccess)
         return e;
     int blocks_per_cout = g.cout / kBlockCout;
@@ -264,7 +295,7 @@ cudaError_t launch_for(cudaStream_t s, const spike_conv_geom &g, const nc_bf16 *
     int64_t grid = want < room ? want : room;
     if (grid < blocks_per_cout)
         grid = blocks_per_cout;
-    spike_conv3x3_kernel<C><<<(unsigned)grid, kWarps * 32, smem, s>>>(g, x, hi, mid, y);
+    spike_conv3x3_kernel<C><<<(unsigned)grid, g.warps * 32, smem, s>>>(g, x, hi, mid, y);
     return cudaGetLastError();
 }
 
@@ -292,11 +323,12 @@ int nc_spike_conv_fits(const nc_gwin *w, int cout, int groups, char *why, size_t
 
 void nc_spike_conv_describe(const nc_gwin *w, int cout, char *out, size_t size)
 {
-    int group = group_for(w->c, w->h, w->w);
+    spike_conv_plan p = plan_for(w->c, w->h, w->w);
     snprintf(out, size,
              "own kernel: 3×3 spike conv, bf16 counts × weight in 2 bf16 parts, fp32 accumulation and output "
-             "(mma.sync m16n8k16), %d image%s and %d channels per block, %zu bytes of shared memory",
-             group, group > 1 ? "s" : "", cout < kBlockCout ? cout : kBlockCout, smem_bytes(w->c, w->h, w->w, group));
+             "(mma.sync m16n8k16), %d image%s, %d channels and %d warps per block, %zu bytes of shared memory",
+             p.group, p.group > 1 ? "s" : "", cout < kBlockCout ? cout : kBlockCout, p.warps,
+             smem_bytes(w->c, w->h, w->w, p.group));
 }
 
 cudaError_t nc_launch_spike_conv3x3(cudaStream_t s, int64_t images, const nc_gwin *w, int cout, const nc_bf16 *x,
@@ -306,8 +338,8 @@ cudaError_t nc_launch_spike_conv3x3(cudaStream_t s, int64_t images, const nc_gwi
         return cudaErrorInvalidValue;
     if (images <= 0)
         return cudaSuccess;
-    spike_conv_geom g = {w->h, w->w, w->w + 2, (w->h + 2) * (w->w + 2), w->h * w->w, group_for(w->c, w->h, w->w),
-                         cout, images};
+    spike_conv_plan p = plan_for(w->c, w->h, w->w);
+    spike_conv_geom g = {w->h, w->w, w->w + 2, (w->h + 2) * (w->w + 2), w->h * w->w, p.group, p.warps, cout, images};
     switch (w->c) {
     case 16: return launch_for<16>(s, g, x, hi, mid, y);
     case 32: return launch_for<32>(s, g, x, hi, mid, y);
