@@ -692,7 +692,10 @@ extern "C" void nc_engine_gpu_describe_convs(const nc_engine *e, char *buf, size
     char why[400];
     int have = nc_cudnn_status(why, sizeof why);
     size_t len = (size_t)snprintf(buf, size, "convolutions (NC_GPU_CONV=%s; %s%s; %zu cuDNN plans kept)\n",
-                                  st->conv == CONV_CUDNN ? "cudnn" : st->conv == CONV_IM2COL ? "im2col" : "auto",
+                                  st->conv == CONV_CUDNN    ? "cudnn"
+                                  : st->conv == CONV_IM2COL ? "im2col"
+                                  : st->conv == CONV_BF16X2 ? "bf16x2"
+                                                            : "auto",
                                   have ? "" : "no cuDNN: ", why, st->plans.size());
     for (int i = 0; i < st->net->n_nodes && len < size; i++) {
         const nc_node *n = &st->net->nodes[i];
@@ -739,11 +742,13 @@ extern "C" nc_status nc_engine_gpu_new(nc_engine **out, nc_error *err)
             st->conv = CONV_CUDNN;
         else if (strcmp(conv, "im2col") == 0)
             st->conv = CONV_IM2COL;
+        else if (strcmp(conv, "bf16x2") == 0)
+            st->conv = CONV_BF16X2;
         else if (strcmp(conv, "auto") != 0) {
             delete st;
             free(e);
             return nc_fail(err, NC_ERR_ARGUMENT,
-                           "the gpu engine's conv='%s' (NC_GPU_CONV) is not a convolution path (auto, cudnn, im2col)",
+                           "the gpu engine's conv='%s' (NC_GPU_CONV) is not a convolution path (auto, cudnn, im2col, bf16x2)",
                            conv);
         }
     }

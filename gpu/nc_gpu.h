@@ -202,6 +202,13 @@ nc_status nc_gpu_test_exact_operands(long long pixels, int c, const float *thres
 nc_status nc_gpu_test_spike_conv(long long images, int c, int h, int w, int cout, const float *counts,
                                  const float *hi, const float *mid, float *out, nc_error *err);
 
+/* The same on int8 tensor cores (the weight in 16-bit fixed point per output
+ * channel): weight [cout, 3, 3, c] fp32 is split on the device
+ * (nc_launch_fx16_parts, as the engine does), its steps come back in step
+ * [cout].  NC_ERR_UNSUPPORTED, saying why, for a shape it does not take. */
+nc_status nc_gpu_test_spike_conv_fx16(long long images, int c, int h, int w, int cout, const float *counts,
+                                      const float *weight, float *step, float *out, nc_error *err);
+
 /* The engine's GEMM in precision p on host arrays: out[rows, fout] =
  * in[rows, fin] · weight[fout, fin]ᵀ.  spike_scale (may be NULL): in holds
  * spikes whose per-feature value is spike_scale[f] (θ); they are fed as 0/1

@@ -403,15 +403,54 @@ static nc_status add_bias_unless_fused(grun *r, int i, int64_t rows, int c, int6
 
 // ---- the bf16 spike convolution with 16-bit currents (nc_gpu_spike_conv.cu) ------------
 
-// Does bf16 conv node i, whose input is spike counts, run on the own kernel?
-// Under conv=auto, where the shape fits it: it keeps the currents to 16 bits
-// (the weight in two bf16 parts, an fp32 output), where cuDNN's bf16
-// convolutions round the weight and the output to 8 bits.  conv=cudnn keeps
-// cuDNN's.
-static int own_spike_conv(const grun *r, int i)
+// Which own kernel runs bf16 conv node i, whose input is spike counts: both
+// keep the currents to 16 bits and write them in fp32, where cuDNN's bf16
+// convolutions round the weight and the output to 8 bits.
+enum own_conv { OWN_NONE, OWN_BF16X2, OWN_FX16 };
+
+// Under conv=auto: 16-bit fixed point on int8 tensor cores where it fits (half
+// the tensor work), else two bf16 parts where that fits; bf16x2 only the
+// latter; conv=cudnn none.
+static own_conv own_spike_conv(const grun *r, int i)
 {
     const gnode &g = r->st->nodes[i];
-    return r->st->conv == CONV_AUTO && nc_spike_conv_fits(&g.win, g.cout, g.groups, nullptr, 0);
+    conv_impl c = r->st->conv;
+    if (c == CONV_AUTO && nc_spike_conv_fx16_fits(&g.win, g.cout, g.groups))
+        return OWN_FX16;
+    if ((c == CONV_AUTO || c == CONV_BF16X2) && nc_spike_conv_fits(&g.win, g.cout, g.groups, nullptr, 0))
+        return OWN_BF16X2;
+    return OWN_NONE;
+}
+
+// The θ/D-scaled weight of conv node i in 16-bit fixed point: its steps
+// [Cout] and parts a and b [Cout, 3, 3, C] (nc_launch_fx16_parts), in one
+// block.  Built on first use.
+static nc_status fx16_weights(grun *r, int i, const float **step, const int8_t **a, const uint8_t **b)
+{
+    gnode &g = r->st->nodes[i];
+    int64_t k = (int64_t)g.win.kh * g.win.kw * g.win.c, n = g.cout * k;
+    size_t steps = ((size_t)g.cout * sizeof(float) + 15) & ~(size_t)15; /* the parts 16-byte aligned */
+    nc_status s = NC_OK;
+    if (!g.wk_fx16) {
+        float *mul = nullptr;
+        if ((s = krsc_weights(r, i)) == NC_OK)
+            s = cuda_alloc(r, steps + 2 * (size_t)n, &g.wk_fx16, "fixed-point weight parts");
+        if (s == NC_OK)
+            s = spike_scales(r, i, &mul);
+        unsigned char *base = (unsigned char *)g.wk_fx16;
+        if (s == NC_OK)
+            s = launch_check(r, "fx16_parts kernel",
+                             nc_launch_fx16_parts(r->st->stream, g.cout, k, g.w_krsc, mul, g.win.c,
+                                                  (int8_t *)(base + steps), (uint8_t *)(base + steps + n),
+                                                  (float *)base));
+        if (s != NC_OK)
+            return s;
+    }
+    unsigned char *base = (unsigned char *)g.wk_fx16;
+    *step = (const float *)base;
+    *a = (const int8_t *)(base + steps);
+    *b = (const uint8_t *)(base + steps + n);
+    return NC_OK;
 }
 
 // The θ/D-scaled weight of conv node i in two bf16 parts, [Cout, 3, 3, C]
@@ -440,25 +479,40 @@ static nc_status pair_weights(grun *r, int i, const nc_bf16 **hi, const nc_bf16 
     return NC_OK;
 }
 
-// Conv node i on the own kernel: bf16 counts in (as the IF before wrote
+// Conv node i on own kernel k: bf16 counts in (as the IF before wrote
 // them, or converted here), fp32 currents out, channels last.
-static nc_status run_spike_conv(grun *r, int i, gval *out)
+static nc_status run_spike_conv(grun *r, int i, own_conv k, gval *out)
 {
     gnode &g = r->st->nodes[i];
     const gval *in = &r->val[r->net->nodes[i].inputs[0]];
     int64_t R = in->rows, P = (int64_t)g.win.oh * g.win.ow;
-    const nc_bf16 *hi = nullptr, *mid = nullptr;
     const void *x = nullptr;
     nc_status s = value_alloc(r, i, R, in->constant, out);
     if (s != NC_OK)
         return s;
     out->nhwc = 1;
-    if ((s = pair_weights(r, i, &hi, &mid)) != NC_OK || (s = cudnn_operand(r, i, NC_CONV_BF16, 1, &x)) != NC_OK)
+    if ((s = cudnn_operand(r, i, NC_CONV_BF16, 1, &x)) != NC_OK)
         return s;
     g.plan = nullptr;
-    nc_spike_conv_describe(&g.win, g.cout, g.own_desc, sizeof g.own_desc);
-    s = launch_check(r, "spike_conv3x3 kernel",
-                     nc_launch_spike_conv3x3(r->st->stream, R, &g.win, g.cout, (const nc_bf16 *)x, hi, mid, out->data));
+    if (k == OWN_FX16) {
+        const float *step = nullptr;
+        const int8_t *a = nullptr;
+        const uint8_t *b = nullptr;
+        if ((s = fx16_weights(r, i, &step, &a, &b)) != NC_OK)
+            return s;
+        nc_spike_conv_fx16_describe(&g.win, g.cout, g.own_desc, sizeof g.own_desc);
+        s = launch_check(r, "spike_conv3x3_fx16 kernel",
+                         nc_launch_spike_conv3x3_fx16(r->st->stream, R, &g.win, g.cout, (const nc_bf16 *)x, a, b,
+                                                      step, out->data));
+    } else {
+        const nc_bf16 *hi = nullptr, *mid = nullptr;
+        if ((s = pair_weights(r, i, &hi, &mid)) != NC_OK)
+            return s;
+        nc_spike_conv_describe(&g.win, g.cout, g.own_desc, sizeof g.own_desc);
+        s = launch_check(r, "spike_conv3x3 kernel",
+                         nc_launch_spike_conv3x3(r->st->stream, R, &g.win, g.cout, (const nc_bf16 *)x, hi, mid,
+                                                 out->data));
+    }
     if (s == NC_OK)
         s = add_bias_unless_fused(r, i, R * P, g.cout, 1, out);
     return s;
@@ -492,8 +546,9 @@ static nc_status run_conv_cudnn(grun *r, int i, nc_conv_math m, gval *out)
         return s;
     int64_t R = in->rows, P = (int64_t)w.oh * w.ow;
     int spike = m != NC_CONV_FP32 && m != NC_CONV_TF32 && counts_input(r, i, in);
-    if (m == NC_CONV_BF16 && spike && own_spike_conv(r, i))
-        return run_spike_conv(r, i, out);
+    own_conv own = m == NC_CONV_BF16 && spike ? own_spike_conv(r, i) : OWN_NONE;
+    if (own != OWN_NONE)
+        return run_spike_conv(r, i, own, out);
     g.own_desc[0] = 0;
     int keep16 = m == NC_CONV_BF16 && only_an_if_reads(r, i);
     s = keep16 ? value_alloc16(r, i, R, in->constant, 0, 0, out) : value_alloc(r, i, R, in->constant, out);

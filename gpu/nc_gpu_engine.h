@@ -53,6 +53,7 @@ struct gnode {
     float *wk_parts[3] = {nullptr, nullptr, nullptr}; // exact fp32 mode: θ/D-scaled weight, TF32 hi, mid, lo
     nc_bf16 *wk_exact = nullptr;         // exact fp32 mode on bf16 tensor cores: hi, then [mid, lo] per tap
     nc_bf16 *wk_pair = nullptr;          // bf16 mode, own spike conv: θ/D-scaled weight in 2 bf16 parts, hi then mid
+    void *wk_fx16 = nullptr;             // the same in 16-bit fixed point: steps [Cout] fp32, a [Cout, K] int8, b uint8
     char own_desc[240] = "";             // what ran the last pass when it was an own kernel (not cuDNN)
     int exact_refused = 0;               // cuDNN's graph API could not plan that mode
     char exact_why[200] = "";            // why (shown with the plan that runs instead)
@@ -117,9 +118,11 @@ struct pass_graph {
 };
 
 // How convolutions run (NC_GPU_CONV): auto = cuDNN where it is faster than
-// im2col + cuBLAS (tf32, bf16), cudnn = cuDNN in every precision it has,
-// im2col = never cuDNN.
-enum conv_impl { CONV_AUTO, CONV_CUDNN, CONV_IM2COL };
+// im2col + cuBLAS (tf32, bf16), and bf16's spike convs on the own kernels
+// (16-bit fixed point on int8 tensor cores where it fits, else two bf16
+// parts); bf16x2 = auto with two bf16 parts for all of those; cudnn = cuDNN
+// in every precision it has; im2col = never cuDNN.
+enum conv_impl { CONV_AUTO, CONV_CUDNN, CONV_IM2COL, CONV_BF16X2 };
 
 struct gpu_state {
     int device = 0;                     // the GPU of the thread that created the engine (nc_gpu_thread_device)

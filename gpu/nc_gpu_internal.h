@@ -262,6 +262,23 @@ void nc_spike_conv_describe(const nc_gwin *w, int cout, char *out, size_t size);
 cudaError_t nc_launch_spike_conv3x3(cudaStream_t s, int64_t images, const nc_gwin *w, int cout, const nc_bf16 *x,
                                     const nc_bf16 *hi, const nc_bf16 *mid, float *y);
 
+// The same convolution on int8 tensor cores (nc_gpu_spike_conv_fx16.cu): the
+// weight in 16-bit fixed point per output channel, w ≈ step[o]·(256·a + b).
+// Fits where nc_spike_conv_fits does with 32 or 64 input channels.
+int nc_spike_conv_fx16_fits(const nc_gwin *w, int cout, int groups);
+void nc_spike_conv_fx16_describe(const nc_gwin *w, int cout, char *out, size_t size);
+// The parts of weights [rows, k] (KRSC, k = taps·c) times mul[j % c] (may be
+// NULL): step[o] = max|w[o, ·]| / 32767 (1 for a zero row), v = rint(w/step)
+// in [-32767, 32767], a = floor(v/256), b = v − 256·a.
+cudaError_t nc_launch_fx16_parts(cudaStream_t s, int rows, int64_t k, const float *w, const float *mul, int c,
+                                 int8_t *a, uint8_t *b, float *step);
+// y [images, H, W, cout] fp32 = step[o]·(256·conv(q, a) + conv(q, b)), the
+// sums exact in int32: x bf16 counts (integers 0..255), a and b
+// [cout, 3, 3, C].  cudaErrorInvalidValue for a shape that does not fit.
+cudaError_t nc_launch_spike_conv3x3_fx16(cudaStream_t s, int64_t images, const nc_gwin *w, int cout,
+                                         const nc_bf16 *x, const int8_t *a, const uint8_t *b, const float *step,
+                                         float *y);
+
 // ---- GEMM (nc_gpu_blas.cu) -------------------------------------------------
 
 // How one product of the engine is computed.

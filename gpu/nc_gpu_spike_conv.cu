@@ -24,10 +24,13 @@
 // chunks of a pixel's channels are stored XOR-swizzled by the pixel index, so
 // that the 8 pixels of one ldmatrix phase fall into 8 different bank groups.
 #include "gpu/nc_gpu_internal.h"
+#include "gpu/nc_gpu_mma.h"
 
 #include <stdio.h>
 
 namespace {
+
+using namespace ncmma;
 
 constexpr int kMaxWarps = 8;        // warps per block, at most (spike_conv_plan::warps)
 constexpr int kMinWarps = 4;
@@ -40,27 +43,11 @@ constexpr int kSmemPerSm = 227 << 10;
 // padding, so that 8 consecutive rows start in 8 different bank groups.
 __host__ __device__ constexpr int weight_row_bytes(int C) { return 9 * C * 2 + 16; }
 
-// The 16-byte chunk of channels `chunk` of halo pixel `pixel`, swizzled:
-// with C/8 chunks per pixel, the 8 pixels of one ldmatrix phase land in 8
-// different 16-byte bank groups of a 128-byte line.
+// The 16-byte chunk of channels `chunk` of halo pixel `pixel` (C/8 chunks of
+// 8 bf16 per pixel), swizzled.
 template <int C> __device__ __forceinline__ int chunk_offset(int pixel, int chunk)
 {
-    constexpr int chunks = C / 8;                  // 2, 4 or 8
-    constexpr int pixels_per_line = 8 / chunks;    // pixels that share one 128-byte line
-    int swz = (pixel / pixels_per_line) & (chunks - 1);
-    return pixel * (C * 2) + ((chunk ^ swz) << 4);
-}
-
-__device__ __forceinline__ unsigned smem_address(const void *p)
-{
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void ldmatrix_x4(unsigned addr, unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(addr));
+    return swizzled_chunk<C / 8>(pixel, chunk);
 }
 
 // acc += a·b on bf16 tensor cores, fp32 accumulation (m16n8k16, A row major, B column major).
@@ -72,16 +59,6 @@ __device__ __forceinline__ void mma_bf16(float (&acc)[4], const unsigned (&a)[4]
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void copy16_async(unsigned dst, const void *src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-
-__device__ __forceinline__ void wait_copies()
-{
-    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
 }
 
 // The geometry of one launch, shared by every block.

@@ -147,6 +147,39 @@ extern "C" nc_status nc_gpu_test_spike_conv(long long images, int c, int h, int 
     return NC_OK;
 }
 
+extern "C" nc_status nc_gpu_test_spike_conv_fx16(long long images, int c, int h, int w, int cout,
+                                                 const float *counts, const float *weight, float *step, float *out,
+                                                 nc_error *err)
+{
+    const char *where = "gpu fixed-point spike conv test";
+    nc_gwin win = {c, h, w, h, w, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    if (!nc_spike_conv_fx16_fits(&win, cout, 1))
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: %d input channels, %d outputs, %dx%d: not a shape it takes",
+                       where, c, cout, h, w);
+    size_t xn = (size_t)images * h * w * c, wn = (size_t)cout * 9 * c, yn = (size_t)images * h * w * cout;
+    dev_buffers d;
+    float *dcounts, *dw, *dstep, *dout;
+    nc_bf16 *x16;
+    int8_t *da;
+    uint8_t *db;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, d.put(counts, xn * 4, (void **)&dcounts));
+    NC_CUDA_TRY(err, where, d.put(weight, wn * 4, (void **)&dw));
+    NC_CUDA_TRY(err, where, d.get(xn * 2, (void **)&x16));
+    NC_CUDA_TRY(err, where, d.get(wn, (void **)&da));
+    NC_CUDA_TRY(err, where, d.get(wn, (void **)&db));
+    NC_CUDA_TRY(err, where, d.get((size_t)cout * 4, (void **)&dstep));
+    NC_CUDA_TRY(err, where, d.get(yn * 4, (void **)&dout));
+    NC_CUDA_TRY(err, where, cudaMemset(dout, 0xff, yn * 4)); /* poison: every output must be written */
+    NC_CUDA_TRY(err, where, nc_launch_to_bf16(0, 1, (int64_t)xn, dcounts, nullptr, 1, 1, x16));
+    NC_CUDA_TRY(err, where, nc_launch_fx16_parts(0, cout, 9 * c, dw, nullptr, c, da, db, dstep));
+    NC_CUDA_TRY(err, where, nc_launch_spike_conv3x3_fx16(0, images, &win, cout, x16, da, db, dstep, dout));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, yn * 4, cudaMemcpyDeviceToHost));
+    NC_CUDA_TRY(err, where, cudaMemcpy(step, dstep, (size_t)cout * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
+
 extern "C" nc_status nc_gpu_test_pool_nhwc(int max, long long rows, int c, int h, int w, const int kernel[2],
                                            const int stride[2], const int pad[4], const int dilation[2], int ceil_mode,
                                            int count_include_pad, const float *in, float *out, nc_error *err)

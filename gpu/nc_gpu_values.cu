@@ -36,6 +36,8 @@ void free_caches(gnode &g)
     g.wk_exact = nullptr;
     cudaFree(g.wk_pair);
     g.wk_pair = nullptr;
+    cudaFree(g.wk_fx16);
+    g.wk_fx16 = nullptr;
     g.own_desc[0] = 0;
     g.exact_refused = 0;
     g.exact_why[0] = 0;

@@ -452,6 +452,93 @@ static void test_spike_conv_kernel(void)
              "40 outputs refused, saying why: %s", err.message);
 }
 
+/* The fixed-point form: the same counts against the CPU's own split of the
+ * weight (step = max|w|/32767 per output channel, v = rint(w/step), a =
+ * floor(v/256), b = v − 256a) and exact integer sums, so every output must
+ * equal step·float(256·Σqa + Σqb) bit for bit; and the fixed point itself
+ * within step/2 of each weight. */
+static void fx16_conv_case(const char *name, int64_t images, int c, int h, int w, int cout)
+{
+    int64_t xn = images * h * w * c, k = 9 * c, wn = cout * k, yn = images * h * w * cout;
+    float *q = malloc((size_t)xn * sizeof(float)), *wt = malloc((size_t)wn * sizeof(float));
+    float *out = malloc((size_t)yn * sizeof(float)), *step = malloc((size_t)cout * sizeof(float));
+    int32_t *a = malloc((size_t)wn * sizeof(int32_t)), *b = malloc((size_t)wn * sizeof(int32_t));
+    float *ref_step = malloc((size_t)cout * sizeof(float));
+    for (int64_t i = 0; i < xn; i++)
+        q[i] = rnd_int(0, 9) < 6 ? 0.0f : (float)rnd_int(1, 4);
+    for (int64_t i = 0; i < wn; i++)
+        wt[i] = rnd_float() * (0.05f + 0.5f * (float)(i / k % 3)); /* rows of three different sizes */
+    for (int o = 0; o < cout; o++) {
+        float most = 0;
+        for (int64_t j = 0; j < k; j++)
+            most = fmaxf(most, fabsf(wt[o * k + j]));
+        ref_step[o] = most > 0 ? most / 32767.0f : 1.0f;
+        for (int64_t j = 0; j < k; j++) {
+            int v = (int)rintf(wt[o * k + j] / ref_step[o]);
+            v = v > 32767 ? 32767 : v < -32767 ? -32767 : v;
+            a[o * k + j] = (int32_t)floor(v / 256.0);
+            b[o * k + j] = v - 256 * a[o * k + j];
+        }
+    }
+    nc_error err = {0};
+    nc_status s = nc_gpu_test_spike_conv_fx16(images, c, h, w, cout, q, wt, step, out, &err);
+    NC_CHECK(s == NC_OK, "%s: %s", name, err.message);
+    int64_t bad = 0, bad_steps = 0;
+    double worst_fixed = 0;
+    for (int o = 0; s == NC_OK && o < cout; o++) {
+        bad_steps += step[o] != ref_step[o];
+        for (int64_t j = 0; j < k; j++) {
+            double d = fabs((256.0 * a[o * k + j] + b[o * k + j]) * ref_step[o] - wt[o * k + j]) / ref_step[o];
+            worst_fixed = d > worst_fixed ? d : worst_fixed;
+        }
+    }
+    for (int64_t n = 0; s == NC_OK && n < images; n++)
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++)
+                for (int o = 0; o < cout; o++) {
+                    int64_t sa = 0, sb = 0;
+                    for (int tap = 0; tap < 9; tap++) {
+                        int iy = y + tap / 3 - 1, ix = x + tap % 3 - 1;
+                        if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                            continue;
+                        const float *qp = q + ((n * h + iy) * w + ix) * c;
+                        for (int ch = 0; ch < c; ch++) {
+                            sa += (int64_t)qp[ch] * a[o * k + tap * c + ch];
+                            sb += (int64_t)qp[ch] * b[o * k + tap * c + ch];
+                        }
+                    }
+                    float ref = (float)(256 * sa + sb) * ref_step[o];
+                    float got = out[((n * h + y) * w + x) * cout + o];
+                    if (got != ref && bad++ < 3)
+                        printf("# %s: image %lld pixel (%d, %d) channel %d: gpu %.9g, reference %.9g\n", name,
+                               (long long)n, y, x, o, got, ref);
+                }
+    printf("# fx16 conv %s: %lld outputs differ; weights within %.3f steps of their fixed point\n", name,
+           (long long)bad, worst_fixed);
+    NC_CHECK(bad_steps == 0, "%s: %lld steps differ from the CPU's", name, (long long)bad_steps);
+    NC_CHECK(bad == 0, "%s: %lld outputs differ from the exact sums", name, (long long)bad);
+    NC_CHECK(worst_fixed <= 0.5, "%s: a weight %.3f steps from its fixed point", name, worst_fixed);
+    free(q);
+    free(wt);
+    free(out);
+    free(step);
+    free(a);
+    free(b);
+    free(ref_step);
+}
+
+static void test_spike_conv_fx16_kernel(void)
+{
+    fx16_conv_case("28x28, 32 to 32, 3 images", 3, 32, 28, 28, 32);
+    fx16_conv_case("14x14, 32 to 64, 9 images", 9, 32, 14, 14, 64); /* several images per block, the last group short */
+    fx16_conv_case("14x14, 64 to 64, 3 images", 3, 64, 14, 14, 64);
+    fx16_conv_case("5x7, 64 to 96, 11 images", 11, 64, 5, 7, 96);  /* tiles across images; 3 channel blocks */
+    float one = 1, step = 0;
+    nc_error err = {0};
+    NC_CHECK(nc_gpu_test_spike_conv_fx16(1, 16, 4, 4, 32, &one, &one, &step, &one, &err) == NC_ERR_UNSUPPORTED,
+             "16 input channels refused: %s", err.message);
+}
+
 typedef struct pool_case {
     const char *name;
     nc_node_kind kind;
@@ -753,6 +840,7 @@ int main(void)
     GPU_RUN(test_gemm_precisions, skip);
     GPU_RUN(test_conv_kernels, skip);
     GPU_RUN(test_spike_conv_kernel, skip);
+    GPU_RUN(test_spike_conv_fx16_kernel, skip);
     GPU_RUN(test_pool_kernels, skip);
     GPU_RUN(test_prespike_max_kernel, skip);
     GPU_RUN(test_bf16_transposes, skip);
@@ -760,7 +848,7 @@ int main(void)
     GPU_RUN(test_gated_kernel, skip);
 #else
     static const char *names[] = {"test_if_kernel", "test_exact_operands", "test_poisson_kernel", "test_step_sums_kernel", "test_gemm_precisions",
-                                  "test_conv_kernels", "test_spike_conv_kernel", "test_pool_kernels", "test_prespike_max_kernel", "test_bf16_transposes", "test_elementwise_kernels",
+                                  "test_conv_kernels", "test_spike_conv_kernel", "test_spike_conv_fx16_kernel", "test_pool_kernels", "test_prespike_max_kernel", "test_bf16_transposes", "test_elementwise_kernels",
                                   "test_gated_kernel"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         nc_test_report(names[i], 0, skip);

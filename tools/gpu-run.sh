@@ -105,10 +105,13 @@ for net in ${NC_BENCH_NETS:-vgg-fmnist cnn-fmnist vgg16-cifar}; do
   done
 done
 [ -z "${NC_PRECISIONS:-}" ] && bench vgg-fmnist fp32 1024 _cudnn NC_GPU_CONV=cudnn
-# bf16's spike convs on cuDNN (8-bit currents) beside the own kernel's 16-bit ones (conv=auto)
+# bf16's spike convs on cuDNN (8-bit currents) and on the two-bf16-part kernel beside those of
+# conv=auto (16-bit fixed point on int8 tensor cores where it fits)
 if [[ " ${NC_PRECISIONS:-bf16} " == *" bf16 "* ]]; then
   for net in ${NC_BENCH_NETS:-vgg-fmnist cnn-fmnist}; do
-    [ $net = vgg16-cifar ] || bench $net bf16 1024 _cudnn NC_GPU_CONV=cudnn
+    [ $net = vgg16-cifar ] && continue
+    bench $net bf16 1024 _cudnn NC_GPU_CONV=cudnn
+    bench $net bf16 1024 _bf16x2 NC_GPU_CONV=bf16x2
   done
 fi
 # node by node (no CUDA graphs), side by side with the replayed passes above

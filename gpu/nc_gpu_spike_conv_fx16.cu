@@ -1,0 +1,346 @@
+// nc_gpu_spike_conv_fx16.cu — the 3×3 convolution of spike counts with the
+// weight in 16-bit fixed point per output channel, on int8 tensor cores.
+//
+// The same 16-bit currents as nc_gpu_spike_conv.cu at half its tensor-core
+// work: int8 products run at twice bf16's rate on sm_90, and the counts q
+// (0..255, as IF spikes and their average pools are) and both weight parts
+// are exact 8-bit integers.  Each output channel o has a step s[o] =
+// max|w[o, ·]| / 32767, and w ≈ s[o]·(256·a + b) with a in [-128, 127] and b
+// in [0, 255] (nc_launch_fx16_parts).  The sums Σ q·a and Σ q·b are exact in
+// int32, so the current s[o]·(256·Σqa + Σqb) has one rounding, and the only
+// error is the weight's fixed point (at most s[o]/2).
+//
+// Layout and walk as nc_gpu_spike_conv.cu (channels last, a persistent grid,
+// blocks of 32 output channels over groups of whole images, one zero-bordered
+// tile per image in shared memory), with the counts converted from bf16 to
+// uint8 as the tile is filled, 32 input channels (one 32-byte k step of
+// mma.sync m16n8k32) per tap and step.
+#include "gpu/nc_gpu_internal.h"
+#include "gpu/nc_gpu_mma.h"
+
+#include <stdio.h>
+
+namespace {
+
+using namespace ncmma;
+
+constexpr int kMaxWarps = 8;
+constexpr int kMinWarps = 4;
+constexpr int kTilesPerWarp = 2;      // 16-pixel tiles a warp computes at once (two int32 accumulators each)
+constexpr int kBlockCout = 32;
+constexpr int kTileBudget = 64 << 10;
+constexpr int kSmemPerSm = 227 << 10;
+
+// Bytes of one weight row in shared memory: 9·C int8 values and 16 bytes of
+// padding (8 consecutive rows start in 8 different bank groups).
+__host__ __device__ constexpr int weight_row_bytes(int C) { return 9 * C + 16; }
+
+// The 16-byte chunk `chunk` (16 channels) of tile pixel `pixel`.
+template <int C> __device__ __forceinline__ int chunk_offset(int pixel, int chunk)
+{
+    return swizzled_chunk<C / 16>(pixel, chunk);
+}
+
+// acc += a·b: uint8 counts times int8 (Signed) or uint8 weight parts, exact int32 sums.
+template <bool Signed>
+__device__ __forceinline__ void mma_8bit(int (&acc)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
+{
+    if (Signed)
+        asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 "
+            "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+            : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 "
+            "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+            : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+struct fx16_geom {
+    int H, W, halo_w, halo_pixels, pixels;
+    int group, warps;
+    int cout;
+    int64_t images;
+};
+
+// The block's 32 rows of both parts (a rows, then b rows) into shared memory.
+template <int C>
+__device__ void load_weights(unsigned char *w_smem, const int8_t *a, const uint8_t *b, int first_row)
+{
+    constexpr int K = 9 * C, chunks = K / 16;
+    for (int i = threadIdx.x; i < 2 * kBlockCout * chunks; i += blockDim.x) {
+        int part = i / (kBlockCout * chunks), rest = i % (kBlockCout * chunks);
+        int row = rest / chunks, chunk = rest % chunks;
+        const void *src = part ? (const void *)(b + (int64_t)(first_row + row) * K + chunk * 16)
+                               : (const void *)(a + (int64_t)(first_row + row) * K + chunk * 16);
+        copy16_async(smem_address(w_smem + (part * kBlockCout + row) * weight_row_bytes(C) + chunk * 16), src);
+    }
+}
+
+// Images [first, first + n): bf16 counts from global memory, as uint8 into
+// the tiles (8 channels, 8 bytes, per thread and turn).
+template <int C>
+__device__ void load_images(unsigned char *tile, const nc_bf16 *x, const fx16_geom &g, int64_t first, int n)
+{
+    constexpr int eighths = C / 8;
+    const nc_bf16 *src = x + first * g.pixels * C;
+    int total = n * g.pixels * eighths;
+    for (int i = threadIdx.x; i < total; i += blockDim.x) {
+        int pix = i / eighths, e = i % eighths;
+        int img = pix / g.pixels, p = pix % g.pixels;
+        int halo = img * g.halo_pixels + (p / g.W + 1) * g.halo_w + p % g.W + 1;
+        uint4 v = *(const uint4 *)(src + (int64_t)pix * C + e * 8);
+        const nc_bf16 *h = (const nc_bf16 *)&v;
+        unsigned lo = 0, hi = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            lo |= (unsigned)__bfloat162uint_rn(h[k]) << (8 * k);
+            hi |= (unsigned)__bfloat162uint_rn(h[k + 4]) << (8 * k);
+        }
+        *(uint2 *)(tile + chunk_offset<C>(halo, e >> 1) + (e & 1) * 8) = make_uint2(lo, hi);
+    }
+}
+
+// One warp's tiles t0 and t0 + warps (those below `tiles`): 16 pixels × 32
+// channels each, y = step[o]·(256·Σ q·a + Σ q·b).
+template <int C>
+__device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_smem, const fx16_geom &g, int t0,
+                           int tiles, int npix, int64_t first_pixel, int first_channel, const float *step, float *y)
+{
+    const int lane = threadIdx.x & 31;
+    int centre[kTilesPerWarp];
+#pragma unroll
+    for (int j = 0; j < kTilesPerWarp; j++) {
+        int p = (t0 + j * g.warps) * 16 + (lane & 15);
+        if (p >= npix)
+            p = 0; /* a row past the group: any pixel, its sums are not written */
+        int img = p / g.pixels, q = p % g.pixels;
+        centre[j] = img * g.halo_pixels + (q / g.W + 1) * g.halo_w + q % g.W + 1;
+    }
+    int acc[2][kTilesPerWarp][4][4]; // [part][tile][n-tile][element]
+#pragma unroll
+    for (int part = 0; part < 2; part++)
+#pragma unroll
+        for (int j = 0; j < kTilesPerWarp; j++)
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    acc[part][j][n][e] = 0;
+    const unsigned w_base = smem_address(w_smem), t_base = smem_address(tile);
+    const int b_row = (lane >> 4) * 8 + (lane & 7), b_khalf = (lane >> 3) & 1;
+#pragma unroll 3
+    for (int tap = 0; tap < 9; tap++) {
+        const int shift = (tap / 3 - 1) * g.halo_w + (tap % 3 - 1);
+#pragma unroll
+        for (int kc = 0; kc < C / 32; kc++) {
+            const int k0 = tap * C + kc * 32; // in bytes
+            unsigned b[2][4][2];
+#pragma unroll
+            for (int part = 0; part < 2; part++)
+#pragma unroll
+                for (int pair = 0; pair < 2; pair++) {
+                    int row = part * kBlockCout + pair * 16 + b_row;
+                    ldmatrix_x4(w_base + row * weight_row_bytes(C) + k0 + b_khalf * 16, b[part][2 * pair][0],
+                                b[part][2 * pair][1], b[part][2 * pair + 1][0], b[part][2 * pair + 1][1]);
+                }
+            unsigned a[kTilesPerWarp][4];
+#pragma unroll
+            for (int j = 0; j < kTilesPerWarp; j++)
+                if (t0 + j * g.warps < tiles)
+                    ldmatrix_x4(t_base + chunk_offset<C>(centre[j] + shift, kc * 2 + (lane >> 4)), a[j][0], a[j][1],
+                                a[j][2], a[j][3]);
+#pragma unroll
+            for (int j = 0; j < kTilesPerWarp; j++)
+                if (t0 + j * g.warps < tiles)
+#pragma unroll
+                    for (int n = 0; n < 4; n++) {
+                        mma_8bit<true>(acc[0][j][n], a[j], b[0][n][0], b[0][n][1]);
+                        mma_8bit<false>(acc[1][j][n], a[j], b[1][n][0], b[1][n][1]);
+                    }
+        }
+    }
+    float s[4][2];
+#pragma unroll
+    for (int n = 0; n < 4; n++)
+#pragma unroll
+        for (int e = 0; e < 2; e++)
+            s[n][e] = step[first_channel + n * 8 + 2 * (lane & 3) + e];
+#pragma unroll
+    for (int j = 0; j < kTilesPerWarp; j++) {
+        if (t0 + j * g.warps >= tiles)
+            break;
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            int p = (t0 + j * g.warps) * 16 + (lane >> 2) + 8 * half;
+            if (p >= npix)
+                continue;
+            float *dst = y + (first_pixel + p) * g.cout + first_channel + 2 * (lane & 3);
+#pragma unroll
+            for (int n = 0; n < 4; n++) {
+                int e0 = 2 * half, e1 = 2 * half + 1;
+                float v0 = __int2float_rn(acc[0][j][n][e0] * 256 + acc[1][j][n][e0]);
+                float v1 = __int2float_rn(acc[0][j][n][e1] * 256 + acc[1][j][n][e1]);
+                *(float2 *)(dst + n * 8) = make_float2(__fmul_rn(v0, s[n][0]), __fmul_rn(v1, s[n][1]));
+            }
+        }
+    }
+}
+
+template <int C>
+__global__ void __launch_bounds__(kMaxWarps * 32, 2)
+    spike_conv3x3_fx16_kernel(fx16_geom g, const nc_bf16 *x, const int8_t *a, const uint8_t *b, const float *step,
+                              float *y)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int blocks_per_cout = g.cout / kBlockCout;
+    const int cblock = blockIdx.x % blocks_per_cout;
+    unsigned char *w_smem = smem;
+    unsigned char *tile = smem + 2 * kBlockCout * weight_row_bytes(C);
+    load_weights<C>(w_smem, a, b, cblock * kBlockCout);
+    for (int i = threadIdx.x; i < g.group * g.halo_pixels * C / 16; i += blockDim.x)
+        ((uint4 *)tile)[i] = make_uint4(0, 0, 0, 0); /* the border stays zero */
+    const int64_t groups = (g.images + g.group - 1) / g.group;
+    const int64_t stride = gridDim.x / blocks_per_cout;
+    const int warp = threadIdx.x >> 5;
+    for (int64_t gi = blockIdx.x / blocks_per_cout; gi < groups; gi += stride) {
+        int64_t first = gi * g.group;
+        int n = (int)(g.images - first < g.group ? g.images - first : g.group);
+        __syncthreads(); /* the previous group's tiles are read by every warp; the border is zero */
+        load_images<C>(tile, x, g, first, n);
+        wait_copies(); /* the weights */
+        __syncthreads();
+        int npix = n * g.pixels, tiles = (npix + 15) / 16;
+        for (int t0 = warp; t0 < tiles; t0 += g.warps * kTilesPerWarp)
+            warp_tiles<C>(tile, w_smem, g, t0, tiles, npix, first * g.pixels, cblock * kBlockCout, step, y);
+    }
+}
+
+size_t smem_bytes(int C, int h, int w, int group)
+{
+    return (size_t)2 * kBlockCout * weight_row_bytes(C) + (size_t)group * (h + 2) * (w + 2) * C;
+}
+
+struct fx16_plan {
+    int group, warps;
+};
+
+// As nc_gpu_spike_conv.cu's plan_for: the fewest idle tile slots.
+fx16_plan plan_for(int C, int h, int w)
+{
+    size_t image = (size_t)(h + 2) * (w + 2) * C, weights = smem_bytes(C, h, w, 0);
+    size_t room = kSmemPerSm / 2 - 1024 > weights ? kSmemPerSm / 2 - 1024 - weights : 0;
+    size_t budget = room < (size_t)kTileBudget ? room : (size_t)kTileBudget;
+    int most = (int)(budget / image) > 0 ? (int)(budget / image) : 1;
+    fx16_plan best = {1, kMaxWarps};
+    double best_use = -1;
+    for (int group = 1; group <= most; group++) {
+        int tiles = (group * h * w + 15) / 16;
+        for (int warps = kMinWarps; warps <= kMaxWarps; warps++) {
+            int slots = warps * kTilesPerWarp, passes = (tiles + slots - 1) / slots;
+            double use = (double)tiles / ((double)passes * slots);
+            if (use >= best_use - 1e-9) {
+                best_use = use;
+                best = {group, warps};
+            }
+        }
+    }
+    return best;
+}
+
+template <int C>
+cudaError_t launch_for(cudaStream_t s, const fx16_geom &g, const nc_bf16 *x, const int8_t *a, const uint8_t *b,
+                       const float *step, float *y)
+{
+    size_t smem = smem_bytes(C, g.H, g.W, g.group);
+    cudaError_t e =
+        cudaFuncSetAttribute(spike_conv3x3_fx16_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    int device = 0, sms = 0, per_sm = 0;
+    if (e == cudaSuccess)
+        e = cudaGetDevice(&device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, spike_conv3x3_fx16_kernel<C>, g.warps * 32, smem);
+    if (e != cudaSuccess)
+        return e;
+    int blocks_per_cout = g.cout / kBlockCout;
+    int64_t groups = (g.images + g.group - 1) / g.group;
+    int64_t want = groups * blocks_per_cout, room = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
+    room -= room % blocks_per_cout;
+    int64_t grid = want < room ? want : room;
+    if (grid < blocks_per_cout)
+        grid = blocks_per_cout;
+    spike_conv3x3_fx16_kernel<C><<<(unsigned)grid, g.warps * 32, smem, s>>>(g, x, a, b, step, y);
+    return cudaGetLastError();
+}
+
+// One block per output row: its largest |w·mul|, the step, then both parts.
+__global__ void fx16_parts_kernel(int64_t k, const float *w, const float *mul, int c, int8_t *a, uint8_t *b,
+                                  float *step)
+{
+    __shared__ float most[256];
+    const float *row = w + blockIdx.x * k;
+    float m = 0.0f;
+    for (int64_t j = threadIdx.x; j < k; j += blockDim.x)
+        m = fmaxf(m, fabsf(mul ? __fmul_rn(row[j], mul[j % c]) : row[j]));
+    most[threadIdx.x] = m;
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half)
+            most[threadIdx.x] = fmaxf(most[threadIdx.x], most[threadIdx.x + half]);
+        __syncthreads();
+    }
+    float s = most[0] > 0.0f ? __fdiv_rn(most[0], 32767.0f) : 1.0f;
+    if (threadIdx.x == 0)
+        step[blockIdx.x] = s;
+    for (int64_t j = threadIdx.x; j < k; j += blockDim.x) {
+        float v = mul ? __fmul_rn(row[j], mul[j % c]) : row[j];
+        int q = (int)rintf(__fdiv_rn(v, s));
+        q = q > 32767 ? 32767 : q < -32767 ? -32767 : q;
+        a[blockIdx.x * k + j] = (int8_t)(q >> 8); /* arithmetic shift: floor(q / 256) */
+        b[blockIdx.x * k + j] = (uint8_t)(q & 255);
+    }
+}
+
+} // namespace
+
+int nc_spike_conv_fx16_fits(const nc_gwin *w, int cout, int groups)
+{
+    return (w->c == 32 || w->c == 64) && nc_spike_conv_fits(w, cout, groups, nullptr, 0) &&
+           smem_bytes(w->c, w->h, w->w, 1) <= (size_t)kSmemPerSm / 2 - 1024;
+}
+
+void nc_spike_conv_fx16_describe(const nc_gwin *w, int cout, char *out, size_t size)
+{
+    fx16_plan p = plan_for(w->c, w->h, w->w);
+    snprintf(out, size,
+             "own kernel: 3×3 spike conv, uint8 counts × weight in 16-bit fixed point per channel (two int8 parts), "
+             "exact int32 sums, fp32 output (mma.sync m16n8k32), %d image%s, %d channels and %d warps per block, "
+             "%zu bytes of shared memory",
+             p.group, p.group > 1 ? "s" : "", cout < kBlockCout ? cout : kBlockCout, p.warps,
+             smem_bytes(w->c, w->h, w->w, p.group));
+}
+
+cudaError_t nc_launch_fx16_parts(cudaStream_t s, int rows, int64_t k, const float *w, const float *mul, int c,
+                                 int8_t *a, uint8_t *b, float *step)
+{
+    if (rows <= 0)
+        return cudaSuccess;
+    fx16_parts_kernel<<<rows, 256, 0, s>>>(k, w, mul, c, a, b, step);
+    return cudaGetLastError();
+}
+
+cudaError_t nc_launch_spike_conv3x3_fx16(cudaStream_t s, int64_t images, const nc_gwin *w, int cout,
+                                         const nc_bf16 *x, const int8_t *a, const uint8_t *b, const float *step,
+                                         float *y)
+{
+    if (!nc_spike_conv_fx16_fits(w, cout, 1))
+        return cudaErrorInvalidValue;
+    if (images <= 0)
+        return cudaSuccess;
+    fx16_plan p = plan_for(w->c, w->h, w->w);
+    fx16_geom g = {w->h, w->w, w->w + 2, (w->h + 2) * (w->w + 2), w->h * w->w, p.group, p.warps, cout, images};
+    return w->c == 32 ? launch_for<32>(s, g, x, a, b, step, y) : launch_for<64>(s, g, x, a, b, step, y);
+}
