@@ -79,26 +79,43 @@ __device__ void load_weights(unsigned char *w_smem, const int8_t *a, const uint8
 }
 
 // Images [first, first + n): bf16 counts from global memory, as uint8 into
-// the tiles (8 channels, 8 bytes, per thread and turn).
+// the tiles, 8 channels (16 bytes in, 8 out) per thread and turn, with
+// kLoadsInFlight loads issued before the first is converted: each waits
+// for global memory, so one at a time would leave the block idle for most
+// of the copy.
+constexpr int kLoadsInFlight = 4;
+
 template <int C>
 __device__ void load_images(unsigned char *tile, const nc_bf16 *x, const fx16_geom &g, int64_t first, int n)
 {
     constexpr int eighths = C / 8;
     const nc_bf16 *src = x + first * g.pixels * C;
-    int total = n * g.pixels * eighths;
-    for (int i = threadIdx.x; i < total; i += blockDim.x) {
-        int pix = i / eighths, e = i % eighths;
-        int img = pix / g.pixels, p = pix % g.pixels;
-        int halo = img * g.halo_pixels + (p / g.W + 1) * g.halo_w + p % g.W + 1;
-        uint4 v = *(const uint4 *)(src + (int64_t)pix * C + e * 8);
-        const nc_bf16 *h = (const nc_bf16 *)&v;
-        unsigned lo = 0, hi = 0;
+    const int total = n * g.pixels * eighths;
+    for (int base = threadIdx.x; base < total; base += kLoadsInFlight * blockDim.x) {
+        uint4 v[kLoadsInFlight];
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-            lo |= (unsigned)__bfloat162uint_rn(h[k]) << (8 * k);
-            hi |= (unsigned)__bfloat162uint_rn(h[k + 4]) << (8 * k);
+        for (int u = 0; u < kLoadsInFlight; u++) {
+            int i = base + u * blockDim.x;
+            if (i < total)
+                v[u] = *(const uint4 *)(src + (int64_t)i * 8); /* eighth i of pixel i / eighths */
         }
-        *(uint2 *)(tile + chunk_offset<C>(halo, e >> 1) + (e & 1) * 8) = make_uint2(lo, hi);
+#pragma unroll
+        for (int u = 0; u < kLoadsInFlight; u++) {
+            int i = base + u * blockDim.x;
+            if (i >= total)
+                break;
+            int pix = i / eighths, e = i % eighths;
+            int img = pix / g.pixels, p = pix % g.pixels;
+            int halo = img * g.halo_pixels + (p / g.W + 1) * g.halo_w + p % g.W + 1;
+            const nc_bf16 *h = (const nc_bf16 *)&v[u];
+            unsigned lo = 0, hi = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                lo |= (unsigned)__bfloat162uint_rn(h[k]) << (8 * k);
+                hi |= (unsigned)__bfloat162uint_rn(h[k + 4]) << (8 * k);
+            }
+            *(uint2 *)(tile + chunk_offset<C>(halo, e >> 1) + (e & 1) * 8) = make_uint2(lo, hi);
+        }
     }
 }
 

@@ -513,11 +513,12 @@ static void fx16_conv_case(const char *name, int64_t images, int c, int h, int w
                         printf("# %s: image %lld pixel (%d, %d) channel %d: gpu %.9g, reference %.9g\n", name,
                                (long long)n, y, x, o, got, ref);
                 }
-    printf("# fx16 conv %s: %lld outputs differ; weights within %.3f steps of their fixed point\n", name,
+    printf("# fx16 conv %s: %lld outputs differ; weights within %.4f steps of their fixed point\n", name,
            (long long)bad, worst_fixed);
     NC_CHECK(bad_steps == 0, "%s: %lld steps differ from the CPU's", name, (long long)bad_steps);
     NC_CHECK(bad == 0, "%s: %lld outputs differ from the exact sums", name, (long long)bad);
-    NC_CHECK(worst_fixed <= 0.5, "%s: a weight %.3f steps from its fixed point", name, worst_fixed);
+    /* rint(w/step) of an fp32 quotient: half a step, plus that quotient's rounding (≤ 32767·2^-24) */
+    NC_CHECK(worst_fixed <= 0.5 + 1.0 / 256, "%s: a weight %.4f steps from its fixed point", name, worst_fixed);
     free(q);
     free(wt);
     free(out);
