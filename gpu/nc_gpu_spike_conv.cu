@@ -25,19 +25,16 @@
 // that the 8 pixels of one ldmatrix phase fall into 8 different bank groups.
 #include "gpu/nc_gpu_internal.h"
 #include "gpu/nc_gpu_mma.h"
+#include "gpu/nc_gpu_spike_tiling.h"
 
 #include <stdio.h>
 
 namespace {
 
 using namespace ncmma;
+using namespace ncspike;
 
-constexpr int kMaxWarps = 8;        // warps per block, at most (spike_conv_plan::warps)
-constexpr int kMinWarps = 4;
 constexpr int kTilesPerWarp = 4;    // 16-pixel tiles a warp computes at once
-constexpr int kBlockCout = 32;      // output channels per block
-constexpr int kTileBudget = 64 << 10; // bytes of image tiles per group, at most
-constexpr int kSmemPerSm = 227 << 10;
 
 // Bytes of one weight row in shared memory: 9·C bf16 values and 16 bytes of
 // padding, so that 8 consecutive rows start in 8 different bank groups.
@@ -61,44 +58,17 @@ __device__ __forceinline__ void mma_bf16(float (&acc)[4], const unsigned (&a)[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// The geometry of one launch, shared by every block.
-struct spike_conv_geom {
-    int H, W;            // image size (input and output)
-    int halo_w;          // W + 2
-    int halo_pixels;     // (H + 2)·(W + 2): one image's tile
-    int pixels;          // H·W
-    int group;           // images per group
-    int warps;           // warps per block
-    int cout;
-    int64_t images;
-};
-
-// One block's weights: the rows of its 32 output channels, both parts, into
-// shared memory (hi rows first, then mid).
-template <int C>
-__device__ void load_weights(unsigned char *w_smem, const nc_bf16 *hi, const nc_bf16 *mid, int first_row)
-{
-    constexpr int K = 9 * C, chunks = K / 8;
-    for (int i = threadIdx.x; i < 2 * kBlockCout * chunks; i += blockDim.x) {
-        int part = i / (kBlockCout * chunks), rest = i % (kBlockCout * chunks);
-        int row = rest / chunks, chunk = rest % chunks;
-        const nc_bf16 *src = (part ? mid : hi) + (int64_t)(first_row + row) * K + chunk * 8;
-        copy16_async(smem_address(w_smem + (part * kBlockCout + row) * weight_row_bytes(C) + chunk * 16), src);
-    }
-}
-
 // The counts of images [first, first + n) into the group's tiles (inside the
 // zero border, which nothing writes).
 template <int C>
-__device__ void load_images(unsigned char *tile, const nc_bf16 *x, const spike_conv_geom &g, int64_t first, int n)
+__device__ void load_images(unsigned char *tile, const nc_bf16 *x, const geom &g, int64_t first, int n)
 {
     constexpr int chunks = C / 8;
     const nc_bf16 *src = x + first * g.pixels * C;
     int total = n * g.pixels * chunks;
     for (int i = threadIdx.x; i < total; i += blockDim.x) {
         int pix = i / chunks, chunk = i % chunks;
-        int img = pix / g.pixels, p = pix % g.pixels;
-        int halo = img * g.halo_pixels + (p / g.W + 1) * g.halo_w + p % g.W + 1;
+        int halo = halo_pixel(g, pix);
         copy16_async(smem_address(tile + chunk_offset<C>(halo, chunk)), src + (int64_t)pix * C + chunk * 8);
     }
 }
@@ -109,7 +79,7 @@ __device__ void load_images(unsigned char *tile, const nc_bf16 *x, const spike_c
 // products of all tiles and channels, then the hi part's: 16 independent
 // products lie between two into the same accumulator.
 template <int C>
-__device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_smem, const spike_conv_geom &g,
+__device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_smem, const geom &g,
                            int t0, int tiles, int npix, int64_t first_pixel, int first_channel, float *y)
 {
     const int lane = threadIdx.x & 31;
@@ -120,8 +90,7 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
         int p = (t0 + j * g.warps) * 16 + (lane & 15);
         if (p >= npix)
             p = 0; /* a row past the group: any pixel, its sums are not written */
-        int img = p / g.pixels, q = p % g.pixels;
-        centre[j] = img * g.halo_pixels + (q / g.W + 1) * g.halo_w + q % g.W + 1;
+        centre[j] = halo_pixel(g, p);
     }
     float acc[kTilesPerWarp][4][4];
 #pragma unroll
@@ -187,30 +156,18 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
 
 template <int C>
 __global__ void __launch_bounds__(kMaxWarps * 32, 2)
-    spike_conv3x3_kernel(spike_conv_geom g, const nc_bf16 *x, const nc_bf16 *hi, const nc_bf16 *mid, float *y)
+    spike_conv3x3_kernel(geom g, const nc_bf16 *x, const nc_bf16 *hi, const nc_bf16 *mid, float *y)
 {
     extern __shared__ __align__(16) unsigned char smem[];
-    const int blocks_per_cout = g.cout / kBlockCout;
-    const int cblock = blockIdx.x % blocks_per_cout;
-    unsigned char *w_smem = smem;
-    unsigned char *tile = smem + 2 * kBlockCout * weight_row_bytes(C);
-    load_weights<C>(w_smem, hi, mid, cblock * kBlockCout);
-    for (int i = threadIdx.x; i < g.group * g.halo_pixels * C / 8; i += blockDim.x)
-        ((uint4 *)tile)[i] = make_uint4(0, 0, 0, 0); /* the border stays zero */
-    const int64_t groups = (g.images + g.group - 1) / g.group;
-    const int64_t stride = gridDim.x / blocks_per_cout;
-    const int warp = threadIdx.x >> 5;
-    for (int64_t gi = blockIdx.x / blocks_per_cout; gi < groups; gi += stride) {
-        int64_t first = gi * g.group;
-        int n = (int)(g.images - first < g.group ? g.images - first : g.group);
-        __syncthreads(); /* the previous group's tiles are read by every warp */
-        load_images<C>(tile, x, g, first, n);
-        wait_copies();
-        __syncthreads();
-        int npix = n * g.pixels, tiles = (npix + 15) / 16;
-        for (int t0 = warp; t0 < tiles; t0 += g.warps * kTilesPerWarp)
-            warp_tiles<C>(tile, w_smem, g, t0, tiles, npix, first * g.pixels, cblock * kBlockCout, y);
-    }
+    const int channel0 = block_slice(g) * kBlockCout;
+    unsigned char *w_smem = smem, *tile = smem + 2 * kBlockCout * weight_row_bytes(C);
+    load_weight_rows(w_smem, hi, mid, 9 * C * 2, weight_row_bytes(C), channel0);
+    walk_groups(
+        g, tile, g.group * g.halo_pixels * C * 2, kTilesPerWarp,
+        [&](int64_t first, int n) { load_images<C>(tile, x, g, first, n); },
+        [&](int t0, int tiles, int npix, int64_t first_pixel) {
+            warp_tiles<C>(tile, w_smem, g, t0, tiles, npix, first_pixel, channel0, y);
+        });
 }
 
 // Shared memory of one block for C input channels and a group of `group` images.
@@ -219,59 +176,21 @@ size_t smem_bytes(int C, int h, int w, int group)
     return (size_t)2 * kBlockCout * weight_row_bytes(C) + (size_t)group * (h + 2) * (w + 2) * C * 2;
 }
 
-// How a shape runs: images per group and warps per block.
-struct spike_conv_plan {
-    int group, warps;
-};
-
-// The group and warp count that leave the fewest tile slots idle: a warp
-// computes up to kTilesPerWarp tiles at once, and one with fewer loads the
-// weights' fragments for fewer products.  Groups as large as kTileBudget and
-// two blocks per SM allow; on a tie the larger group, then more warps.
-spike_conv_plan plan_for(int C, int h, int w)
+// How shape C × h × w runs (choose_tiling).
+tiling plan_for(int C, int h, int w)
 {
-    size_t image = (size_t)(h + 2) * (w + 2) * C * 2, weights = smem_bytes(C, h, w, 0);
-    size_t room = kSmemPerSm / 2 - 1024 > weights ? kSmemPerSm / 2 - 1024 - weights : 0;
-    size_t budget = room < (size_t)kTileBudget ? room : (size_t)kTileBudget;
-    int most = (int)(budget / image) > 0 ? (int)(budget / image) : 1;
-    spike_conv_plan best = {1, kMaxWarps};
-    double best_use = -1;
-    for (int group = 1; group <= most; group++) {
-        int tiles = (group * h * w + 15) / 16;
-        for (int warps = kMinWarps; warps <= kMaxWarps; warps++) {
-            int slots = warps * kTilesPerWarp, passes = (tiles + slots - 1) / slots;
-            double use = (double)tiles / ((double)passes * slots);
-            if (use >= best_use - 1e-9) {
-                best_use = use;
-                best = {group, warps};
-            }
-        }
-    }
-    return best;
+    return choose_tiling((size_t)(h + 2) * (w + 2) * C * 2, smem_bytes(C, h, w, 0), h * w, kTilesPerWarp);
 }
 
 template <int C>
-cudaError_t launch_for(cudaStream_t s, const spike_conv_geom &g, const nc_bf16 *x, const nc_bf16 *hi,
+cudaError_t launch_for(cudaStream_t s, const geom &g, const nc_bf16 *x, const nc_bf16 *hi,
                        const nc_bf16 *mid, float *y)
 {
     size_t smem = smem_bytes(C, g.H, g.W, g.group);
-    cudaError_t e = cudaFuncSetAttribute(spike_conv3x3_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    int device = 0, sms = 0, per_sm = 0;
-    if (e == cudaSuccess)
-        e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, spike_conv3x3_kernel<C>, g.warps * 32, smem);
+    int64_t grid = 0;
+    cudaError_t e = persistent_grid(spike_conv3x3_kernel<C>, g, smem, &grid);
     if (e != cudaSuccess)
         return e;
-    int blocks_per_cout = g.cout / kBlockCout;
-    int64_t groups = (g.images + g.group - 1) / g.group;
-    int64_t want = groups * blocks_per_cout, room = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
-    room -= room % blocks_per_cout;
-    int64_t grid = want < room ? want : room;
-    if (grid < blocks_per_cout)
-        grid = blocks_per_cout;
     spike_conv3x3_kernel<C><<<(unsigned)grid, g.warps * 32, smem, s>>>(g, x, hi, mid, y);
     return cudaGetLastError();
 }
@@ -291,7 +210,7 @@ int nc_spike_conv_fits(const nc_gwin *w, int cout, int groups, char *why, size_t
         no = "input channels other than 16, 32 or 64";
     else if (cout % kBlockCout != 0)
         no = "output channels not a multiple of 32";
-    else if (smem_bytes(w->c, w->h, w->w, 1) > (size_t)kSmemPerSm / 2 - 1024)
+    else if (smem_bytes(w->c, w->h, w->w, 1) > kBlockSmem)
         no = "an image too large for shared memory";
     if (no && why)
         snprintf(why, why_size, "%s", no);
@@ -300,7 +219,7 @@ int nc_spike_conv_fits(const nc_gwin *w, int cout, int groups, char *why, size_t
 
 void nc_spike_conv_describe(const nc_gwin *w, int cout, char *out, size_t size)
 {
-    spike_conv_plan p = plan_for(w->c, w->h, w->w);
+    tiling p = plan_for(w->c, w->h, w->w);
     snprintf(out, size,
              "own kernel: 3×3 spike conv, bf16 counts × weight in 2 bf16 parts, fp32 accumulation and output "
              "(mma.sync m16n8k16), %d image%s, %d channels and %d warps per block, %zu bytes of shared memory",
@@ -315,8 +234,8 @@ cudaError_t nc_launch_spike_conv3x3(cudaStream_t s, int64_t images, const nc_gwi
         return cudaErrorInvalidValue;
     if (images <= 0)
         return cudaSuccess;
-    spike_conv_plan p = plan_for(w->c, w->h, w->w);
-    spike_conv_geom g = {w->h, w->w, w->w + 2, (w->h + 2) * (w->w + 2), w->h * w->w, p.group, p.warps, cout, images};
+    tiling p = plan_for(w->c, w->h, w->w);
+    geom g = geom_for(images, w->h, w->w, cout, p);
     switch (w->c) {
     case 16: return launch_for<16>(s, g, x, hi, mid, y);
     case 32: return launch_for<32>(s, g, x, hi, mid, y);

@@ -17,19 +17,16 @@
 // mma.sync m16n8k32) per tap and step.
 #include "gpu/nc_gpu_internal.h"
 #include "gpu/nc_gpu_mma.h"
+#include "gpu/nc_gpu_spike_tiling.h"
 
 #include <stdio.h>
 
 namespace {
 
 using namespace ncmma;
+using namespace ncspike;
 
-constexpr int kMaxWarps = 8;
-constexpr int kMinWarps = 4;
 constexpr int kTilesPerWarp = 2;      // 16-pixel tiles a warp computes at once (two int32 accumulators each)
-constexpr int kBlockCout = 32;
-constexpr int kTileBudget = 64 << 10;
-constexpr int kSmemPerSm = 227 << 10;
 
 // Bytes of one weight row in shared memory: 9·C int8 values and 16 bytes of
 // padding (8 consecutive rows start in 8 different bank groups).
@@ -57,27 +54,6 @@ __device__ __forceinline__ void mma_8bit(int (&acc)[4], const unsigned (&a)[4], 
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-struct fx16_geom {
-    int H, W, halo_w, halo_pixels, pixels;
-    int group, warps;
-    int cout;
-    int64_t images;
-};
-
-// The block's 32 rows of both parts (a rows, then b rows) into shared memory.
-template <int C>
-__device__ void load_weights(unsigned char *w_smem, const int8_t *a, const uint8_t *b, int first_row)
-{
-    constexpr int K = 9 * C, chunks = K / 16;
-    for (int i = threadIdx.x; i < 2 * kBlockCout * chunks; i += blockDim.x) {
-        int part = i / (kBlockCout * chunks), rest = i % (kBlockCout * chunks);
-        int row = rest / chunks, chunk = rest % chunks;
-        const void *src = part ? (const void *)(b + (int64_t)(first_row + row) * K + chunk * 16)
-                               : (const void *)(a + (int64_t)(first_row + row) * K + chunk * 16);
-        copy16_async(smem_address(w_smem + (part * kBlockCout + row) * weight_row_bytes(C) + chunk * 16), src);
-    }
-}
-
 // Images [first, first + n): bf16 counts from global memory, as uint8 into
 // the tiles, 8 channels (16 bytes in, 8 out) per thread and turn, with
 // kLoadsInFlight loads issued before the first is converted: each waits
@@ -86,7 +62,7 @@ __device__ void load_weights(unsigned char *w_smem, const int8_t *a, const uint8
 constexpr int kLoadsInFlight = 4;
 
 template <int C>
-__device__ void load_images(unsigned char *tile, const nc_bf16 *x, const fx16_geom &g, int64_t first, int n)
+__device__ void load_images(unsigned char *tile, const nc_bf16 *x, const geom &g, int64_t first, int n)
 {
     constexpr int eighths = C / 8;
     const nc_bf16 *src = x + first * g.pixels * C;
@@ -105,8 +81,7 @@ __device__ void load_images(unsigned char *tile, const nc_bf16 *x, const fx16_ge
             if (i >= total)
                 break;
             int pix = i / eighths, e = i % eighths;
-            int img = pix / g.pixels, p = pix % g.pixels;
-            int halo = img * g.halo_pixels + (p / g.W + 1) * g.halo_w + p % g.W + 1;
+            int halo = halo_pixel(g, pix);
             const nc_bf16 *h = (const nc_bf16 *)&v[u];
             unsigned lo = 0, hi = 0;
 #pragma unroll
@@ -122,7 +97,7 @@ __device__ void load_images(unsigned char *tile, const nc_bf16 *x, const fx16_ge
 // One warp's tiles t0 and t0 + warps (those below `tiles`): 16 pixels × 32
 // channels each, y = step[o]·(256·Σ q·a + Σ q·b).
 template <int C>
-__device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_smem, const fx16_geom &g, int t0,
+__device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_smem, const geom &g, int t0,
                            int tiles, int npix, int64_t first_pixel, int first_channel, const float *step, float *y)
 {
     const int lane = threadIdx.x & 31;
@@ -132,8 +107,7 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
         int p = (t0 + j * g.warps) * 16 + (lane & 15);
         if (p >= npix)
             p = 0; /* a row past the group: any pixel, its sums are not written */
-        int img = p / g.pixels, q = p % g.pixels;
-        centre[j] = img * g.halo_pixels + (q / g.W + 1) * g.halo_w + q % g.W + 1;
+        centre[j] = halo_pixel(g, p);
     }
     int acc[2][kTilesPerWarp][4][4]; // [part][tile][n-tile][element]
 #pragma unroll
@@ -207,31 +181,19 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
 
 template <int C>
 __global__ void __launch_bounds__(kMaxWarps * 32, 2)
-    spike_conv3x3_fx16_kernel(fx16_geom g, const nc_bf16 *x, const int8_t *a, const uint8_t *b, const float *step,
+    spike_conv3x3_fx16_kernel(geom g, const nc_bf16 *x, const int8_t *a, const uint8_t *b, const float *step,
                               float *y)
 {
     extern __shared__ __align__(16) unsigned char smem[];
-    const int blocks_per_cout = g.cout / kBlockCout;
-    const int cblock = blockIdx.x % blocks_per_cout;
-    unsigned char *w_smem = smem;
-    unsigned char *tile = smem + 2 * kBlockCout * weight_row_bytes(C);
-    load_weights<C>(w_smem, a, b, cblock * kBlockCout);
-    for (int i = threadIdx.x; i < g.group * g.halo_pixels * C / 16; i += blockDim.x)
-        ((uint4 *)tile)[i] = make_uint4(0, 0, 0, 0); /* the border stays zero */
-    const int64_t groups = (g.images + g.group - 1) / g.group;
-    const int64_t stride = gridDim.x / blocks_per_cout;
-    const int warp = threadIdx.x >> 5;
-    for (int64_t gi = blockIdx.x / blocks_per_cout; gi < groups; gi += stride) {
-        int64_t first = gi * g.group;
-        int n = (int)(g.images - first < g.group ? g.images - first : g.group);
-        __syncthreads(); /* the previous group's tiles are read by every warp; the border is zero */
-        load_images<C>(tile, x, g, first, n);
-        wait_copies(); /* the weights */
-        __syncthreads();
-        int npix = n * g.pixels, tiles = (npix + 15) / 16;
-        for (int t0 = warp; t0 < tiles; t0 += g.warps * kTilesPerWarp)
-            warp_tiles<C>(tile, w_smem, g, t0, tiles, npix, first * g.pixels, cblock * kBlockCout, step, y);
-    }
+    const int channel0 = block_slice(g) * kBlockCout;
+    unsigned char *w_smem = smem, *tile = smem + 2 * kBlockCout * weight_row_bytes(C);
+    load_weight_rows(w_smem, a, b, 9 * C, weight_row_bytes(C), channel0);
+    walk_groups(
+        g, tile, g.group * g.halo_pixels * C, kTilesPerWarp,
+        [&](int64_t first, int n) { load_images<C>(tile, x, g, first, n); },
+        [&](int t0, int tiles, int npix, int64_t first_pixel) {
+            warp_tiles<C>(tile, w_smem, g, t0, tiles, npix, first_pixel, channel0, step, y);
+        });
 }
 
 size_t smem_bytes(int C, int h, int w, int group)
@@ -239,56 +201,21 @@ size_t smem_bytes(int C, int h, int w, int group)
     return (size_t)2 * kBlockCout * weight_row_bytes(C) + (size_t)group * (h + 2) * (w + 2) * C;
 }
 
-struct fx16_plan {
-    int group, warps;
-};
-
-// As nc_gpu_spike_conv.cu's plan_for: the fewest idle tile slots.
-fx16_plan plan_for(int C, int h, int w)
+// How shape C × h × w runs (choose_tiling).
+tiling plan_for(int C, int h, int w)
 {
-    size_t image = (size_t)(h + 2) * (w + 2) * C, weights = smem_bytes(C, h, w, 0);
-    size_t room = kSmemPerSm / 2 - 1024 > weights ? kSmemPerSm / 2 - 1024 - weights : 0;
-    size_t budget = room < (size_t)kTileBudget ? room : (size_t)kTileBudget;
-    int most = (int)(budget / image) > 0 ? (int)(budget / image) : 1;
-    fx16_plan best = {1, kMaxWarps};
-    double best_use = -1;
-    for (int group = 1; group <= most; group++) {
-        int tiles = (group * h * w + 15) / 16;
-        for (int warps = kMinWarps; warps <= kMaxWarps; warps++) {
-            int slots = warps * kTilesPerWarp, passes = (tiles + slots - 1) / slots;
-            double use = (double)tiles / ((double)passes * slots);
-            if (use >= best_use - 1e-9) {
-                best_use = use;
-                best = {group, warps};
-            }
-        }
-    }
-    return best;
+    return choose_tiling((size_t)(h + 2) * (w + 2) * C * 1, smem_bytes(C, h, w, 0), h * w, kTilesPerWarp);
 }
 
 template <int C>
-cudaError_t launch_for(cudaStream_t s, const fx16_geom &g, const nc_bf16 *x, const int8_t *a, const uint8_t *b,
+cudaError_t launch_for(cudaStream_t s, const geom &g, const nc_bf16 *x, const int8_t *a, const uint8_t *b,
                        const float *step, float *y)
 {
     size_t smem = smem_bytes(C, g.H, g.W, g.group);
-    cudaError_t e =
-        cudaFuncSetAttribute(spike_conv3x3_fx16_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    int device = 0, sms = 0, per_sm = 0;
-    if (e == cudaSuccess)
-        e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, spike_conv3x3_fx16_kernel<C>, g.warps * 32, smem);
+    int64_t grid = 0;
+    cudaError_t e = persistent_grid(spike_conv3x3_fx16_kernel<C>, g, smem, &grid);
     if (e != cudaSuccess)
         return e;
-    int blocks_per_cout = g.cout / kBlockCout;
-    int64_t groups = (g.images + g.group - 1) / g.group;
-    int64_t want = groups * blocks_per_cout, room = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
-    room -= room % blocks_per_cout;
-    int64_t grid = want < room ? want : room;
-    if (grid < blocks_per_cout)
-        grid = blocks_per_cout;
     spike_conv3x3_fx16_kernel<C><<<(unsigned)grid, g.warps * 32, smem, s>>>(g, x, a, b, step, y);
     return cudaGetLastError();
 }
@@ -326,12 +253,12 @@ __global__ void fx16_parts_kernel(int64_t k, const float *w, const float *mul, i
 int nc_spike_conv_fx16_fits(const nc_gwin *w, int cout, int groups)
 {
     return (w->c == 32 || w->c == 64) && nc_spike_conv_fits(w, cout, groups, nullptr, 0) &&
-           smem_bytes(w->c, w->h, w->w, 1) <= (size_t)kSmemPerSm / 2 - 1024;
+           smem_bytes(w->c, w->h, w->w, 1) <= kBlockSmem;
 }
 
 void nc_spike_conv_fx16_describe(const nc_gwin *w, int cout, char *out, size_t size)
 {
-    fx16_plan p = plan_for(w->c, w->h, w->w);
+    tiling p = plan_for(w->c, w->h, w->w);
     snprintf(out, size,
              "own kernel: 3×3 spike conv, uint8 counts × weight in 16-bit fixed point per channel (two int8 parts), "
              "exact int32 sums, fp32 output (mma.sync m16n8k32), %d image%s, %d channels and %d warps per block, "
@@ -357,7 +284,7 @@ cudaError_t nc_launch_spike_conv3x3_fx16(cudaStream_t s, int64_t images, const n
         return cudaErrorInvalidValue;
     if (images <= 0)
         return cudaSuccess;
-    fx16_plan p = plan_for(w->c, w->h, w->w);
-    fx16_geom g = {w->h, w->w, w->w + 2, (w->h + 2) * (w->w + 2), w->h * w->w, p.group, p.warps, cout, images};
+    tiling p = plan_for(w->c, w->h, w->w);
+    geom g = geom_for(images, w->h, w->w, cout, p);
     return w->c == 32 ? launch_for<32>(s, g, x, a, b, step, y) : launch_for<64>(s, g, x, a, b, step, y);
 }
