@@ -409,13 +409,15 @@ static nc_status add_bias_unless_fused(grun *r, int i, int64_t rows, int c, int6
 enum own_conv { OWN_NONE, OWN_BF16X2, OWN_FX16 };
 
 // Under conv=auto: 16-bit fixed point on int8 tensor cores where it fits (half
-// the tensor work), else two bf16 parts where that fits; bf16x2 only the
+// the tensor work; its counts are uint8, so at most 255 spikes per window of
+// the pool before), else two bf16 parts where that fits; bf16x2 only the
 // latter; conv=cudnn none.
 static own_conv own_spike_conv(const grun *r, int i)
 {
     const gnode &g = r->st->nodes[i];
+    const gnode &src = r->st->nodes[r->net->nodes[i].inputs[0]];
     conv_impl c = r->st->conv;
-    if (c == CONV_AUTO && nc_spike_conv_fx16_fits(&g.win, g.cout, g.groups))
+    if (c == CONV_AUTO && src.spike_d <= 255.0f && nc_spike_conv_fx16_fits(&g.win, g.cout, g.groups))
         return OWN_FX16;
     if ((c == CONV_AUTO || c == CONV_BF16X2) && nc_spike_conv_fits(&g.win, g.cout, g.groups, nullptr, 0))
         return OWN_BF16X2;

@@ -96,13 +96,15 @@ __host__ __device__ inline int halo_pixel(const geom &g, int p)
     return img * g.halo_pixels + (q / g.W + 1) * g.halo_w + q % g.W + 1;
 }
 
-// One block's walk over its groups of images, for a kernel whose shared
-// memory holds the weights, then `tile` (tile_bytes for the whole group):
-// the tile zeroed once (its border stays zero), then for each group
-// load(first, n) copies images [first, first + n) inside the border and
-// compute(t0, tiles, npix, first_pixel) runs warp tiles t0, t0 + warps, ...
-// Returns the block's 32-channel slice first; the caller loads the weights.
+// The 32-channel slice of the outputs that this block computes.
 __device__ inline int block_slice(const geom &g) { return blockIdx.x % (g.cout / kBlockCout); }
+
+// One block's walk over its groups of images, for a kernel whose shared
+// memory holds the weights (whose copies the caller has issued), then `tile`
+// (tile_bytes for the whole group): the tile zeroed once (its border stays
+// zero), then for each group load(first, n) copies images [first, first + n)
+// inside the border and compute(t0, tiles, npix, first_pixel) runs warp tiles
+// t0, t0 + warps, ...
 
 template <class Load, class Compute>
 __device__ void walk_groups(const geom &g, unsigned char *tile, int tile_bytes, int tiles_per_warp, Load load,
