@@ -82,16 +82,8 @@ template <int C>
 __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_smem, const geom &g,
                            int t0, int tiles, int npix, int64_t first_pixel, int first_channel, float *y)
 {
-    const int lane = threadIdx.x & 31;
-    // this lane's ldmatrix row of each tile: the centre tap's halo pixel
     int centre[kTilesPerWarp];
-#pragma unroll
-    for (int j = 0; j < kTilesPerWarp; j++) {
-        int p = (t0 + j * g.warps) * 16 + (lane & 15);
-        if (p >= npix)
-            p = 0; /* a row past the group: any pixel, its sums are not written */
-        centre[j] = halo_pixel(g, p);
-    }
+    tile_centres(g, t0, npix, centre);
     float acc[kTilesPerWarp][4][4];
 #pragma unroll
     for (int j = 0; j < kTilesPerWarp; j++)
@@ -101,9 +93,6 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
             for (int e = 0; e < 4; e++)
                 acc[j][n][e] = 0.0f;
     const unsigned w_base = smem_address(w_smem), t_base = smem_address(tile);
-    // the B operand's ldmatrix rows: lanes 0-15 the first n-tile of a pair, 16-31 the second;
-    // lanes 8-15 and 24-31 the upper 8 k values
-    const int b_row = (lane >> 4) * 8 + (lane & 7), b_khalf = (lane >> 3) & 1;
 #pragma unroll 3
     for (int tap = 0; tap < 9; tap++) {
         const int shift = (tap / 3 - 1) * g.halo_w + (tap % 3 - 1);
@@ -111,21 +100,9 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
         for (int kc = 0; kc < C / 16; kc++) {
             const int k0 = tap * C + kc * 16;
             unsigned b[2][4][2]; // [part][n-tile][reg]
-#pragma unroll
-            for (int part = 0; part < 2; part++)
-#pragma unroll
-                for (int pair = 0; pair < 2; pair++) {
-                    int row = part * kBlockCout + pair * 16 + b_row;
-                    unsigned addr = w_base + row * weight_row_bytes(C) + (k0 + b_khalf * 8) * 2;
-                    ldmatrix_x4(addr, b[part][2 * pair][0], b[part][2 * pair][1], b[part][2 * pair + 1][0],
-                                b[part][2 * pair + 1][1]);
-                }
+            load_weight_fragments(w_base, weight_row_bytes(C), k0 * 2, b);
             unsigned a[kTilesPerWarp][4];
-#pragma unroll
-            for (int j = 0; j < kTilesPerWarp; j++)
-                if (t0 + j * g.warps < tiles)
-                    ldmatrix_x4(t_base + chunk_offset<C>(centre[j] + shift, kc * 2 + (lane >> 4)), a[j][0], a[j][1],
-                                a[j][2], a[j][3]);
+            load_count_fragments<C / 8>(g, t_base, centre, shift, kc * 2, t0, tiles, a);
 #pragma unroll
             for (int part = 1; part >= 0; part--) /* mid first: the smaller part */
 #pragma unroll
@@ -136,22 +113,8 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
                             mma_bf16(acc[j][n], a[j], b[part][n][0], b[part][n][1]);
         }
     }
-    // C fragment: lane holds rows lane/4 and lane/4 + 8, columns 2·(lane%4) and +1 of each n-tile
-#pragma unroll
-    for (int j = 0; j < kTilesPerWarp; j++) {
-        if (t0 + j * g.warps >= tiles)
-            break;
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-            int p = (t0 + j * g.warps) * 16 + (lane >> 2) + 8 * half;
-            if (p >= npix)
-                continue;
-            float *dst = y + (first_pixel + p) * g.cout + first_channel + 2 * (lane & 3);
-#pragma unroll
-            for (int n = 0; n < 4; n++)
-                *(float2 *)(dst + n * 8) = make_float2(acc[j][n][2 * half], acc[j][n][2 * half + 1]);
-        }
-    }
+    store_tiles<kTilesPerWarp>(g, t0, tiles, npix, first_pixel, first_channel, y,
+                               [&](int j, int n, int e) { return acc[j][n][e]; });
 }
 
 template <int C>

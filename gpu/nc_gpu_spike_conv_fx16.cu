@@ -102,13 +102,7 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
 {
     const int lane = threadIdx.x & 31;
     int centre[kTilesPerWarp];
-#pragma unroll
-    for (int j = 0; j < kTilesPerWarp; j++) {
-        int p = (t0 + j * g.warps) * 16 + (lane & 15);
-        if (p >= npix)
-            p = 0; /* a row past the group: any pixel, its sums are not written */
-        centre[j] = halo_pixel(g, p);
-    }
+    tile_centres(g, t0, npix, centre);
     int acc[2][kTilesPerWarp][4][4]; // [part][tile][n-tile][element]
 #pragma unroll
     for (int part = 0; part < 2; part++)
@@ -120,28 +114,16 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
                 for (int e = 0; e < 4; e++)
                     acc[part][j][n][e] = 0;
     const unsigned w_base = smem_address(w_smem), t_base = smem_address(tile);
-    const int b_row = (lane >> 4) * 8 + (lane & 7), b_khalf = (lane >> 3) & 1;
 #pragma unroll 3
     for (int tap = 0; tap < 9; tap++) {
         const int shift = (tap / 3 - 1) * g.halo_w + (tap % 3 - 1);
 #pragma unroll
         for (int kc = 0; kc < C / 32; kc++) {
             const int k0 = tap * C + kc * 32; // in bytes
-            unsigned b[2][4][2];
-#pragma unroll
-            for (int part = 0; part < 2; part++)
-#pragma unroll
-                for (int pair = 0; pair < 2; pair++) {
-                    int row = part * kBlockCout + pair * 16 + b_row;
-                    ldmatrix_x4(w_base + row * weight_row_bytes(C) + k0 + b_khalf * 16, b[part][2 * pair][0],
-                                b[part][2 * pair][1], b[part][2 * pair + 1][0], b[part][2 * pair + 1][1]);
-                }
+            unsigned b[2][4][2]; // [part][n-tile][reg]
+            load_weight_fragments(w_base, weight_row_bytes(C), k0, b);
             unsigned a[kTilesPerWarp][4];
-#pragma unroll
-            for (int j = 0; j < kTilesPerWarp; j++)
-                if (t0 + j * g.warps < tiles)
-                    ldmatrix_x4(t_base + chunk_offset<C>(centre[j] + shift, kc * 2 + (lane >> 4)), a[j][0], a[j][1],
-                                a[j][2], a[j][3]);
+            load_count_fragments<C / 16>(g, t_base, centre, shift, kc * 2, t0, tiles, a);
 #pragma unroll
             for (int j = 0; j < kTilesPerWarp; j++)
                 if (t0 + j * g.warps < tiles)
@@ -158,25 +140,9 @@ __device__ void warp_tiles(const unsigned char *tile, const unsigned char *w_sme
 #pragma unroll
         for (int e = 0; e < 2; e++)
             s[n][e] = step[first_channel + n * 8 + 2 * (lane & 3) + e];
-#pragma unroll
-    for (int j = 0; j < kTilesPerWarp; j++) {
-        if (t0 + j * g.warps >= tiles)
-            break;
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-            int p = (t0 + j * g.warps) * 16 + (lane >> 2) + 8 * half;
-            if (p >= npix)
-                continue;
-            float *dst = y + (first_pixel + p) * g.cout + first_channel + 2 * (lane & 3);
-#pragma unroll
-            for (int n = 0; n < 4; n++) {
-                int e0 = 2 * half, e1 = 2 * half + 1;
-                float v0 = __int2float_rn(acc[0][j][n][e0] * 256 + acc[1][j][n][e0]);
-                float v1 = __int2float_rn(acc[0][j][n][e1] * 256 + acc[1][j][n][e1]);
-                *(float2 *)(dst + n * 8) = make_float2(__fmul_rn(v0, s[n][0]), __fmul_rn(v1, s[n][1]));
-            }
-        }
-    }
+    store_tiles<kTilesPerWarp>(g, t0, tiles, npix, first_pixel, first_channel, y, [&](int j, int n, int e) {
+        return __fmul_rn(__int2float_rn(acc[0][j][n][e] * 256 + acc[1][j][n][e]), s[n][e & 1]);
+    });
 }
 
 template <int C>

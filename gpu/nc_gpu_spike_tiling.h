@@ -144,6 +144,81 @@ __device__ inline void load_weight_rows(unsigned char *w_smem, const void *part0
     }
 }
 
+// ---- a warp's tiles: 16 pixels × 32 channels each, tiles t0, t0 + warps, ... ----
+
+// This lane's ldmatrix row of each of a warp's Tiles tiles: the centre tap's
+// tile pixel (a row past the group reads pixel 0; its sums are not written).
+template <int Tiles>
+__device__ __forceinline__ void tile_centres(const geom &g, int t0, int npix, int (&centre)[Tiles])
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int j = 0; j < Tiles; j++) {
+        int p = (t0 + j * g.warps) * 16 + (lane & 15);
+        centre[j] = halo_pixel(g, p < npix ? p : 0);
+    }
+}
+
+// The B operand of one k step for both weight parts and the block's 4 n-tiles
+// of 8 channels: b[part][n-tile] = {k values 0-7, 8-15} (bf16) or {bytes 0-15,
+// 16-31} (8-bit), from rows weight_row apart, at byte k_byte of each row.
+// Lanes 0-15 read the first n-tile of a pair, 16-31 the second; lanes 8-15
+// and 24-31 the upper half of the step.
+__device__ __forceinline__ void load_weight_fragments(unsigned w_base, int weight_row, int k_byte,
+                                                      unsigned (&b)[2][4][2])
+{
+    const int lane = threadIdx.x & 31;
+    const int row = (lane >> 4) * 8 + (lane & 7), half = (lane >> 3) & 1;
+#pragma unroll
+    for (int part = 0; part < 2; part++)
+#pragma unroll
+        for (int pair = 0; pair < 2; pair++)
+            ncmma::ldmatrix_x4(w_base + (part * kBlockCout + pair * 16 + row) * weight_row + k_byte + half * 16,
+                               b[part][2 * pair][0], b[part][2 * pair][1], b[part][2 * pair + 1][0],
+                               b[part][2 * pair + 1][1]);
+}
+
+// The A operand of one k step for each of a warp's active tiles: 16 pixels
+// (the centre rows moved by the tap's shift) × 16 bytes at chunks chunk0 and
+// chunk0 + 1 of each (Chunks 16-byte chunks per tile pixel, swizzled).
+template <int Chunks, int Tiles>
+__device__ __forceinline__ void load_count_fragments(const geom &g, unsigned t_base, const int (&centre)[Tiles],
+                                                     int shift, int chunk0, int t0, int tiles, unsigned (&a)[Tiles][4])
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int j = 0; j < Tiles; j++)
+        if (t0 + j * g.warps < tiles)
+            ncmma::ldmatrix_x4(t_base + ncmma::swizzled_chunk<Chunks>(centre[j] + shift, chunk0 + (lane >> 4)),
+                               a[j][0], a[j][1], a[j][2], a[j][3]);
+}
+
+// The accumulators of a warp's tiles into y [pixels, cout] (fp32): value(j,
+// n, e) is element e of n-tile n of tile j in the C fragment, where this
+// lane holds rows lane/4 (e 0, 1) and lane/4 + 8 (e 2, 3), columns
+// 2·(lane%4) and +1.
+template <int Tiles, class Value>
+__device__ __forceinline__ void store_tiles(const geom &g, int t0, int tiles, int npix, int64_t first_pixel,
+                                            int first_channel, float *y, Value value)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int j = 0; j < Tiles; j++) {
+        if (t0 + j * g.warps >= tiles)
+            break;
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            int p = (t0 + j * g.warps) * 16 + (lane >> 2) + 8 * half;
+            if (p >= npix)
+                continue;
+            float *dst = y + (first_pixel + p) * g.cout + first_channel + 2 * (lane & 3);
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+                *(float2 *)(dst + n * 8) = make_float2(value(j, n, 2 * half), value(j, n, 2 * half + 1));
+        }
+    }
+}
+
 // The geometry of images × w with cout outputs, tiled as t.
 inline geom geom_for(int64_t images, int h, int w, int cout, tiling t)
 {
