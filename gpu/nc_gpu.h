@@ -208,6 +208,17 @@ nc_status nc_gpu_test_spike_conv(long long images, int c, int h, int w, int cout
  * [cout].  NC_ERR_UNSUPPORTED, saying why, for a shape it does not take. */
 nc_status nc_gpu_test_spike_conv_fx16(long long images, int c, int h, int w, int cout, const float *counts,
                                       const float *weight, float *step, float *out, nc_error *err);
+/* The same conv with the IF neurons after it in its epilogue
+ * (nc_gpu_spike_conv_if.cu): T steps of n samples of counts [T, n, h, w, c]
+ * (integers 0..255), bias [cout] or NULL, θ per channel (n_threshold =
+ * cout) or one; out: the spikes [T, n, h, w, cout] as θ / 0 (as_counts 0) or
+ * counts 1 / 0, or with pool their 2×2 averages [T, n, h/2, w/2, cout]
+ * (pooled θ values, or counts 0..4); a count never written reads −1.  The
+ * weight's steps come back in step [cout]. */
+nc_status nc_gpu_test_spike_conv_if(int T, long long n, int c, int h, int w, int cout, const float *counts,
+                                    const float *weight, const float *bias, const float *threshold,
+                                    int n_threshold, float v0_fraction, int reset_zero, int fire_gt, int pool,
+                                    int as_counts, float *step, float *out, nc_error *err);
 
 /* The engine's GEMM in precision p on host arrays: out[rows, fout] =
  * in[rows, fin] · weight[fout, fin]ᵀ.  spike_scale (may be NULL): in holds

@@ -417,11 +417,50 @@ static own_conv own_spike_conv(const grun *r, int i)
     const gnode &g = r->st->nodes[i];
     const gnode &src = r->st->nodes[r->net->nodes[i].inputs[0]];
     conv_impl c = r->st->conv;
-    if (c == CONV_AUTO && src.spike_d <= 255.0f && nc_spike_conv_fx16_fits(&g.win, g.cout, g.groups))
+    int fx16 = c == CONV_AUTO || c == CONV_UNFUSED;
+    if (fx16 && src.spike_d <= 255.0f && nc_spike_conv_fx16_fits(&g.win, g.cout, g.groups))
         return OWN_FX16;
-    if ((c == CONV_AUTO || c == CONV_BF16X2) && nc_spike_conv_fits(&g.win, g.cout, g.groups, nullptr, 0))
+    if ((fx16 || c == CONV_BF16X2) && nc_spike_conv_fits(&g.win, g.cout, g.groups, nullptr, 0))
         return OWN_BF16X2;
     return OWN_NONE;
+}
+
+int reads_counts8(const grun *r, int i)
+{
+    const gnode &g = r->st->nodes[i];
+    if (!r->snn || r->observe || g.consumers != 1 || !g.spike || g.spike_d > 255.0f)
+        return 0;
+    int k = g.last_use;
+    if (r->net->nodes[k].kind != NC_NODE_CONV2D || r->st->nodes[k].win.c != g.spike_c)
+        return 0;
+    return conv_math(r, k, 1, 0) == NC_CONV_BF16 && own_spike_conv(r, k) == OWN_FX16;
+}
+
+// The operand of fixed-point conv node i: uint8 counts as the IF before
+// wrote them, or converted here from the spike values (x·D/θ).
+static nc_status counts8_operand(grun *r, int i, const uint8_t **x)
+{
+    const gnode &g = r->st->nodes[i];
+    int src = r->net->nodes[i].inputs[0];
+    const gval *in = &r->val[src];
+    if (in->data8) {
+        *x = in->data8;
+        return NC_OK;
+    }
+    if (in->counts) /* reads_counts8 and own_spike_conv disagree: a bug, not the user's input */
+        return nc_fail(r->err, NC_ERR_DEVICE, "%s: node '%s' holds bf16 counts for a fixed-point conv", r->where,
+                       r->net->nodes[src].name);
+    void *buf = nullptr;
+    int64_t pixels = in->rows * g.win.h * g.win.w;
+    nc_status s = spike_scales(r, i, nullptr);
+    if (s == NC_OK)
+        s = scratch(r, pixels, g.win.c, 1, "uint8 spike counts", &buf);
+    if (s == NC_OK)
+        s = launch_check(r, "to_counts8 kernel",
+                         nc_launch_to_counts8(r->st->stream, pixels, g.win.c, in->data, g.k_opscale, g.win.c, 1,
+                                              (uint8_t *)buf));
+    *x = (const uint8_t *)buf;
+    return s;
 }
 
 // The θ/D-scaled weight of conv node i in 16-bit fixed point: its steps
@@ -481,9 +520,101 @@ static nc_status pair_weights(grun *r, int i, const nc_bf16 **hi, const nc_bf16 
     return NC_OK;
 }
 
-// Conv node i on own kernel k: bf16 counts in (as the IF before wrote
-// them, or converted here), fp32 currents out, channels last.
-static nc_status run_spike_conv(grun *r, int i, own_conv k, gval *out)
+// The IF node (and the 2×2 average pool after it) that fixed-point conv
+// node i runs in its epilogue this pass, and what it writes: uint8 counts
+// for a fixed-point conv after it, else θ values in fp32.  Only where no
+// one else sees the current or the spikes (no observer, no sums), and not
+// where the next conv wants its counts in bf16.
+struct if_fusion {
+    int neuron = -1, pool = -1, counts = 0;
+};
+
+static if_fusion fusion_of(const grun *r, int i)
+{
+    if_fusion f;
+    const gnode &g = r->st->nodes[i];
+    if (r->sums || r->st->conv == CONV_UNFUSED || !only_an_if_reads(r, i))
+        return f;
+    int j = g.last_use, pool = fused_pool_of(r, j, 1);
+    int last = pool >= 0 ? pool : j; /* the node whose value the kernel writes */
+    int counts = reads_counts8(r, last);
+    if (!counts && pool < 0 && counts_for_conv(r, j, 1)) /* a conv that reads bf16 counts */
+        return f;
+    if (!nc_spike_conv_if_fits(&g.win, g.cout, pool >= 0))
+        return f;
+    f.neuron = j;
+    f.pool = pool;
+    f.counts = counts;
+    return f;
+}
+
+// Conv node i with IF node f.neuron (and pool f.pool) in one kernel: the
+// last of them gets the value, each is marked as made.
+static nc_status run_spike_conv_if(grun *r, int i, const if_fusion &f, const uint8_t *x, const float *step,
+                                   const int8_t *a, const uint8_t *b)
+{
+    gnode &g = r->st->nodes[i];
+    const gnode &neuron = r->st->nodes[f.neuron];
+    const nc_neuron *nr = &r->net->nodes[f.neuron].neuron;
+    int last = f.pool >= 0 ? f.pool : f.neuron;
+    gval *out = &r->val[last];
+    int64_t rows = (int64_t)r->T * r->N;
+    nc_status s = f.counts ? value_alloc8(r, last, rows, out) : value_alloc(r, last, rows, 0, out);
+    if (s != NC_OK)
+        return s;
+    out->nhwc = 1;
+    r->val[f.neuron].made = 1;
+    out->made = 1;
+    nc_conv_if p = {};
+    p.T = r->T;
+    p.N = r->N;
+    p.th = neuron.th;
+    p.n_th = neuron.n_th;
+    p.v0f = nr->v0_fraction;
+    p.reset_zero = nr->reset == NC_RESET_ZERO;
+    p.fire_gt = nr->compare == NC_FIRE_GT;
+    p.bias = r->net->nodes[i].bias ? g.b : nullptr;
+    p.pool = f.pool >= 0;
+    p.counts = f.counts;
+    p.out = f.counts ? (void *)out->data8 : (void *)out->data;
+    nc_spike_conv_if_describe(&g.win, g.cout, p.pool, g.own_desc, sizeof g.own_desc);
+    return launch_check(r, "spike_conv3x3_fx16_if kernel",
+                        nc_launch_spike_conv3x3_fx16_if(r->st->stream, &g.win, g.cout, &p, x, a, b, step));
+}
+
+// Conv node i on the fixed-point kernel: uint8 counts in, fp32 currents out
+// (or the IF after it in the kernel's epilogue, fusion_of).
+static nc_status run_fx16_conv(grun *r, int i, gval *out)
+{
+    gnode &g = r->st->nodes[i];
+    const gval *in = &r->val[r->net->nodes[i].inputs[0]];
+    int64_t R = in->rows, P = (int64_t)g.win.oh * g.win.ow;
+    const uint8_t *x = nullptr, *b = nullptr;
+    const int8_t *a = nullptr;
+    const float *step = nullptr;
+    nc_status s = counts8_operand(r, i, &x);
+    if (s == NC_OK)
+        s = fx16_weights(r, i, &step, &a, &b);
+    if (s != NC_OK)
+        return s;
+    g.plan = nullptr;
+    if_fusion f = in->constant ? if_fusion{} : fusion_of(r, i);
+    if (f.neuron >= 0)
+        return run_spike_conv_if(r, i, f, x, step, a, b);
+    if ((s = value_alloc(r, i, R, in->constant, out)) != NC_OK)
+        return s;
+    out->nhwc = 1;
+    nc_spike_conv_fx16_describe(&g.win, g.cout, g.own_desc, sizeof g.own_desc);
+    s = launch_check(r, "spike_conv3x3_fx16 kernel",
+                     nc_launch_spike_conv3x3_fx16(r->st->stream, R, &g.win, g.cout, x, a, b, step, out->data));
+    if (s == NC_OK)
+        s = add_bias_unless_fused(r, i, R * P, g.cout, 1, out);
+    return s;
+}
+
+// Conv node i on the two-bf16-part kernel: bf16 counts in (as the IF before
+// wrote them, or converted here), fp32 currents out, channels last.
+static nc_status run_bf16x2_conv(grun *r, int i, gval *out)
 {
     gnode &g = r->st->nodes[i];
     const gval *in = &r->val[r->net->nodes[i].inputs[0]];
@@ -496,25 +627,13 @@ static nc_status run_spike_conv(grun *r, int i, own_conv k, gval *out)
     if ((s = cudnn_operand(r, i, NC_CONV_BF16, 1, &x)) != NC_OK)
         return s;
     g.plan = nullptr;
-    if (k == OWN_FX16) {
-        const float *step = nullptr;
-        const int8_t *a = nullptr;
-        const uint8_t *b = nullptr;
-        if ((s = fx16_weights(r, i, &step, &a, &b)) != NC_OK)
-            return s;
-        nc_spike_conv_fx16_describe(&g.win, g.cout, g.own_desc, sizeof g.own_desc);
-        s = launch_check(r, "spike_conv3x3_fx16 kernel",
-                         nc_launch_spike_conv3x3_fx16(r->st->stream, R, &g.win, g.cout, (const nc_bf16 *)x, a, b,
-                                                      step, out->data));
-    } else {
-        const nc_bf16 *hi = nullptr, *mid = nullptr;
-        if ((s = pair_weights(r, i, &hi, &mid)) != NC_OK)
-            return s;
-        nc_spike_conv_describe(&g.win, g.cout, g.own_desc, sizeof g.own_desc);
-        s = launch_check(r, "spike_conv3x3 kernel",
-                         nc_launch_spike_conv3x3(r->st->stream, R, &g.win, g.cout, (const nc_bf16 *)x, hi, mid,
-                                                 out->data));
-    }
+    const nc_bf16 *hi = nullptr, *mid = nullptr;
+    if ((s = pair_weights(r, i, &hi, &mid)) != NC_OK)
+        return s;
+    nc_spike_conv_describe(&g.win, g.cout, g.own_desc, sizeof g.own_desc);
+    s = launch_check(r, "spike_conv3x3 kernel",
+                     nc_launch_spike_conv3x3(r->st->stream, R, &g.win, g.cout, (const nc_bf16 *)x, hi, mid,
+                                             out->data));
     if (s == NC_OK)
         s = add_bias_unless_fused(r, i, R * P, g.cout, 1, out);
     return s;
@@ -549,8 +668,10 @@ static nc_status run_conv_cudnn(grun *r, int i, nc_conv_math m, gval *out)
     int64_t R = in->rows, P = (int64_t)w.oh * w.ow;
     int spike = m != NC_CONV_FP32 && m != NC_CONV_TF32 && counts_input(r, i, in);
     own_conv own = m == NC_CONV_BF16 && spike ? own_spike_conv(r, i) : OWN_NONE;
-    if (own != OWN_NONE)
-        return run_spike_conv(r, i, own, out);
+    if (own == OWN_FX16)
+        return run_fx16_conv(r, i, out);
+    if (own == OWN_BF16X2)
+        return run_bf16x2_conv(r, i, out);
     g.own_desc[0] = 0;
     int keep16 = m == NC_CONV_BF16 && only_an_if_reads(r, i);
     s = keep16 ? value_alloc16(r, i, R, in->constant, 0, 0, out) : value_alloc(r, i, R, in->constant, out);

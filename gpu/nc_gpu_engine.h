@@ -97,6 +97,10 @@ struct gval {
     int counts;
     int pairs; // counts for the exact conv on bf16 tensor cores: data16 holds the counts [rows, numel], then
                // each again twice side by side [rows, H, W, 2, C] (NC_CONV_BF16_EXACT)
+    // Or as uint8 counts (counts = 1, channels last) that only a fixed-point
+    // spike conv reads (nc_gpu_spike_conv_fx16.cu).
+    uint8_t *data8;
+    int made; // made with the conv before it, in one kernel: its own node has nothing left to do
 };
 
 // A forward pass captured as a CUDA graph for one batch shape
@@ -120,9 +124,10 @@ struct pass_graph {
 // How convolutions run (NC_GPU_CONV): auto = cuDNN where it is faster than
 // im2col + cuBLAS (tf32, bf16), and bf16's spike convs on the own kernels
 // (16-bit fixed point on int8 tensor cores where it fits, else two bf16
-// parts); bf16x2 = auto with two bf16 parts for all of those; cudnn = cuDNN
-// in every precision it has; im2col = never cuDNN.
-enum conv_impl { CONV_AUTO, CONV_CUDNN, CONV_IM2COL, CONV_BF16X2 };
+// parts, the IF after a fixed-point one in its epilogue); bf16x2 = auto with
+// two bf16 parts for all of those; unfused = auto with the IF in a kernel of
+// its own; cudnn = cuDNN in every precision it has; im2col = never cuDNN.
+enum conv_impl { CONV_AUTO, CONV_CUDNN, CONV_IM2COL, CONV_BF16X2, CONV_UNFUSED };
 
 struct gpu_state {
     int device = 0;                     // the GPU of the thread that created the engine (nc_gpu_thread_device)
@@ -210,6 +215,7 @@ nc_status scratch(grun *r, int64_t rows, int64_t per_row, size_t elt, const char
 nc_status value_alloc(grun *r, int i, int64_t rows, int constant, gval *v);
 void value_free(grun *r, gval *v);
 nc_status value_alloc16(grun *r, int i, int64_t rows, int constant, int counts, int pairs, gval *v);
+nc_status value_alloc8(grun *r, int i, int64_t rows, gval *v);
 nc_status widen(grun *r, int i);
 channel_view view_of(const grun *r, int i, const gval *v);
 nc_status add_pending_bias(grun *r, int i);
@@ -224,6 +230,9 @@ nc_status cuda_alloc(grun *r, size_t bytes, void **p, const char *what);
 
 gemm_mode mode_for(nc_gpu_precision p, int spike_operand);
 int conv_math(const grun *r, int i, int spike_in, int constant_in);
+// Is node i's value (IF spikes, or their average pool) read by one
+// fixed-point spike conv, which takes it as uint8 counts (gval.data8)?
+int reads_counts8(const grun *r, int i);
 // What ran conv node i's last pass: a cuDNN plan's line, the own kernel's, or im2col.
 const char *conv_desc(const gnode &g);
 nc_status run_conv(grun *r, int i, gval *out);
@@ -237,6 +246,9 @@ void recall_refusal(const gpu_state *st, gnode &g);
 // ---- nc_gpu_nodes.cu -----------------------------------------------------------------
 
 int counts_for_conv(const grun *r, int i, int out_nhwc);
+// The 2×2 average pool that IF node i's spikes go to when the two run as one
+// kernel (its only reader, on a channels-last current), else -1.
+int fused_pool_of(const grun *r, int i, int in_nhwc);
 nc_status run_node(grun *r, int i, float *d_input, gval *out);
 
 // ---- nc_gpu_graphs.cu ----------------------------------------------------------------

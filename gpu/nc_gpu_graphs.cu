@@ -143,6 +143,7 @@ static nc_status replay(grun *r, pass_graph &g, float *d_input)
     gval out = g.output;
     out.owned = 0; // the graph's: never back to the pool
     out.data16 = nullptr;
+    out.data8 = nullptr;
     r->val[r->net->output] = out;
     g.last_used = ++r->st->graph_clock;
     return report_whole_pass(r);
@@ -216,6 +217,7 @@ static nc_status capture(grun *r, int k, float *d_input)
     g.nodes = (int)nodes;
     r->val[r->net->output].owned = 0; // the graph's now
     r->val[r->net->output].data16 = nullptr;
+    r->val[r->net->output].data8 = nullptr;
     evict_beyond_limit(st, k);
     return replay(r, st->graphs[k], d_input);
 }

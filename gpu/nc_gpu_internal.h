@@ -106,6 +106,7 @@ struct nc_if_io {
     float *out_counts32;
     nc_bf16 *out_pairs; // with out_counts, channels last only: each count also written twice side by side,
                         // [.., 2, C] (the exact conv's second operand; NULL: none)
+    uint8_t *out_counts8; // the counts 1 or 0 as bytes (the fixed-point spike conv's operand)
 };
 // IF neurons over [n, h, w, c] (channels last; the current as fp32 in or
 // bf16 in16, in_step apart per step, 0 for a constant one), each step's
@@ -206,6 +207,9 @@ cudaError_t nc_launch_weight_parts_exact(cudaStream_t s, int64_t rows, int64_t k
                                          int c, nc_bf16 *hi, nc_bf16 *rest);
 cudaError_t nc_launch_to_counts_f32(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
                                     int c, int64_t inner, float *out);
+// The same counts as uint8 (at most 255: a window of at most 255 spikes).
+cudaError_t nc_launch_to_counts8(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale, int c,
+                                 int64_t inner, uint8_t *out);
 // Weights [rows, k] times mul[j % ch_per_row] (may be NULL) in three TF32
 // parts, out[0] = hi, out[1] = mid, out[2] = lo, whose sum is exactly the
 // fp32 product: counts times each part are exact on TF32 tensor cores.
@@ -273,11 +277,34 @@ void nc_spike_conv_fx16_describe(const nc_gwin *w, int cout, char *out, size_t s
 cudaError_t nc_launch_fx16_parts(cudaStream_t s, int rows, int64_t k, const float *w, const float *mul, int c,
                                  int8_t *a, uint8_t *b, float *step);
 // y [images, H, W, cout] fp32 = step[o]·(256·conv(q, a) + conv(q, b)), the
-// sums exact in int32: x bf16 counts (integers 0..255), a and b
+// sums exact in int32: x uint8 counts [images, H, W, C], a and b
 // [cout, 3, 3, C].  cudaErrorInvalidValue for a shape that does not fit.
 cudaError_t nc_launch_spike_conv3x3_fx16(cudaStream_t s, int64_t images, const nc_gwin *w, int cout,
-                                         const nc_bf16 *x, const int8_t *a, const uint8_t *b, const float *step,
+                                         const uint8_t *x, const int8_t *a, const uint8_t *b, const float *step,
                                          float *y);
+
+// The same convolution with the IF neurons that read its current in its
+// epilogue (nc_gpu_spike_conv_if.cu), over T steps of N samples (rows t·N +
+// n, channels last): each output's current step[o]·(256·Σqa + Σqb), plus
+// bias[o], drives an IF neuron (the IF kernel's update, bit for bit); its
+// spikes go out as uint8 counts (counts = 1) or θ / 0 in fp32 [T·N, H, W,
+// cout], or with pool = 1 as their 2×2, stride-2 averages [T·N, H/2, W/2,
+// cout]: counts 0..4, or if_avgpool2's fp32 values.
+struct nc_conv_if {
+    int T;
+    int64_t N;
+    const float *th; // θ per output channel (n_th = cout) or one (n_th = 1)
+    int n_th;
+    float v0f;
+    int reset_zero, fire_gt;
+    const float *bias; // per output channel, or NULL
+    int pool, counts;
+    void *out;
+};
+int nc_spike_conv_if_fits(const nc_gwin *w, int cout, int pool);
+void nc_spike_conv_if_describe(const nc_gwin *w, int cout, int pool, char *out, size_t size);
+cudaError_t nc_launch_spike_conv3x3_fx16_if(cudaStream_t s, const nc_gwin *w, int cout, const nc_conv_if *p,
+                                            const uint8_t *x, const int8_t *a, const uint8_t *b, const float *step);
 
 // ---- GEMM (nc_gpu_blas.cu) -------------------------------------------------
 

@@ -35,6 +35,8 @@ struct count32 {
     float v;
 };
 __device__ __forceinline__ void store_spike(count32 *p, bool fire, float) { p->v = fire ? 1.0f : 0.0f; }
+// uint8 counts (the operand of the fixed-point spike conv)
+__device__ __forceinline__ void store_spike(uint8_t *p, bool fire, float) { *p = fire ? 1 : 0; }
 
 // With PAIRS (channels last only, inner = 1) each count is also written
 // twice side by side into `pairs`, [.., 2, C] (steps 2·out_step apart): the
@@ -403,6 +405,7 @@ __global__ void conv_direct_kernel(nc_gwin g, int cout, int groups, int64_t tota
 
 __device__ __forceinline__ void store_value(nc_bf16 *p, float v) { *p = __float2bfloat16_rn(v); }
 __device__ __forceinline__ void store_value(float *p, float v) { *p = v; }
+__device__ __forceinline__ void store_value(uint8_t *p, float v) { *p = (uint8_t)__float2uint_rn(fminf(fmaxf(v, 0.0f), 255.0f)); }
 
 template <typename Out>
 __global__ void to_operand_kernel(int64_t n, int64_t f, const float *in, const float *scale, int c, int64_t inner,
@@ -817,9 +820,18 @@ cudaError_t nc_launch_if_io(cudaStream_t s, int T, int64_t total, int c, int64_t
 {
     if (T < 1 || total < 1 || c < 1 || inner < 1)
         return total == 0 ? cudaSuccess : cudaErrorInvalidValue;
-    int outs = (io->out != nullptr) + (io->out_counts != nullptr) + (io->out_counts32 != nullptr);
+    int outs = (io->out != nullptr) + (io->out_counts != nullptr) + (io->out_counts32 != nullptr) +
+               (io->out_counts8 != nullptr);
     if ((io->in == nullptr) == (io->in16 == nullptr) || outs != 1)
         return cudaErrorInvalidValue;
+    if (io->out_counts8 && io->out_pairs)
+        return cudaErrorInvalidValue;
+    if (io->out_counts8 && io->in)
+        return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in, in_step,
+                               io->out_counts8, out_step);
+    if (io->out_counts8)
+        return launch_if_typed(s, T, total, c, inner, th, n_th, v0f, reset_zero, fire_gt, bias, io->in16, in_step,
+                               io->out_counts8, out_step);
     if (io->out_pairs && (!io->out_counts || inner != 1))
         return cudaErrorInvalidValue;
     if (io->out_counts32 && io->in)
@@ -1103,6 +1115,14 @@ cudaError_t nc_launch_weight_parts_exact(cudaStream_t s, int64_t rows, int64_t k
 
 cudaError_t nc_launch_to_counts_f32(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale,
                                     int c, int64_t inner, float *out)
+{
+    if (!scale && rows * f > 0) // counts are x / scale: a scale is required
+        return cudaErrorInvalidValue;
+    return launch_to_operand(s, rows, f, in, scale, c, inner, out);
+}
+
+cudaError_t nc_launch_to_counts8(cudaStream_t s, int64_t rows, int64_t f, const float *in, const float *scale, int c,
+                                 int64_t inner, uint8_t *out)
 {
     if (!scale && rows * f > 0) // counts are x / scale: a scale is required
         return cudaErrorInvalidValue;

@@ -1,5 +1,6 @@
 // nc_gpu_mma.h — the shared-memory and tensor-core building blocks of the
-// own spike convolutions (nc_gpu_spike_conv.cu, nc_gpu_spike_conv_fx16.cu),
+// own spike convolutions (nc_gpu_spike_conv.cu, nc_gpu_spike_conv_fx16.cu,
+// nc_gpu_spike_conv_if.cu),
 // device code only (C++, gpu/ only).
 #ifndef NC_GPU_MMA_H
 #define NC_GPU_MMA_H
@@ -40,6 +41,11 @@ __device__ __forceinline__ void wait_copies()
 {
     asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
 }
+
+// For copies that overlap work: close this thread's group of copies without
+// waiting; later wait for every group closed before.
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void wait_committed_copies() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 } // namespace ncmma
 

@@ -103,7 +103,7 @@ static nc_status run_pool(grun *r, int i, gval *out)
     const gval *in = input_value(r, i, 0);
     cudaStream_t st = r->st->stream;
     nc_status s;
-    if (out->data) /* made with the IF before it, in one kernel (run_if_avgpool) */
+    if (out->data || out->made) /* made with the IF before it, in one kernel (run_if_avgpool, or the conv's epilogue) */
         return NC_OK;
     if (as_avg && in->nhwc) { /* stays channels last, for the next cuDNN conv */
         if ((s = widen(r, n->inputs[0])) != NC_OK || (s = add_pending_bias(r, n->inputs[0])) != NC_OK ||
@@ -268,11 +268,11 @@ int counts_for_conv(const grun *r, int i, int out_nhwc)
 // The pool node that IF node i's spikes go to, when the two run as one
 // kernel (nc_launch_if_avgpool2): its only reader, an average pool (or a max
 // pool pooled as an average) over 2×2 windows with stride 2 and no padding,
-// on a channels-last current, with no observer; else -1.
-static int fused_pool_of(const grun *r, int i, const gval *in)
+// on a channels-last current (in_nhwc), with no observer; else -1.
+int fused_pool_of(const grun *r, int i, int in_nhwc)
 {
     const gnode &g = r->st->nodes[i];
-    if (!r->snn || r->observe || g.consumers != 1 || !in->nhwc)
+    if (!r->snn || r->observe || g.consumers != 1 || !in_nhwc)
         return -1;
     int p = g.last_use;
     const nc_node *pn = &r->net->nodes[p];
@@ -306,9 +306,9 @@ static nc_status run_if_avgpool(grun *r, int i, int p)
 }
 
 // IF node i over T steps: the current in fp32 or bf16, the spikes out as θ
-// (fp32) or as counts for the conv that reads them: bf16 (bf16 conv), fp32
-// (exact conv by TF32 parts), or bf16 counts and pairs (exact conv on bf16
-// tensor cores).
+// (fp32) or as counts for the conv that reads them: uint8 (the fixed-point
+// spike conv), bf16 (bf16 conv), fp32 (exact conv by TF32 parts), or bf16
+// counts and pairs (exact conv on bf16 tensor cores).
 static nc_status run_if(grun *r, int i, gval *out)
 {
     const nc_node *n = &r->net->nodes[i];
@@ -317,14 +317,17 @@ static nc_status run_if(grun *r, int i, gval *out)
     gval *in = &r->val[from];
     int64_t step = r->N * g.numel, rows = (int64_t)r->T * r->N;
     int64_t in_step = in->constant ? 0 : step;
-    int pool = fused_pool_of(r, i, in);
+    int pool = fused_pool_of(r, i, in->nhwc);
     if (pool >= 0)
         return run_if_avgpool(r, i, pool);
-    int counts = counts_for_conv(r, i, in->nhwc);
+    int counts8 = in->nhwc && reads_counts8(r, i);
+    int counts = counts8 ? 0 : counts_for_conv(r, i, in->nhwc);
     nc_status s;
     nc_if_io io = {};
     const float *pb = in->pbias;
-    if (counts == NC_CONV_BF16 || counts == NC_CONV_BF16_EXACT) {
+    if (counts8) {
+        s = value_alloc8(r, i, rows, out);
+    } else if (counts == NC_CONV_BF16 || counts == NC_CONV_BF16_EXACT) {
         s = value_alloc16(r, i, rows, 0, 1, counts == NC_CONV_BF16_EXACT, out);
     } else if (counts) {
         s = value_alloc(r, i, rows, 0, out);
@@ -342,7 +345,8 @@ static nc_status run_if(grun *r, int i, gval *out)
         io.in = in->data16 ? nullptr : in->data;
         io.in16 = in->data16;
     }
-    io.out = counts ? nullptr : out->data;
+    io.out = counts || counts8 ? nullptr : out->data;
+    io.out_counts8 = out->data8;
     io.out_counts = counts == NC_CONV_BF16 || counts == NC_CONV_BF16_EXACT ? out->data16 : nullptr;
     io.out_counts32 = counts == NC_CONV_TF32_EXACT ? out->data : nullptr;
     io.out_pairs = out->pairs ? out->data16 + rows * g.numel : nullptr;
@@ -361,6 +365,8 @@ static nc_status run_neuron(grun *r, int i, gval *out)
     const gnode &g = r->st->nodes[i];
     const nc_observer *ob = r->o->observer;
     nc_status s = NC_OK;
+    if (out->made) /* by the conv before it, with this IF in its epilogue (nc_gpu_spike_conv_if.cu) */
+        return NC_OK;
     if (r->snn && ob && ob->observe_input) {
         if ((s = materialize(r, n->inputs[0])) != NC_OK)
             return s;

@@ -147,6 +147,22 @@ extern "C" nc_status nc_gpu_test_spike_conv(long long images, int c, int h, int 
     return NC_OK;
 }
 
+// Counts given as floats, as uint8 on the device (nc_launch_to_counts8 with a
+// scale of 1: the engine's conversion of spike values).
+static cudaError_t counts8_on_device(dev_buffers &d, const float *counts, size_t n, uint8_t **x8)
+{
+    float *dcounts, *one;
+    const float host_one = 1.0f;
+    cudaError_t e = d.put(counts, n * 4, (void **)&dcounts);
+    if (e == cudaSuccess)
+        e = d.put(&host_one, 4, (void **)&one);
+    if (e == cudaSuccess)
+        e = d.get(n, (void **)x8);
+    if (e == cudaSuccess)
+        e = nc_launch_to_counts8(0, (int64_t)n, 1, dcounts, one, 1, 1, *x8);
+    return e;
+}
+
 extern "C" nc_status nc_gpu_test_spike_conv_fx16(long long images, int c, int h, int w, int cout,
                                                  const float *counts, const float *weight, float *step, float *out,
                                                  nc_error *err)
@@ -158,25 +174,67 @@ extern "C" nc_status nc_gpu_test_spike_conv_fx16(long long images, int c, int h,
                        where, c, cout, h, w);
     size_t xn = (size_t)images * h * w * c, wn = (size_t)cout * 9 * c, yn = (size_t)images * h * w * cout;
     dev_buffers d;
-    float *dcounts, *dw, *dstep, *dout;
-    nc_bf16 *x16;
+    float *dw, *dstep, *dout;
+    uint8_t *x8, *db;
     int8_t *da;
-    uint8_t *db;
     NC_CUDA_TRY(err, where, cudaSetDevice(0));
-    NC_CUDA_TRY(err, where, d.put(counts, xn * 4, (void **)&dcounts));
+    NC_CUDA_TRY(err, where, counts8_on_device(d, counts, xn, &x8));
     NC_CUDA_TRY(err, where, d.put(weight, wn * 4, (void **)&dw));
-    NC_CUDA_TRY(err, where, d.get(xn * 2, (void **)&x16));
     NC_CUDA_TRY(err, where, d.get(wn, (void **)&da));
     NC_CUDA_TRY(err, where, d.get(wn, (void **)&db));
     NC_CUDA_TRY(err, where, d.get((size_t)cout * 4, (void **)&dstep));
     NC_CUDA_TRY(err, where, d.get(yn * 4, (void **)&dout));
     NC_CUDA_TRY(err, where, cudaMemset(dout, 0xff, yn * 4)); /* poison: every output must be written */
-    NC_CUDA_TRY(err, where, nc_launch_to_bf16(0, 1, (int64_t)xn, dcounts, nullptr, 1, 1, x16));
     NC_CUDA_TRY(err, where, nc_launch_fx16_parts(0, cout, 9 * c, dw, nullptr, c, da, db, dstep));
-    NC_CUDA_TRY(err, where, nc_launch_spike_conv3x3_fx16(0, images, &win, cout, x16, da, db, dstep, dout));
+    NC_CUDA_TRY(err, where, nc_launch_spike_conv3x3_fx16(0, images, &win, cout, x8, da, db, dstep, dout));
     NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
     NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, yn * 4, cudaMemcpyDeviceToHost));
     NC_CUDA_TRY(err, where, cudaMemcpy(step, dstep, (size_t)cout * 4, cudaMemcpyDeviceToHost));
+    return NC_OK;
+}
+
+extern "C" nc_status nc_gpu_test_spike_conv_if(int T, long long n, int c, int h, int w, int cout,
+                                              const float *counts, const float *weight, const float *bias,
+                                              const float *threshold, int n_threshold, float v0_fraction,
+                                              int reset_zero, int fire_gt, int pool, int as_counts, float *step,
+                                              float *out, nc_error *err)
+{
+    const char *where = "gpu spike conv + IF test";
+    nc_gwin win = {c, h, w, h, w, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    if (!nc_spike_conv_if_fits(&win, cout, pool))
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: %d input channels, %d outputs, %dx%d: not a shape it takes",
+                       where, c, cout, h, w);
+    size_t rows = (size_t)T * n, xn = rows * h * w * c, wn = (size_t)cout * 9 * c;
+    size_t yn = rows * (pool ? (h / 2) * (w / 2) : h * w) * cout, elt = as_counts ? 1 : 4;
+    dev_buffers d;
+    float *dw, *dstep, *dth, *dbias = nullptr;
+    uint8_t *x8, *db;
+    int8_t *da;
+    void *dout;
+    NC_CUDA_TRY(err, where, cudaSetDevice(0));
+    NC_CUDA_TRY(err, where, counts8_on_device(d, counts, xn, &x8));
+    NC_CUDA_TRY(err, where, d.put(weight, wn * 4, (void **)&dw));
+    NC_CUDA_TRY(err, where, d.put(threshold, (size_t)n_threshold * 4, (void **)&dth));
+    if (bias)
+        NC_CUDA_TRY(err, where, d.put(bias, (size_t)cout * 4, (void **)&dbias));
+    NC_CUDA_TRY(err, where, d.get(wn, (void **)&da));
+    NC_CUDA_TRY(err, where, d.get(wn, (void **)&db));
+    NC_CUDA_TRY(err, where, d.get((size_t)cout * 4, (void **)&dstep));
+    NC_CUDA_TRY(err, where, d.get(yn * elt, &dout));
+    NC_CUDA_TRY(err, where, cudaMemset(dout, 0xff, yn * elt)); /* poison: every output must be written */
+    NC_CUDA_TRY(err, where, nc_launch_fx16_parts(0, cout, 9 * c, dw, nullptr, c, da, db, dstep));
+    nc_conv_if p = {T, n, dth, n_threshold, v0_fraction, reset_zero, fire_gt, dbias, pool, as_counts, dout};
+    NC_CUDA_TRY(err, where, nc_launch_spike_conv3x3_fx16_if(0, &win, cout, &p, x8, da, db, dstep));
+    NC_CUDA_TRY(err, where, cudaDeviceSynchronize());
+    NC_CUDA_TRY(err, where, cudaMemcpy(step, dstep, (size_t)cout * 4, cudaMemcpyDeviceToHost));
+    if (!as_counts) {
+        NC_CUDA_TRY(err, where, cudaMemcpy(out, dout, yn * 4, cudaMemcpyDeviceToHost));
+        return NC_OK;
+    }
+    std::vector<uint8_t> host(yn);
+    NC_CUDA_TRY(err, where, cudaMemcpy(host.data(), dout, yn, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < yn; i++)
+        out[i] = host[i] == 0xff ? -1.0f : (float)host[i]; /* -1: never written */
     return NC_OK;
 }
 

@@ -207,6 +207,7 @@ void value_free(grun *r, gval *v)
     if (v->owned && v->data)
         pool_put(r->st, v->data);
     pool_put(r->st, v->data16);
+    pool_put(r->st, v->data8);
     *v = gval{nullptr, 0, 0, 0, nullptr};
 }
 
@@ -223,6 +224,21 @@ nc_status value_alloc16(grun *r, int i, int64_t rows, int constant, int counts, 
     v->data16 = (nc_bf16 *)p;
     v->counts = counts;
     v->pairs = pairs;
+    return NC_OK;
+}
+
+// A value of node i held as uint8 spike counts (data8), `rows` rows,
+// channels last, for the fixed-point spike conv that reads it.
+nc_status value_alloc8(grun *r, int i, int64_t rows, gval *v)
+{
+    void *p = nullptr;
+    nc_status s = alloc_floats(r, rows, numel_of(r, i), 1, "uint8 spike counts", &p);
+    if (s != NC_OK)
+        return s;
+    *v = gval{nullptr, rows, 0, 1, nullptr};
+    v->nhwc = 1;
+    v->data8 = (uint8_t *)p;
+    v->counts = 1;
     return NC_OK;
 }
 

@@ -521,6 +521,74 @@ static void test_bf16_spike_conv(void)
     nc_net_free(net);
 }
 
+/* bf16 nets whose fixed-point spike convs run with the IF (and pool) after
+ * them in their epilogue: every form of what that kernel writes (uint8
+ * counts for the next conv, pooled or not; pooled fp32 values for a dense
+ * layer), and an IF kernel writing uint8 counts after an analog conv.  The
+ * unobserved pass (fused) must give the observed one's values bit for bit
+ * (compare_snn), and both the CPU's spikes within the own kernels' bound. */
+/* Does the line of `text` that starts with `start` (after blanks) hold `what`? */
+static int line_has(const char *text, const char *start, const char *what)
+{
+    const char *line = strstr(text, start);
+    if (!line)
+        return 0;
+    const char *end = strchr(line, '\n'), *hit = strstr(line, what);
+    return hit && (!end || hit < end);
+}
+
+static void test_fused_spike_convs(void)
+{
+    nc_net *net = nc_net_new();
+    int x = add_input(net, 3, (int64_t[]){2, 12, 12});
+    int c1 = add_conv(net, "conv1", x, 32, 2, 3, 1);
+    int i1 = add_if(net, "if1", c1, 32, 0.4f, 1.2f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int c2 = add_conv(net, "conv2", i1, 32, 32, 3, 1);
+    int i2 = add_if(net, "if2", c2, 32, 0.2f, 0.6f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int a1 = add_pool(net, NC_NODE_AVGPOOL, "avg1", i2, 2, 2);
+    int c3 = add_conv(net, "conv3", a1, 64, 32, 3, 1);
+    int i3 = add_if(net, "if3", c3, 1, 0.2f, 0.5f, NC_RESET_ZERO, NC_FIRE_GT);
+    int c4 = add_conv(net, "conv4", i3, 64, 64, 3, 1);
+    int i4 = add_if(net, "if4", c4, 64, 0.2f, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int a2 = add_pool(net, NC_NODE_AVGPOOL, "avg2", i4, 2, 2);
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", a2);
+    int d1 = add_dense(net, "fc1", fl, 10, 64 * 3 * 3);
+    int ifs[4] = {i1, i2, i3, i4};
+    if (!(net = with_output(net, "y", d1))) {
+        NC_CHECK(0, "shapes");
+        return;
+    }
+    int64_t bs[4] = {40, 2, 12, 12};
+    nc_tensor *in = rnd_tensor(4, bs, 0, 1);
+    nc_run_options o = {.mode = NC_MODE_SNN, .T = 6};
+    const char *conv = getenv("NC_GPU_CONV");
+    int own = !conv || !*conv || strcmp(conv, "auto") == 0;
+    double worst = compare_snn("fused spike convs", net, in, &o, ifs, 4, NC_GPU_BF16, 0);
+    printf("# fused spike convs (%s): worst layer mismatch rate %.2e\n", own ? "own kernels" : conv, worst);
+    NC_CHECK(worst <= (own ? 2e-3 : 0.2), "fused spike convs: mismatch rate %.2e", worst);
+    nc_engine *e = engine_with("gpu", net);
+    nc_error err = {0};
+    nc_tensor *out = NULL;
+    if (e && nc_engine_gpu_set_precision(e, NC_GPU_BF16, &err) == NC_OK && nc_engine_forward(e, in, &o, &out, &err) == NC_OK) {
+        char convs[4096];
+        nc_engine_gpu_describe_convs(e, convs, sizeof convs);
+        printf("# %s", convs);
+        if (own && !strstr(convs, "no cuDNN")) {
+            NC_CHECK(line_has(convs, "conv2: own kernel: 3×3 spike conv", "with the IF and the 2×2 average pool in its epilogue"),
+                     "conv2 ran with its IF and pool:\n%s", convs);
+            NC_CHECK(line_has(convs, "conv3: own kernel: 3×3 spike conv", "with the IF in its epilogue"),
+                     "conv3 ran with its IF:\n%s", convs);
+            NC_CHECK(line_has(convs, "conv4: own kernel: 3×3 spike conv", "with the IF and the 2×2 average pool in its epilogue"),
+                     "conv4 ran with its IF and pool:\n%s", convs);
+        }
+    } else
+        NC_CHECK(0, "bf16 forward: %s", err.message);
+    nc_tensor_free(out);
+    nc_engine_free(e);
+    nc_tensor_free(in);
+    nc_net_free(net);
+}
+
 /* ---- fixture models ---------------------------------------------------------------- */
 
 /* 64 images: the fixture's inputs and perturbed copies of them. */
@@ -996,6 +1064,7 @@ int main(void)
     GPU_RUN(test_sequence_input, skip);
     GPU_RUN(test_precisions_snn, skip);
     GPU_RUN(test_bf16_spike_conv, skip);
+    GPU_RUN(test_fused_spike_convs, skip);
     GPU_RUN(test_fixture_models, skip);
     GPU_RUN(test_cancel_and_reload, skip);
     GPU_RUN(test_unsupported, skip);
@@ -1004,7 +1073,7 @@ int main(void)
     GPU_RUN(test_graphs, skip);
 #else
     static const char *names[] = {"test_registry",       "test_ann_nets",          "test_snn_nets",
-                                  "test_recorded_sums", "test_sequence_input", "test_precisions_snn", "test_bf16_spike_conv", "test_fixture_models",
+                                  "test_recorded_sums", "test_sequence_input", "test_precisions_snn", "test_bf16_spike_conv", "test_fused_spike_convs", "test_fixture_models",
                                   "test_cancel_and_reload", "test_unsupported", "test_out_of_memory", "test_timing", "test_graphs"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         nc_test_report(names[i], 0, skip);

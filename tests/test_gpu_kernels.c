@@ -457,17 +457,11 @@ static void test_spike_conv_kernel(void)
  * floor(v/256), b = v − 256a) and exact integer sums, so every output must
  * equal step·float(256·Σqa + Σqb) bit for bit; and the fixed point itself
  * within step/2 of each weight. */
-static void fx16_conv_case(const char *name, int64_t images, int c, int h, int w, int cout)
+/* The CPU's split of weights [cout, k] into 16-bit fixed point: step =
+ * max|w|/32767 per output channel, v = rint(w/step), a = floor(v/256), b =
+ * v − 256a. */
+static void fx16_split(const float *wt, int cout, int64_t k, int32_t *a, int32_t *b, float *ref_step)
 {
-    int64_t xn = images * h * w * c, k = 9 * c, wn = cout * k, yn = images * h * w * cout;
-    float *q = malloc((size_t)xn * sizeof(float)), *wt = malloc((size_t)wn * sizeof(float));
-    float *out = malloc((size_t)yn * sizeof(float)), *step = malloc((size_t)cout * sizeof(float));
-    int32_t *a = malloc((size_t)wn * sizeof(int32_t)), *b = malloc((size_t)wn * sizeof(int32_t));
-    float *ref_step = malloc((size_t)cout * sizeof(float));
-    for (int64_t i = 0; i < xn; i++)
-        q[i] = rnd_int(0, 9) < 6 ? 0.0f : (float)rnd_int(1, 4);
-    for (int64_t i = 0; i < wn; i++)
-        wt[i] = rnd_float() * (0.05f + 0.5f * (float)(i / k % 3)); /* rows of three different sizes */
     for (int o = 0; o < cout; o++) {
         float most = 0;
         for (int64_t j = 0; j < k; j++)
@@ -480,6 +474,38 @@ static void fx16_conv_case(const char *name, int64_t images, int c, int h, int w
             b[o * k + j] = v - 256 * a[o * k + j];
         }
     }
+}
+
+/* The exact fixed-point current of output (y, x, o) of image n: step·(256·Σqa + Σqb). */
+static float fx16_current_ref(const float *q, const int32_t *a, const int32_t *b, const float *ref_step, int64_t n,
+                              int c, int h, int w, int y, int x, int o)
+{
+    int64_t k = 9 * c, sa = 0, sb = 0;
+    for (int tap = 0; tap < 9; tap++) {
+        int iy = y + tap / 3 - 1, ix = x + tap % 3 - 1;
+        if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+            continue;
+        const float *qp = q + ((n * h + iy) * w + ix) * c;
+        for (int ch = 0; ch < c; ch++) {
+            sa += (int64_t)qp[ch] * a[o * k + tap * c + ch];
+            sb += (int64_t)qp[ch] * b[o * k + tap * c + ch];
+        }
+    }
+    return (float)(256 * sa + sb) * ref_step[o];
+}
+
+static void fx16_conv_case(const char *name, int64_t images, int c, int h, int w, int cout)
+{
+    int64_t xn = images * h * w * c, k = 9 * c, wn = cout * k, yn = images * h * w * cout;
+    float *q = malloc((size_t)xn * sizeof(float)), *wt = malloc((size_t)wn * sizeof(float));
+    float *out = malloc((size_t)yn * sizeof(float)), *step = malloc((size_t)cout * sizeof(float));
+    int32_t *a = malloc((size_t)wn * sizeof(int32_t)), *b = malloc((size_t)wn * sizeof(int32_t));
+    float *ref_step = malloc((size_t)cout * sizeof(float));
+    for (int64_t i = 0; i < xn; i++)
+        q[i] = rnd_int(0, 9) < 6 ? 0.0f : (float)rnd_int(1, 4);
+    for (int64_t i = 0; i < wn; i++)
+        wt[i] = rnd_float() * (0.05f + 0.5f * (float)(i / k % 3)); /* rows of three different sizes */
+    fx16_split(wt, cout, k, a, b, ref_step);
     nc_error err = {0};
     nc_status s = nc_gpu_test_spike_conv_fx16(images, c, h, w, cout, q, wt, step, out, &err);
     NC_CHECK(s == NC_OK, "%s: %s", name, err.message);
@@ -496,18 +522,7 @@ static void fx16_conv_case(const char *name, int64_t images, int c, int h, int w
         for (int y = 0; y < h; y++)
             for (int x = 0; x < w; x++)
                 for (int o = 0; o < cout; o++) {
-                    int64_t sa = 0, sb = 0;
-                    for (int tap = 0; tap < 9; tap++) {
-                        int iy = y + tap / 3 - 1, ix = x + tap % 3 - 1;
-                        if (iy < 0 || iy >= h || ix < 0 || ix >= w)
-                            continue;
-                        const float *qp = q + ((n * h + iy) * w + ix) * c;
-                        for (int ch = 0; ch < c; ch++) {
-                            sa += (int64_t)qp[ch] * a[o * k + tap * c + ch];
-                            sb += (int64_t)qp[ch] * b[o * k + tap * c + ch];
-                        }
-                    }
-                    float ref = (float)(256 * sa + sb) * ref_step[o];
+                    float ref = fx16_current_ref(q, a, b, ref_step, n, c, h, w, y, x, o);
                     float got = out[((n * h + y) * w + x) * cout + o];
                     if (got != ref && bad++ < 3)
                         printf("# %s: image %lld pixel (%d, %d) channel %d: gpu %.9g, reference %.9g\n", name,
@@ -537,6 +552,121 @@ static void test_spike_conv_fx16_kernel(void)
     float one = 1, step = 0;
     nc_error err = {0};
     NC_CHECK(nc_gpu_test_spike_conv_fx16(1, 16, 4, 4, 32, &one, &one, &step, &one, &err) == NC_ERR_UNSUPPORTED,
+             "16 input channels refused: %s", err.message);
+}
+
+/* The conv with the IF (and 2×2 average pool) in its epilogue, against the
+ * CPU: the exact fixed-point currents, the conv's bias added and the IF
+ * updated in fp32 as the IF kernel does, the pool summed (0 + s00 + s01 +
+ * s10 + s11) / 4 in that order — every output bit for bit. */
+typedef struct if_conv_case {
+    const char *name;
+    int T, n, c, h, w, cout;
+    int per_channel_th, bias, reset_zero, fire_gt, pool, as_counts;
+} if_conv_case;
+
+/* The spikes (θ or 1 per spike, as_counts) of one output over the T steps
+ * of sample s, into spikes[t] (stride apart). */
+static void if_reference(const if_conv_case *k, const float *q, const int32_t *a, const int32_t *b,
+                         const float *ref_step, const float *bias, const float *th, float v0f, int s, int y, int x,
+                         int o, float *spikes)
+{
+    float theta = th[k->per_channel_th ? o : 0];
+    float v = v0f * theta;
+    for (int t = 0; t < k->T; t++) {
+        float cur = fx16_current_ref(q, a, b, ref_step, (int64_t)t * k->n + s, k->c, k->h, k->w, y, x, o);
+        float xb = bias ? cur + bias[o] : cur;
+        float m = v + xb;
+        int fire = k->fire_gt ? m > theta : m >= theta;
+        v = fire ? (k->reset_zero ? 0.0f : m - theta) : m;
+        spikes[t] = fire ? (k->as_counts ? 1.0f : theta) : 0.0f;
+    }
+}
+
+static void run_if_conv_case(const if_conv_case *k)
+{
+    int64_t rows = (int64_t)k->T * k->n, xn = rows * k->h * k->w * k->c, kk = 9 * k->c, wn = k->cout * kk;
+    int oh = k->pool ? k->h / 2 : k->h, ow = k->pool ? k->w / 2 : k->w;
+    int64_t yn = rows * oh * ow * k->cout;
+    float *q = malloc((size_t)xn * sizeof(float)), *wt = malloc((size_t)wn * sizeof(float));
+    float *out = malloc((size_t)yn * sizeof(float)), *step = malloc((size_t)k->cout * sizeof(float));
+    float *ref_step = malloc((size_t)k->cout * sizeof(float)), *bias = malloc((size_t)k->cout * sizeof(float));
+    float *th = malloc((size_t)k->cout * sizeof(float)), *sp = malloc((size_t)4 * k->T * sizeof(float));
+    int32_t *a = malloc((size_t)wn * sizeof(int32_t)), *b = malloc((size_t)wn * sizeof(int32_t));
+    for (int64_t i = 0; i < xn; i++)
+        q[i] = rnd_int(0, 9) < 7 ? 0.0f : (float)rnd_int(1, 4);
+    for (int64_t i = 0; i < wn; i++)
+        wt[i] = rnd_float() * 0.3f;
+    for (int o = 0; o < k->cout; o++) {
+        bias[o] = rnd_float() * 0.2f;
+        th[o] = 0.5f + 0.75f * (float)rnd_int(0, 4);
+    }
+    fx16_split(wt, k->cout, kk, a, b, ref_step);
+    const float v0f = 0.5f;
+    nc_error err = {0};
+    nc_status s = nc_gpu_test_spike_conv_if(k->T, k->n, k->c, k->h, k->w, k->cout, q, wt, k->bias ? bias : NULL, th,
+                                            k->per_channel_th ? k->cout : 1, v0f, k->reset_zero, k->fire_gt, k->pool,
+                                            k->as_counts, step, out, &err);
+    NC_CHECK(s == NC_OK, "%s: %s", k->name, err.message);
+    int64_t bad = 0, fired = 0;
+    for (int n = 0; s == NC_OK && n < k->n; n++)
+        for (int y = 0; y < oh; y++)
+            for (int x = 0; x < ow; x++)
+                for (int o = 0; o < k->cout; o++) {
+                    int win = k->pool ? 4 : 1;
+                    for (int p = 0; p < win; p++)
+                        if_reference(k, q, a, b, ref_step, k->bias ? bias : NULL, th, v0f, n,
+                                     k->pool ? 2 * y + p / 2 : y, k->pool ? 2 * x + p % 2 : x, o, sp + p * k->T);
+                    for (int t = 0; t < k->T; t++) {
+                        float ref = sp[t];
+                        if (k->pool && k->as_counts)
+                            ref = sp[t] + sp[k->T + t] + sp[2 * k->T + t] + sp[3 * k->T + t];
+                        else if (k->pool) {
+                            float sum = 0.0f;
+                            for (int p = 0; p < 4; p++)
+                                sum = sum + sp[p * k->T + t];
+                            ref = sum / 4.0f;
+                        }
+                        fired += ref != 0;
+                        float got = out[((((int64_t)t * k->n + n) * oh + y) * ow + x) * k->cout + o];
+                        if (got != ref && bad++ < 3)
+                            printf("# %s: step %d sample %d (%d, %d) channel %d: gpu %.9g, reference %.9g\n", k->name,
+                                   t, n, y, x, o, got, ref);
+                    }
+                }
+    printf("# conv + IF %s: %lld of %lld outputs differ, %lld non-zero\n", k->name, (long long)bad, (long long)yn,
+           (long long)fired);
+    NC_CHECK(bad == 0, "%s: %lld outputs differ from the CPU's", k->name, (long long)bad);
+    NC_CHECK(s != NC_OK || (fired > yn / 50 && fired < yn), "%s: %lld of %lld outputs fire: the case tests nothing",
+             k->name, (long long)fired, (long long)yn);
+    free(q);
+    free(wt);
+    free(out);
+    free(step);
+    free(ref_step);
+    free(bias);
+    free(th);
+    free(sp);
+    free(a);
+    free(b);
+}
+
+static void test_spike_conv_if_kernel(void)
+{
+    static const if_conv_case cases[] = {
+        /* name, T, n, c, h, w, cout, per-channel θ, bias, reset to 0, fire on >, pool, counts */
+        {"28x28, 32 to 32, pooled, fp32", 4, 3, 32, 28, 28, 32, 1, 1, 0, 0, 1, 0},
+        {"28x28, 32 to 32, pooled counts", 3, 2, 32, 28, 28, 32, 1, 1, 0, 0, 1, 1},
+        {"14x14, 32 to 64, counts", 5, 3, 32, 14, 14, 64, 1, 0, 0, 0, 0, 1},
+        {"14x14, 64 to 64, fp32, reset to 0, fire on >", 3, 4, 64, 14, 14, 64, 0, 1, 1, 1, 0, 0},
+        {"7x9, 64 to 96, pooled (odd width), one θ", 2, 5, 64, 7, 9, 96, 0, 1, 0, 0, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        run_if_conv_case(&cases[i]);
+    float one = 1, step = 0;
+    nc_error err = {0};
+    NC_CHECK(nc_gpu_test_spike_conv_if(1, 1, 16, 4, 4, 32, &one, &one, NULL, &one, 1, 0, 0, 0, 0, 0, &step, &one,
+                                       &err) == NC_ERR_UNSUPPORTED,
              "16 input channels refused: %s", err.message);
 }
 
@@ -842,6 +972,7 @@ int main(void)
     GPU_RUN(test_conv_kernels, skip);
     GPU_RUN(test_spike_conv_kernel, skip);
     GPU_RUN(test_spike_conv_fx16_kernel, skip);
+    GPU_RUN(test_spike_conv_if_kernel, skip);
     GPU_RUN(test_pool_kernels, skip);
     GPU_RUN(test_prespike_max_kernel, skip);
     GPU_RUN(test_bf16_transposes, skip);
@@ -849,7 +980,7 @@ int main(void)
     GPU_RUN(test_gated_kernel, skip);
 #else
     static const char *names[] = {"test_if_kernel", "test_exact_operands", "test_poisson_kernel", "test_step_sums_kernel", "test_gemm_precisions",
-                                  "test_conv_kernels", "test_spike_conv_kernel", "test_spike_conv_fx16_kernel", "test_pool_kernels", "test_prespike_max_kernel", "test_bf16_transposes", "test_elementwise_kernels",
+                                  "test_conv_kernels", "test_spike_conv_kernel", "test_spike_conv_fx16_kernel", "test_spike_conv_if_kernel", "test_pool_kernels", "test_prespike_max_kernel", "test_bf16_transposes", "test_elementwise_kernels",
                                   "test_gated_kernel"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         nc_test_report(names[i], 0, skip);

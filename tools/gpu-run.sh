@@ -105,13 +105,15 @@ for net in ${NC_BENCH_NETS:-vgg-fmnist cnn-fmnist vgg16-cifar}; do
   done
 done
 [ -z "${NC_PRECISIONS:-}" ] && bench vgg-fmnist fp32 1024 _cudnn NC_GPU_CONV=cudnn
-# bf16's spike convs on cuDNN (8-bit currents) and on the two-bf16-part kernel beside those of
-# conv=auto (16-bit fixed point on int8 tensor cores where it fits)
+# bf16's spike convs on cuDNN (8-bit currents), on the two-bf16-part kernel, and on the fixed-point
+# kernel with the IF in a kernel of its own, beside those of conv=auto (16-bit fixed point on int8
+# tensor cores where it fits, the IF in its epilogue)
 if [[ " ${NC_PRECISIONS:-bf16} " == *" bf16 "* ]]; then
   for net in ${NC_BENCH_NETS:-vgg-fmnist cnn-fmnist}; do
     [ $net = vgg16-cifar ] && continue
     bench $net bf16 1024 _cudnn NC_GPU_CONV=cudnn
     bench $net bf16 1024 _bf16x2 NC_GPU_CONV=bf16x2
+    bench $net bf16 1024 _unfused NC_GPU_CONV=unfused
   done
 fi
 # node by node (no CUDA graphs), side by side with the replayed passes above
@@ -212,6 +214,20 @@ if [ -n "$nsys" ] && [ "$(left)" -gt 120 ]; then
     --no-peak > "$OUT/nsys_vgg_bf16.txt" 2>&1
   log "nsys rc=$?"
   rm -f "$OUT"/nsys_vgg_bf16.qdrep "$OUT"/nsys_vgg_bf16.sqlite
+fi
+# NC_NCU_KERNEL=regex: ncu's detailed sections (throughputs, stall reasons,
+# occupancy, shared-memory bank conflicts) for the first launches of the
+# kernels whose names match, in one bf16 VGG-style pass; NC_NCU_COUNT launches
+# (default 3: each of the net's spike convs once)
+if [ -n "${NC_NCU_KERNEL:-}" ] && [ -n "$ncu_train" ] && [ "$(left)" -gt 100 ]; then
+  log "ncu: detailed sections of kernels matching ${NC_NCU_KERNEL}"
+  timeout 90 "$ncu_train" --target-processes all --kernel-name "regex:${NC_NCU_KERNEL}" \
+    --launch-count "${NC_NCU_COUNT:-3}" --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis --section Occupancy \
+    --section WarpStateStats --section SchedulerStats --section LaunchStats --section InstructionStats \
+    "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision bf16 --batch 1024 -T 8 --repeats 1 --warmup 0 \
+    --no-peak > "$OUT/ncu_kernels.txt" 2>&1
+  log "ncu rc=$?"
 fi
 
 # ---- 5b. where a training step's time goes (NC_PROFILE_TRAIN=1): every kernel of one
