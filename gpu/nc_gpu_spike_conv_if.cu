@@ -29,6 +29,12 @@ namespace {
 using namespace ncfx16;
 
 constexpr size_t kMaxSmem = 227 << 10; // shared memory of one block, at most (sm_90)
+// Warps per block, at most: a 28×28 image (49 tiles) in two passes of 13
+// warps, the only block of its SM (its membranes take most of the shared
+// memory), with the registers it needs: 144 each, as many as 14 warps may
+// hold (65536 per SM); two blocks of 7 warps for a 14×14 image.
+constexpr int kMaxFusedWarps = 14;
+constexpr int kFusedRegisters = 144;
 
 // What the epilogue needs besides the conv: the IF's parameters and where
 // its spikes (or their pool) go.
@@ -158,7 +164,7 @@ __device__ void write_pooled(const geom &g, const epilogue &ep, const uint8_t *s
 // the samples b / slices, + gridDim.x / slices, ...; per sample the T steps
 // in order, each one image (g.group = 1, g.images = N).
 template <int C, bool Pool, typename Out>
-__global__ void __launch_bounds__(kMaxWarps * 32, 1)
+__global__ void __maxnreg__(kFusedRegisters)
     spike_conv3x3_fx16_if_kernel(geom g, epilogue ep, const uint8_t *x, const int8_t *a, const uint8_t *b,
                                  const float *step)
 {
@@ -200,12 +206,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
     wait_committed_copies(); /* a block with no sample still copied its weights */
 }
 
-// Warps per block: the fewest passes over the image's tiles, then the fewest
-// idle tile slots.
+// Warps per block: the fewest passes over the image's tiles (each warp
+// computes kTilesPerWarp at once), then the fewest idle tile slots.
 int warps_for(int pixels)
 {
-    int tiles = (pixels + 15) / 16, best = kMaxWarps, best_passes = 1 << 30, best_slots = 1 << 30;
-    for (int warps = kMinWarps; warps <= kMaxWarps; warps++) {
+    int tiles = (pixels + 15) / 16, best = kMaxFusedWarps, best_passes = 1 << 30, best_slots = 1 << 30;
+    for (int warps = kMinWarps; warps <= kMaxFusedWarps; warps++) {
         int slots = warps * kTilesPerWarp, passes = (tiles + slots - 1) / slots;
         if (passes < best_passes || (passes == best_passes && passes * slots < best_slots)) {
             best = warps;
