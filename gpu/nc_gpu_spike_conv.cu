@@ -40,13 +40,6 @@ constexpr int kTilesPerWarp = 4;    // 16-pixel tiles a warp computes at once
 // padding, so that 8 consecutive rows start in 8 different bank groups.
 __host__ __device__ constexpr int weight_row_bytes(int C) { return 9 * C * 2 + 16; }
 
-// The 16-byte chunk of channels `chunk` of halo pixel `pixel` (C/8 chunks of
-// 8 bf16 per pixel), swizzled.
-template <int C> __device__ __forceinline__ int chunk_offset(int pixel, int chunk)
-{
-    return swizzled_chunk<C / 8>(pixel, chunk);
-}
-
 // acc += a·b on bf16 tensor cores, fp32 accumulation (m16n8k16, A row major, B column major).
 // Not volatile: the compiler may interleave independent products, so that
 // no product waits for the one before it into the same accumulator.
@@ -56,21 +49,6 @@ __device__ __forceinline__ void mma_bf16(float (&acc)[4], const unsigned (&a)[4]
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// The counts of images [first, first + n) into the group's tiles (inside the
-// zero border, which nothing writes).
-template <int C>
-__device__ void load_images(unsigned char *tile, const nc_bf16 *x, const geom &g, int64_t first, int n)
-{
-    constexpr int chunks = C / 8;
-    const nc_bf16 *src = x + first * g.pixels * C;
-    int total = n * g.pixels * chunks;
-    for (int i = threadIdx.x; i < total; i += blockDim.x) {
-        int pix = i / chunks, chunk = i % chunks;
-        int halo = halo_pixel(g, pix);
-        copy16_async(smem_address(tile + chunk_offset<C>(halo, chunk)), src + (int64_t)pix * C + chunk * 8);
-    }
 }
 
 // One warp's tiles t0, t0 + warps, ... (kTilesPerWarp of them, those below
@@ -127,7 +105,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2)
     load_weight_rows(w_smem, hi, mid, 9 * C * 2, weight_row_bytes(C), channel0);
     walk_groups(
         g, tile, g.group * g.halo_pixels * C * 2, kTilesPerWarp,
-        [&](int64_t first, int n) { load_images<C>(tile, x, g, first, n); },
+        [&](int64_t first, int n) { copy_images<2 * C>(tile, x, g, first, n); },
         [&](int t0, int tiles, int npix, int64_t first_pixel) {
             warp_tiles<C>(tile, w_smem, g, t0, tiles, npix, first_pixel, channel0, y);
         });

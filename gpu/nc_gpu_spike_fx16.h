@@ -1,8 +1,7 @@
 // nc_gpu_spike_fx16.h — what the two fixed-point spike convolutions share:
 // nc_gpu_spike_conv_fx16.cu (the currents out) and nc_gpu_spike_conv_if.cu
 // (the IF neurons after the conv in its epilogue).  The weight rows in shared
-// memory, the copy of uint8 counts into a tile, and one warp's exact int32
-// sums over the nine taps (C++, device code, gpu/ only).
+// memory and one warp's exact int32 sums over the nine taps (C++, device code, gpu/ only).
 //
 // The arithmetic: each output channel o has a step s[o] = max|w[o, ·]| /
 // 32767, and w ≈ s[o]·(256·a + b) with a in [-128, 127] and b in [0, 255]
@@ -45,22 +44,6 @@ __device__ __forceinline__ void mma_8bit(int (&acc)[4], const unsigned (&a)[4], 
             "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
             : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Issues the copies of images [first, first + n) of uint8 counts x [.., H,
-// W, C] into the tile, inside its zero border: 16 channels per copy, no
-// registers on the way (the caller commits and waits).
-template <int C>
-__device__ void copy_images(unsigned char *tile, const uint8_t *x, const geom &g, int64_t first, int n)
-{
-    constexpr int chunks = C / 16;
-    const uint8_t *src = x + first * g.pixels * C;
-    const int total = n * g.pixels * chunks;
-    for (int i = threadIdx.x; i < total; i += blockDim.x) {
-        int pix = i / chunks, chunk = i % chunks;
-        copy16_async(smem_address(tile + swizzled_chunk<C / 16>(halo_pixel(g, pix), chunk)),
-                     src + (int64_t)pix * C + chunk * 16);
-    }
 }
 
 // acc[part][tile][n-tile][element]: a warp's two sums (Σ q·a, Σ q·b) of each

@@ -128,6 +128,23 @@ __device__ void walk_groups(const geom &g, unsigned char *tile, int tile_bytes, 
     }
 }
 
+// Issues the copies of images [first, first + n) of x (channels last,
+// PixelBytes bytes per pixel, a multiple of 16) into the tile, inside its
+// zero border: 16 bytes per copy, into swizzled chunks, no registers on the
+// way (the caller commits and waits).
+template <int PixelBytes>
+__device__ void copy_images(unsigned char *tile, const void *x, const geom &g, int64_t first, int n)
+{
+    constexpr int chunks = PixelBytes / 16;
+    const unsigned char *src = (const unsigned char *)x + first * g.pixels * PixelBytes;
+    const int total = n * g.pixels * chunks;
+    for (int i = threadIdx.x; i < total; i += blockDim.x) {
+        int pix = i / chunks, chunk = i % chunks;
+        ncmma::copy16_async(ncmma::smem_address(tile + ncmma::swizzled_chunk<chunks>(halo_pixel(g, pix), chunk)),
+                            src + (int64_t)pix * PixelBytes + chunk * 16);
+    }
+}
+
 // A block's weights into shared memory: rows [first_row, first_row + 32) of
 // both parts (row_bytes each, a multiple of 16), part 0's rows first, each
 // row smem_row_bytes apart.

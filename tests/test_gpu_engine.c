@@ -475,6 +475,25 @@ static void precisions_case(int variant)
  * give the observed values bit for bit (compare_snn).  With conv=cudnn
  * (NC_GPU_CONV, a run of this test in tools/gpu-run.sh) cuDNN runs them and
  * only the loose bound holds. */
+/* One unobserved bf16 forward of net on in: what ran each conv, into convs
+ * (printed); 0 (a failed check) if the forward failed. */
+static int bf16_convs(const nc_net *net, const nc_tensor *in, const nc_run_options *o, char *convs, size_t size)
+{
+    nc_engine *e = engine_with("gpu", net);
+    nc_error err = {0};
+    nc_tensor *out = NULL;
+    int ran = e && nc_engine_gpu_set_precision(e, NC_GPU_BF16, &err) == NC_OK &&
+              nc_engine_forward(e, in, o, &out, &err) == NC_OK;
+    NC_CHECK(ran, "bf16 forward: %s", err.message);
+    if (ran) {
+        nc_engine_gpu_describe_convs(e, convs, size);
+        printf("# %s", convs);
+    }
+    nc_tensor_free(out);
+    nc_engine_free(e);
+    return ran;
+}
+
 static void test_bf16_spike_conv(void)
 {
     nc_net *net = nc_net_new();
@@ -501,22 +520,14 @@ static void test_bf16_spike_conv(void)
     double worst = compare_snn("bf16 spike convs", net, in, &o, ifs, 3, NC_GPU_BF16, 0);
     printf("# bf16 spike convs (%s): worst layer mismatch rate %.2e\n", own ? "own kernel" : conv, worst);
     NC_CHECK(worst <= (own ? 2e-3 : 0.2), "bf16 spike convs: mismatch rate %.2e", worst);
-    nc_engine *e = engine_with("gpu", net);
-    nc_error err = {0};
-    nc_tensor *out = NULL;
-    if (e && nc_engine_gpu_set_precision(e, NC_GPU_BF16, &err) == NC_OK && nc_engine_forward(e, in, &o, &out, &err) == NC_OK) {
-        char convs[2048];
-        nc_engine_gpu_describe_convs(e, convs, sizeof convs);
-        printf("# %s", convs);
+    char convs[4096];
+    if (bf16_convs(net, in, &o, convs, sizeof convs)) {
         if (own && !strstr(convs, "no cuDNN")) {
             NC_CHECK(strstr(convs, "conv2: own kernel: 3×3 spike conv") && strstr(convs, "conv3: own kernel: 3×3 spike conv"),
                      "conv2 and conv3 ran on the own kernel:\n%s", convs);
             NC_CHECK(strstr(convs, "conv1: own kernel") == NULL, "conv1 (analog input) did not:\n%s", convs);
         }
-    } else
-        NC_CHECK(0, "bf16 forward: %s", err.message);
-    nc_tensor_free(out);
-    nc_engine_free(e);
+    }
     nc_tensor_free(in);
     nc_net_free(net);
 }
@@ -566,13 +577,8 @@ static void test_fused_spike_convs(void)
     double worst = compare_snn("fused spike convs", net, in, &o, ifs, 4, NC_GPU_BF16, 0);
     printf("# fused spike convs (%s): worst layer mismatch rate %.2e\n", own ? "own kernels" : conv, worst);
     NC_CHECK(worst <= (own ? 2e-3 : 0.2), "fused spike convs: mismatch rate %.2e", worst);
-    nc_engine *e = engine_with("gpu", net);
-    nc_error err = {0};
-    nc_tensor *out = NULL;
-    if (e && nc_engine_gpu_set_precision(e, NC_GPU_BF16, &err) == NC_OK && nc_engine_forward(e, in, &o, &out, &err) == NC_OK) {
-        char convs[4096];
-        nc_engine_gpu_describe_convs(e, convs, sizeof convs);
-        printf("# %s", convs);
+    char convs[4096];
+    if (bf16_convs(net, in, &o, convs, sizeof convs)) {
         if (own && !strstr(convs, "no cuDNN")) {
             NC_CHECK(line_has(convs, "conv2: own kernel: 3×3 spike conv", "with the IF and the 2×2 average pool in its epilogue"),
                      "conv2 ran with its IF and pool:\n%s", convs);
@@ -581,10 +587,7 @@ static void test_fused_spike_convs(void)
             NC_CHECK(line_has(convs, "conv4: own kernel: 3×3 spike conv", "with the IF and the 2×2 average pool in its epilogue"),
                      "conv4 ran with its IF and pool:\n%s", convs);
         }
-    } else
-        NC_CHECK(0, "bf16 forward: %s", err.message);
-    nc_tensor_free(out);
-    nc_engine_free(e);
+    }
     nc_tensor_free(in);
     nc_net_free(net);
 }
