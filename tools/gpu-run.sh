@@ -270,13 +270,16 @@ fi
 # separated list of the program's tests to run (NC_GPU_TESTS).  By default:
 # memcheck of the kernel, engine and trainer tests (H100: 3, 69 and 5 s);
 # racecheck of the whole trainer test (58 s, cuDNN's kernels too); racecheck of
-# the engine's transposes through the kernel tests that call them directly.
+# the engine's transposes through the kernel tests that call them directly, and
+# of the fused spike conv (double-buffered tiles, membranes and spikes in
+# shared memory) through its kernel test.
 # racecheck of the whole engine test takes longer than a call (its own kernels
 # alone: NC_GPU_CONV=im2col, BENCHMARKS §3i), and with a kernel filter
 # compute-sanitizer 2025 stops with an internal error as soon as one of cuDNN's
 # runtime-compiled graph engines runs.
 sanitize=${NC_SANITIZE:-memcheck:test_gpu_kernels memcheck:test_gpu_engine memcheck:test_gpu_train \
-racecheck:test_gpu_train racecheck:test_gpu_kernels:transpose_rows_kernel:test_pool_kernels,test_prespike_max_kernel,test_bf16_transposes}
+racecheck:test_gpu_train racecheck:test_gpu_kernels:transpose_rows_kernel:test_pool_kernels,test_prespike_max_kernel,test_bf16_transposes \
+racecheck:test_gpu_kernels:spike_conv3x3_fx16_if_kernel:test_spike_conv_if_kernel}
 if command -v compute-sanitizer > /dev/null; then
   for entry in $sanitize; do
     IFS=: read -r tool t kernel only <<< "$entry"
