@@ -100,17 +100,18 @@ nc_status deliver(grun *r, const gval *v, int node, int64_t per_row,
 nc_status sum_input_steps(grun *r, int i)
 {
     int from = r->net->nodes[i].inputs[0];
-    nc_status s = materialize(r, from);
-    if (s != NC_OK)
-        return s;
-    const gval *in = &r->val[from];
+    gval in;
+    float *copy = nullptr;
+    nc_status s = observed_value(r, from, &in, &copy);
     int64_t n = r->N * numel_of(r, i);
     void *p = nullptr;
-    if ((s = alloc_floats(r, 2, n, sizeof(float), "sums over the steps", &p)) != NC_OK)
-        return s;
-    r->sums_block = (float *)p;
-    return launch_check(r, "step sums kernel", nc_launch_step_sums(r->st->stream, r->T, n, in->constant ? 0 : n,
-                                                                   in->data, 0, r->sums_block));
+    if (s == NC_OK && (s = alloc_floats(r, 2, n, sizeof(float), "sums over the steps", &p)) == NC_OK) {
+        r->sums_block = (float *)p;
+        s = launch_check(r, "step sums kernel", nc_launch_step_sums(r->st->stream, r->T, n, in.constant ? 0 : n,
+                                                                    in.data, 0, r->sums_block));
+    }
+    pool_put(r->st, copy); /* the stream's later work that takes the block runs after the sums */
+    return s;
 }
 
 // With sums: IF node i's spike counts beside its input sums, both copied to
@@ -118,13 +119,14 @@ nc_status sum_input_steps(grun *r, int i)
 static nc_status deliver_sums(grun *r, int i)
 {
     const nc_observer *ob = r->o->observer;
-    nc_status s = materialize(r, i);
-    if (s != NC_OK)
-        return s;
+    gval v;
+    float *copy = nullptr;
+    nc_status s = observed_value(r, i, &v, &copy);
     int64_t per_row = numel_of(r, i), n = r->N * per_row;
-    const gval *v = &r->val[i];
-    s = launch_check(r, "step sums kernel", nc_launch_step_sums(r->st->stream, r->T, n, v->constant ? 0 : n, v->data,
-                                                                1, r->sums_block + n));
+    if (s == NC_OK)
+        s = launch_check(r, "step sums kernel", nc_launch_step_sums(r->st->stream, r->T, n, v.constant ? 0 : n, v.data,
+                                                                    1, r->sums_block + n));
+    pool_put(r->st, copy);
     float *h = nullptr;
     if (s == NC_OK)
         s = host_buffer(r, (size_t)(2 * n) * sizeof(float), &h);
@@ -154,9 +156,12 @@ static nc_status observe_and_report(grun *r, int i)
     const nc_observer *ob = r->o->observer;
     nc_status s = NC_OK;
     if (ob && ob->observe) {
-        if ((s = materialize(r, i)) != NC_OK)
-            return s;
-        if ((s = deliver(r, &r->val[i], i, numel_of(r, i), ob->observe, ob->user)) != NC_OK)
+        gval v;
+        float *copy = nullptr;
+        if ((s = observed_value(r, i, &v, &copy)) == NC_OK)
+            s = deliver(r, &v, i, numel_of(r, i), ob->observe, ob->user);
+        pool_put(r->st, copy);
+        if (s != NC_OK)
             return s;
     }
     if (r->sums_block && (s = deliver_sums(r, i)) != NC_OK) /* set only by the IF node just run */
@@ -681,6 +686,17 @@ extern "C" nc_status nc_engine_gpu_set_precision(nc_engine *e, nc_gpu_precision 
     return NC_OK;
 }
 
+// What ran node n (g) in the last pass, for the profile and bench: a conv's
+// plan or kernel; a dense node that read its flatten's channels-last value.
+static const char *node_desc(const nc_node *n, const gnode &g)
+{
+    if (n->kind == NC_NODE_CONV2D)
+        return conv_desc(g);
+    if (n->kind == NC_NODE_DENSE && g.read_hwc)
+        return "cuBLAS GEMM on the flatten's channels-last value (weight columns permuted, no transpose)";
+    return "";
+}
+
 extern "C" void nc_engine_gpu_describe_convs(const nc_engine *e, char *buf, size_t size)
 {
     if (!size)
@@ -700,11 +716,10 @@ extern "C" void nc_engine_gpu_describe_convs(const nc_engine *e, char *buf, size
                                   have ? "" : "no cuDNN: ", why, st->plans.size());
     for (int i = 0; i < st->net->n_nodes && len < size; i++) {
         const nc_node *n = &st->net->nodes[i];
-        if (n->kind != NC_NODE_CONV2D)
+        const char *desc = node_desc(n, st->nodes[i]);
+        if (!*desc)
             continue;
-        const gnode &g = st->nodes[i];
-        len += (size_t)snprintf(buf + len, size - len, "  %s: %s\n", n->name,
-                                conv_desc(g));
+        len += (size_t)snprintf(buf + len, size - len, "  %s: %s\n", n->name, desc);
     }
     if (len < size)
         graphs_describe(st, buf + len, size - len);
@@ -829,7 +844,7 @@ void profile_pass(nc_engine *e, const grun *r0, float *d_input)
                 const gnode &g = st->nodes[i];
                 fprintf(stderr, "#   %-24.24s %-14s %9.3f ms %5.1f%%  %s\n", nd->name,
                         nd->kind == NC_NODE_NEURON ? nc_neuron_model_name(nd->neuron.model) : kind_name(nd), t,
-                        total > 0 ? 100.0 * t / total : 0.0, nd->kind == NC_NODE_CONV2D ? conv_desc(g) : "");
+                        total > 0 ? 100.0 * t / total : 0.0, node_desc(nd, g));
             }
         } else
             fprintf(stderr, "# gpu profile failed: %s\n", err.message);

@@ -124,7 +124,9 @@ nc_gpu_precision nc_engine_gpu_get_precision(const nc_engine *e);
 
 /* What ran each convolution of the loaded net in the last passes: one line a
  * conv node ("cuDNN IMPLICIT_PRECOMP_GEMM, bf16 tensor cores, NHWC, ..." or
- * "im2col + cuBLAS GEMM"), after a line that says whether cuDNN was found.
+ * "im2col + cuBLAS GEMM"), and one a dense node that read its flatten's
+ * channels-last value with permuted weight columns, after a line that says
+ * whether cuDNN was found.
  * Convolutions run through cuDNN (loaded at run time) in tf32 and bf16, and
  * as im2col + cuBLAS otherwise; the engine option conv (NC_GPU_CONV)
  * chooses otherwise. */

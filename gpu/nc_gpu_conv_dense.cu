@@ -36,55 +36,89 @@ static int spike_operand(const grun *r, int i, const gval *in)
         return 0;
     return r->st->nodes[r->net->nodes[i].inputs[0]].spike;
 }
-static nc_status weights_for(grun *r, int i, const gemm_mode &m, const void *parts[3])
+// The weight of dense node i with its columns in the order of the
+// channels-last value its flatten passes on (flatten_keeps_nhwc): column
+// c·H·W + p (NCHW, as loaded) goes to p·C + c, a transpose of each row's
+// [C, H·W].  Built on first use.
+static nc_status hwc_weights(grun *r, int i)
+{
+    gnode &g = r->st->nodes[i];
+    if (g.w_hwc)
+        return NC_OK;
+    const nc_node *n = &r->net->nodes[i];
+    const gnode &pre = r->st->nodes[r->net->nodes[n->inputs[0]].inputs[0]]; /* what the flatten flattens */
+    int64_t rows = n->weight->shape[0], k = nc_tensor_numel(n->weight) / rows;
+    if (pre.channels * pre.inner != k)
+        return nc_fail(r->err, NC_ERR_INTERNAL, "%s: %lld weight columns for a channels-last input of %d x %lld",
+                       r->where, (long long)k, pre.channels, (long long)pre.inner);
+    nc_status s = cuda_alloc(r, (size_t)(rows * k) * sizeof(float), (void **)&g.w_hwc, "channels-last dense weights");
+    if (s == NC_OK)
+        s = launch_check(r, "transpose kernel",
+                         nc_launch_transpose_rows(r->st->stream, rows, pre.channels, pre.inner, g.w, g.w_hwc));
+    if (s != NC_OK) { /* built again at the next pass */
+        cudaFree(g.w_hwc);
+        g.w_hwc = nullptr;
+    }
+    return s;
+}
+
+// The weights of conv/dense node i ([rows, k]) in the form `m` needs: fp32
+// as loaded, bf16, or θ/D-scaled bf16 parts; hwc (dense only): made from
+// the weight with its columns in channels-last order (hwc_weights).  Built
+// on first use; each layout keeps its own copies, since an engine can run
+// passes of both (an ANN pass in fp32 reads NCHW, an SNN pass channels last).
+static nc_status weights_for(grun *r, int i, const gemm_mode &m, int hwc, const void *parts[3])
 {
     gnode &g = r->st->nodes[i];
     const nc_node *n = &r->net->nodes[i];
     int64_t rows = n->weight->shape[0], k = nc_tensor_numel(n->weight) / rows;
     cudaStream_t s = r->st->stream;
+    nc_status st = hwc ? hwc_weights(r, i) : NC_OK;
+    if (st != NC_OK)
+        return st;
+    const float *w = hwc ? g.w_hwc : g.w;
+    weight_copies &c = hwc ? g.wc_hwc : g.wc;
     if (m.kind != NC_GEMM_BF16) {
-        parts[0] = parts[1] = parts[2] = g.w;
+        parts[0] = parts[1] = parts[2] = w;
         return NC_OK;
     }
     if (!m.spike) {
-        if (!g.wa16) {
-            nc_status st = cuda_alloc(r, (size_t)(rows * k) * sizeof(nc_bf16), (void **)&g.wa16, "bf16 weights");
+        if (!c.wa16) {
+            st = cuda_alloc(r, (size_t)(rows * k) * sizeof(nc_bf16), (void **)&c.wa16, "bf16 weights");
             if (st != NC_OK)
                 return st;
-            nc_bf16 *outp[1] = {g.wa16};
-            st = launch_check(r, "weight_parts kernel", nc_launch_weight_parts(s, rows, k, g.w, nullptr, 1, 1, 1, 1, outp));
+            nc_bf16 *outp[1] = {c.wa16};
+            st = launch_check(r, "weight_parts kernel", nc_launch_weight_parts(s, rows, k, w, nullptr, 1, 1, 1, 1, outp));
             if (st != NC_OK)
                 return st;
         }
-        parts[0] = parts[1] = parts[2] = g.wa16;
+        parts[0] = parts[1] = parts[2] = c.wa16;
         return NC_OK;
     }
     // spike operand: the input node's descriptor says which θ and D
     const gnode &src = r->st->nodes[n->inputs[0]];
     const gnode &neuron = r->st->nodes[src.spike_src];
-    if (g.ws_parts != m.parts) {
+    if (c.ws_parts != m.parts) {
         for (int p = 0; p < 3; p++)
-            cudaFree(g.ws[p]);
-        cudaFree(g.opscale);
-        g.ws[0] = g.ws[1] = g.ws[2] = nullptr;
-        g.opscale = nullptr;
-        g.ws_parts = 0;
-        nc_status st = NC_OK;
+            cudaFree(c.ws[p]);
+        c.ws[0] = c.ws[1] = c.ws[2] = nullptr;
+        c.ws_parts = 0;
         for (int p = 0; p < m.parts && st == NC_OK; p++)
-            st = cuda_alloc(r, (size_t)(rows * k) * sizeof(nc_bf16), (void **)&g.ws[p], "bf16 weight parts");
-        if (st == NC_OK)
+            st = cuda_alloc(r, (size_t)(rows * k) * sizeof(nc_bf16), (void **)&c.ws[p], "bf16 weight parts");
+        if (st == NC_OK && !g.opscale) { /* per channel: the same for both layouts */
             st = cuda_alloc(r, (size_t)src.spike_c * sizeof(float), (void **)&g.opscale, "spike scales");
+            if (st == NC_OK)
+                st = launch_check(r, "scale kernel",
+                                  nc_launch_inv_scale(s, src.spike_c, neuron.th, neuron.n_th, src.spike_d, g.opscale));
+        }
         float *mul = nullptr;
         if (st == NC_OK)
             st = scratch(r, 1, src.spike_c, sizeof(float), "spike scales", (void **)&mul);
         if (st == NC_OK)
-            st = launch_check(r, "scale kernel",
-                              nc_launch_inv_scale(s, src.spike_c, neuron.th, neuron.n_th, src.spike_d, g.opscale));
-        if (st == NC_OK)
             st = launch_check(r, "scale kernel", nc_launch_scale(s, src.spike_c, neuron.th, neuron.n_th, src.spike_d, mul));
         if (st == NC_OK) {
             // channel of weight column j: conv (o / Mg)·Cg + (j / KH·KW) % Cg;
-            // dense (j / spike_inner) % C
+            // dense (j / spike_inner) % C, or channels last j % C
             int rpg, cpg;
             int64_t kin;
             if (n->kind == NC_NODE_CONV2D) {
@@ -94,18 +128,18 @@ static nc_status weights_for(grun *r, int i, const gemm_mode &m, const void *par
             } else {
                 rpg = (int)rows;
                 cpg = src.spike_c;
-                kin = src.spike_inner;
+                kin = hwc ? 1 : src.spike_inner;
             }
             st = launch_check(r, "weight_parts kernel",
-                              nc_launch_weight_parts(s, rows, k, g.w, mul, rpg, cpg, kin, m.parts, g.ws));
+                              nc_launch_weight_parts(s, rows, k, w, mul, rpg, cpg, kin, m.parts, c.ws));
         }
         if (st != NC_OK)
             return st;
-        g.ws_parts = m.parts;
+        c.ws_parts = m.parts;
     }
     // accumulate the smallest part first
     for (int p = 0; p < m.parts; p++)
-        parts[p] = g.ws[m.parts - 1 - p];
+        parts[p] = c.ws[m.parts - 1 - p];
     return NC_OK;
 }
 // ---- convolutions through cuDNN ----------------------------------------------------------
@@ -724,11 +758,12 @@ static nc_status plain_in_new_out(grun *r, int i, const gval **in, gval *out)
 }
 
 // The GEMM mode for node i's input in (a spike operand where the precision
-// allows it) and node i's weights prepared for that mode.
-static nc_status gemm_mode_and_weights(grun *r, int i, const gval *in, gemm_mode *m, const void *wp[3])
+// allows it) and node i's weights prepared for that mode (hwc: for a
+// channels-last input, weights_for).
+static nc_status gemm_mode_and_weights(grun *r, int i, const gval *in, int hwc, gemm_mode *m, const void *wp[3])
 {
     *m = mode_for(r->st->prec, spike_operand(r, i, in));
-    return weights_for(r, i, *m, wp);
+    return weights_for(r, i, *m, hwc, wp);
 }
 nc_status run_conv(grun *r, int i, gval *out)
 {
@@ -751,7 +786,7 @@ nc_status run_conv(grun *r, int i, gval *out)
     } else {
         gemm_mode m;
         const void *wp[3];
-        if ((s = gemm_mode_and_weights(r, i, in, &m, wp)) != NC_OK)
+        if ((s = gemm_mode_and_weights(r, i, in, 0, &m, wp)) != NC_OK)
             return s;
         if (P > 0x7fffffff || kg > 0x7fffffff)
             return nc_fail(r->err, NC_ERR_UNSUPPORTED, "%s: a GEMM dimension exceeds 2^31", r->where);
@@ -852,28 +887,35 @@ nc_status dense_gemm(cublasHandle_t h, const gemm_mode &m, int64_t R, int fin, i
     return s;
 }
 
+// Dense node i: out = in·Wᵀ (+ bias).  The value of a flatten that kept a
+// channels-last layout (flatten_keeps_nhwc) is read as it is, by the weight
+// with its columns in that order: the same products, summed in cuBLAS's
+// order over the permuted columns, so within fp32 rounding of the plain path.
 nc_status run_dense(grun *r, int i, gval *out)
 {
     const nc_node *n = &r->net->nodes[i];
     gnode &g = r->st->nodes[i];
-    const gval *in = nullptr;
-    nc_status s = plain_in_new_out(r, i, &in, out);
+    const gval *in = input_value(r, i, 0);
+    int hwc = in->nhwc && in->data && !in->data16 && !in->pbias && flatten_keeps_nhwc(r, n->inputs[0]);
+    nc_status s = hwc ? value_alloc(r, i, in->rows, in->constant, out) : plain_in_new_out(r, i, &in, out);
     if (s != NC_OK)
         return s;
+    g.read_hwc = hwc;
     int fout = (int)n->weight->shape[0], fin = (int)n->weight->shape[1];
     int64_t R = in->rows;
     gemm_mode m;
     const void *wp[3];
-    if ((s = gemm_mode_and_weights(r, i, in, &m, wp)) != NC_OK)
+    if ((s = gemm_mode_and_weights(r, i, in, hwc, &m, wp)) != NC_OK)
         return s;
     const void *op = in->data;
     if (m.kind == NC_GEMM_BF16) {
         void *conv = nullptr;
         if ((s = scratch(r, R, fin, sizeof(nc_bf16), "bf16 operand", &conv)) != NC_OK)
             return s;
+        // spike scales per channel: of column j (j / inner) % C, channels last j % C
         const gnode &src = r->st->nodes[n->inputs[0]];
         cudaError_t e = nc_launch_to_bf16(r->st->stream, R, fin, in->data, m.spike ? g.opscale : nullptr,
-                                          src.spike_c, src.spike_inner, (nc_bf16 *)conv);
+                                          src.spike_c, hwc ? 1 : src.spike_inner, (nc_bf16 *)conv);
         if ((s = launch_check(r, "to_bf16 kernel", e)) != NC_OK)
             return s;
         op = conv;

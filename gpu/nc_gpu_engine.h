@@ -25,6 +25,14 @@ namespace ncg {
 
 // ---- state ---------------------------------------------------------------------------
 
+// The bf16 copies of a conv/dense weight that a GEMM precision needs
+// (weights_for), built on first use from the fp32 weight they belong to.
+struct weight_copies {
+    nc_bf16 *wa16 = nullptr;                      // bf16 weights, for an analog operand
+    nc_bf16 *ws[3] = {nullptr, nullptr, nullptr}; // θ/D-scaled weights in parts hi, mid, lo
+    int ws_parts = 0;
+};
+
 struct gnode {
     nc_gwin win = {};
     int cout = 0, groups = 1;
@@ -41,10 +49,14 @@ struct gnode {
     float spike_d = 1.0f;
     int64_t spike_inner = 1;
     // precision caches of a conv/dense node (freed on load and precision change)
-    nc_bf16 *wa16 = nullptr;             // bf16 weights, for an analog operand
-    nc_bf16 *ws[3] = {nullptr, nullptr, nullptr}; // θ/D-scaled weights in parts hi, mid, lo
-    int ws_parts = 0;
+    weight_copies wc;                    // made from w
     float *opscale = nullptr;            // D/θ per input channel
+    // A dense node that reads its flatten's channels-last value (flatten_keeps_nhwc):
+    // the weight with its columns in that order, column c·H·W + p of w at p·C + c
+    // (p = y·W + x), and the copies made from it (freed with the caches above)
+    float *w_hwc = nullptr;
+    weight_copies wc_hwc;
+    int read_hwc = 0;                    // its last pass read the value so (the profile and bench say it)
     // cuDNN path of a conv node (freed with the caches above)
     float *w_krsc = nullptr;             // the weight as [Cout, KH, KW, Cin]
     nc_bf16 *wk16_analog = nullptr;      // its bf16 rounding, for an analog operand
@@ -221,6 +233,8 @@ channel_view view_of(const grun *r, int i, const gval *v);
 nc_status add_pending_bias(grun *r, int i);
 nc_status to_layout(grun *r, int i, int nhwc);
 nc_status materialize(grun *r, int i);
+int flatten_keeps_nhwc(const grun *r, int i);
+nc_status observed_value(grun *r, int i, gval *v, float **copy);
 const gval *input_value(const grun *r, int i, int k);
 nc_status value_like_input(grun *r, int i, gval *out, const float **src, const float **pbias);
 int bias_fusable(const grun *r, int i);

@@ -145,9 +145,15 @@ static nc_status run_pool(grun *r, int i, gval *out)
     return launch_check(r, "maxpool kernel", nc_launch_maxpool(st, &g.win, in->rows, in->pbias, in->data, out->data));
 }
 
+// Flatten and output: the input's values as they are (taking over its block
+// where it can).  A flatten that a dense node reads keeps a channels-last
+// layout (flatten_keeps_nhwc): no transpose, so it costs nothing.
 static nc_status run_copy(grun *r, int i, gval *out)
 {
-    nc_status s = materialize(r, r->net->nodes[i].inputs[0]);
+    int from = r->net->nodes[i].inputs[0];
+    nc_status s = flatten_keeps_nhwc(r, i) ? widen(r, from) : materialize(r, from);
+    if (s == NC_OK)
+        s = add_pending_bias(r, from);
     const float *src, *pb;
     if (s == NC_OK)
         s = value_like_input(r, i, out, &src, &pb);
@@ -368,9 +374,12 @@ static nc_status run_neuron(grun *r, int i, gval *out)
     if (out->made) /* by the conv before it, with this IF in its epilogue (nc_gpu_spike_conv_if.cu) */
         return NC_OK;
     if (r->snn && ob && ob->observe_input) {
-        if ((s = materialize(r, n->inputs[0])) != NC_OK)
-            return s;
-        if ((s = deliver(r, input_value(r, i, 0), i, g.numel, ob->observe_input, ob->user)) != NC_OK)
+        gval v;
+        float *copy = nullptr;
+        if ((s = observed_value(r, n->inputs[0], &v, &copy)) == NC_OK)
+            s = deliver(r, &v, i, g.numel, ob->observe_input, ob->user);
+        pool_put(r->st, copy);
+        if (s != NC_OK)
             return s;
     }
     neuron_op op = op_of(r, n);

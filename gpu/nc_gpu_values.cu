@@ -14,15 +14,22 @@
 
 namespace ncg {
 
+static void free_copies(weight_copies &c)
+{
+    cudaFree(c.wa16);
+    for (int p = 0; p < 3; p++)
+        cudaFree(c.ws[p]);
+    c = weight_copies();
+}
+
 void free_caches(gnode &g)
 {
-    cudaFree(g.wa16);
-    for (int p = 0; p < 3; p++)
-        cudaFree(g.ws[p]);
+    free_copies(g.wc);
+    free_copies(g.wc_hwc);
+    cudaFree(g.w_hwc);
+    g.w_hwc = nullptr;
+    g.read_hwc = 0;
     cudaFree(g.opscale);
-    g.wa16 = nullptr;
-    g.ws[0] = g.ws[1] = g.ws[2] = nullptr;
-    g.ws_parts = 0;
     g.opscale = nullptr;
     cudaFree(g.w_krsc);
     cudaFree(g.wk16_analog);
@@ -291,6 +298,17 @@ nc_status add_pending_bias(grun *r, int i)
     return s;
 }
 
+// The channels and pixels of value i's rows, [C, H·W] or [H·W, C].  A
+// flatten's value is channels last only as its input was (flatten_keeps_nhwc),
+// so its rows have its input's channels and pixels, not its own [C·H·W].
+static void layout_dims(const grun *r, int i, int64_t *c, int64_t *hw)
+{
+    const nc_node *n = &r->net->nodes[i];
+    const gnode &g = r->st->nodes[n->kind == NC_NODE_FLATTEN ? n->inputs[0] : i];
+    *c = g.channels;
+    *hw = g.inner;
+}
+
 // Puts value i in the layout asked for (nhwc 1: channels last), through a
 // new block; a pending bias stays pending (it is per channel either way).
 nc_status to_layout(grun *r, int i, int nhwc)
@@ -306,7 +324,9 @@ nc_status to_layout(grun *r, int i, int nhwc)
     nc_status s = alloc_floats(r, v->rows, g.numel, sizeof(float), "channels-last copy", &p);
     if (s != NC_OK)
         return s;
-    int64_t a = nhwc ? g.channels : g.inner, b = nhwc ? g.inner : g.channels;
+    int64_t c, hw;
+    layout_dims(r, i, &c, &hw);
+    int64_t a = nhwc ? c : hw, b = nhwc ? hw : c;
     s = launch_check(r, "transpose kernel",
                      nc_launch_transpose_rows(r->st->stream, v->rows, a, b, v->data, (float *)p));
     if (s != NC_OK) {
@@ -328,6 +348,68 @@ nc_status materialize(grun *r, int i)
     if (s == NC_OK)
         s = to_layout(r, i, 0);
     return s == NC_OK ? add_pending_bias(r, i) : s;
+}
+
+// Does flatten node i pass its input's value on in the layout it has?  Yes
+// when its only reader is a dense node: that node reads a channels-last value
+// as it is, with its weight's columns in the same order (run_dense), which
+// saves transposing the value at every pass.  An observer of the flatten is
+// handed a plain copy (observed_value).
+int flatten_keeps_nhwc(const grun *r, int i)
+{
+    const gnode &g = r->st->nodes[i];
+    return r->net->nodes[i].kind == NC_NODE_FLATTEN && g.consumers == 1 &&
+           r->net->nodes[g.last_use].kind == NC_NODE_DENSE;
+}
+
+// Value i (fp32, its bias added) in the standard layout in a new block
+// (*out, for the caller to give back with pool_put), leaving value i as it is.
+static nc_status plain_copy(grun *r, int i, float **out)
+{
+    const gval *v = &r->val[i];
+    *out = nullptr;
+    if (!v->data || v->data16 || v->pbias || !v->nhwc)
+        return nc_fail(r->err, NC_ERR_INTERNAL, "%s: a plain copy of a value that is not fp32 channels last",
+                       r->where);
+    void *p = nullptr;
+    nc_status s = alloc_floats(r, v->rows, numel_of(r, i), sizeof(float), "plain copy", &p);
+    if (s != NC_OK)
+        return s;
+    int64_t c, hw;
+    layout_dims(r, i, &c, &hw);
+    s = launch_check(r, "transpose kernel", nc_launch_transpose_rows(r->st->stream, v->rows, hw, c, v->data, (float *)p));
+    if (s != NC_OK) {
+        pool_put(r->st, p);
+        return s;
+    }
+    *out = (float *)p;
+    return NC_OK;
+}
+
+// Value i as an observer sees it (*v): fp32, its bias added, in the standard
+// layout.  A channels-last value is copied (*copy, for the caller to give
+// back with pool_put; NULL when v is value i itself), not transposed in
+// place: observing changes no layout, so the nodes after it run as they do
+// unobserved and give the same values bit for bit (a dense node after a
+// flatten reads a channels-last value with permuted weights, whose sums
+// are in another order than the plain value's).
+nc_status observed_value(grun *r, int i, gval *v, float **copy)
+{
+    *copy = nullptr;
+    nc_status s = widen(r, i);
+    if (s == NC_OK)
+        s = add_pending_bias(r, i);
+    if (s != NC_OK)
+        return s;
+    *v = r->val[i];
+    if (!v->nhwc)
+        return NC_OK;
+    if ((s = plain_copy(r, i, copy)) != NC_OK)
+        return s;
+    v->data = *copy;
+    v->owned = 0;
+    v->nhwc = 0;
+    return NC_OK;
 }
 
 const gval *input_value(const grun *r, int i, int k) { return &r->val[r->net->nodes[i].inputs[k]]; }

@@ -11,6 +11,9 @@
  *     whole steps;
  *   - every precision mode on an SNN: spike mismatch rates and output errors
  *     reported, split-bf16 held to fp32-like agreement;
+ *   - a flatten of a channels-last value read by a dense node (permuted
+ *     weight columns, no transpose): the plain path's output within 1e-5 +
+ *     1e-4·|ref| in every precision, ANN and SNN, after new weights too;
  *   - the fixture ONNX models (tests/fixtures/models): ANN logits against
  *     the CPU engine and PyTorch, calibration on the GPU (thresholds equal to
  *     the CPU engine's), the converted SNN's spikes per layer, every precision;
@@ -592,6 +595,121 @@ static void test_fused_spike_convs(void)
     nc_net_free(net);
 }
 
+/* ---- a flatten of a channels-last value read by a dense node ------------------------- */
+
+/* x [2, 12, 12] → conv 8 → IF → conv 16 → IF (θ per channel) → avgpool 2 → flatten → dense 10, the tail
+ * of the VGG-style net (the IF and the pool run as one kernel, channels last); with `twice` a second
+ * flatten before the dense node, which makes the first one give the plain value (its reader is no dense
+ * node): the path the dense node took before it read channels-last values. */
+static nc_net *flat_tail_net(int twice, int *ifs)
+{
+    nc_net *net = nc_net_new();
+    int x = add_input(net, 3, (int64_t[]){2, 12, 12});
+    int c1 = add_conv(net, "conv1", x, 8, 2, 3, 1);
+    ifs[0] = add_if(net, "if1", c1, 8, 0.4f, 1.2f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int c2 = add_conv(net, "conv2", ifs[0], 16, 8, 3, 1);
+    ifs[1] = add_if(net, "if2", c2, 16, 0.2f, 0.6f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int ap = add_pool(net, NC_NODE_AVGPOOL, "avg", ifs[1], 2, 2);
+    int fl = add1(net, NC_NODE_FLATTEN, "flat", ap);
+    if (twice)
+        fl = add1(net, NC_NODE_FLATTEN, "flat2", fl);
+    int d = add_dense(net, "fc", fl, 10, 16 * 6 * 6);
+    return with_output(net, "y", d);
+}
+
+/* The weights, biases and thresholds of each node of `from` into the node of `to` of the same name. */
+static void copy_params(nc_net *to, const nc_net *from)
+{
+    for (int i = 0; i < to->n_nodes; i++)
+        for (int j = 0; j < from->n_nodes; j++) {
+            nc_node *t = &to->nodes[i];
+            const nc_node *f = &from->nodes[j];
+            if (strcmp(t->name, f->name) != 0)
+                continue;
+            if (t->weight && f->weight)
+                memcpy(t->weight->data, f->weight->data, (size_t)nc_tensor_numel(f->weight) * sizeof(float));
+            if (t->bias && f->bias)
+                memcpy(t->bias->data, f->bias->data, (size_t)nc_tensor_numel(f->bias) * sizeof(float));
+            if (t->kind == NC_NODE_NEURON && f->neuron.n_threshold > 0)
+                nc_neuron_set_threshold(&t->neuron, f->neuron.n_threshold, f->neuron.threshold, NULL);
+        }
+}
+
+/* One pass of net, loaded into e now, and what ran its nodes (desc). */
+static nc_tensor *pass_with(nc_engine *e, const nc_net *net, const nc_tensor *x, const nc_run_options *o, char *desc,
+                            size_t size)
+{
+    nc_tensor *out = NULL;
+    nc_error err = {0};
+    desc[0] = 0;
+    if (nc_engine_load(e, net, &err) != NC_OK || nc_engine_forward(e, x, o, &out, &err) != NC_OK)
+        printf("# pass: %s\n", err.message);
+    else
+        nc_engine_gpu_describe_convs(e, desc, size);
+    return out;
+}
+
+/* A flatten read only by a dense node passes a channels-last value on as it is, and the dense node
+ * reads it with its weight's columns permuted (no transpose).  In every precision, ANN and SNN mode,
+ * and after new weights are loaded, its output is the plain path's (the net with a second flatten)
+ * within the GPU-vs-CPU tolerance 1e-5 + 1e-4·|ref| (not bit for bit: cuBLAS sums the permuted
+ * columns in its own order), and the CPU engine's spikes within the bounds of test_precisions_snn;
+ * observing the flatten changes no value (compare_snn).  Both nets run on one engine, so that their
+ * convs run the same cuDNN plans. */
+static void test_flatten_channels_last(void)
+{
+    static const double bound[NC_GPU_PRECISION_COUNT] = {2e-3, 0.1, 0.2, 2e-3, 2e-2};
+    static const char *const marker = "fc: cuBLAS GEMM on the flatten's channels-last value";
+    int ifs[2], ifs_b[2];
+    nc_net *a = flat_tail_net(0, ifs), *b = flat_tail_net(1, ifs_b);
+    int64_t bs[4] = {12, 2, 12, 12};
+    nc_tensor *x = rnd_tensor(4, bs, 0, 1);
+    NC_CHECK(a && b && x, "shapes");
+    const char *conv = getenv("NC_GPU_CONV");
+    int im2col = conv && strcmp(conv, "im2col") == 0;
+    nc_engine *e = a ? engine_with("gpu", a) : NULL; /* one engine: its cuDNN plans are kept for all */
+    NC_CHECK(e != NULL, "engine");
+    for (int p = 0; e && b && x && p < NC_GPU_PRECISION_COUNT; p++) {
+        const char *pn = nc_gpu_precision_name((nc_gpu_precision)p);
+        copy_params(b, a);
+        nc_error err = {0};
+        NC_CHECK(nc_engine_gpu_set_precision(e, (nc_gpu_precision)p, &err) == NC_OK, "[%s] precision", pn);
+        for (int round = 0; round < 2; round++) {
+            if (round == 1) { /* new weights: the permuted copy goes with the old ones */
+                for (int64_t j = 0; j < nc_tensor_numel(a->nodes[a->n_nodes - 2].weight); j++)
+                    a->nodes[a->n_nodes - 2].weight->data[j] *= -1.25f;
+                copy_params(b, a);
+            }
+            for (int mode = 0; mode < 2; mode++) {
+                nc_run_options o = {.mode = mode ? NC_MODE_SNN : NC_MODE_ANN, .T = mode ? 6 : 1};
+                char da[2048], db[2048], what[96];
+                nc_tensor *ga = pass_with(e, a, x, &o, da, sizeof da), *gb = pass_with(e, b, x, &o, db, sizeof db);
+                snprintf(what, sizeof what, "flatten channels last [%s] %s%s", pn, mode ? "SNN" : "ANN",
+                         round ? ", new weights" : "");
+                NC_CHECK(ga && gb && nc_tensor_numel(ga) == nc_tensor_numel(gb) &&
+                             compare_report(what, ga->data, gb->data, nc_tensor_numel(gb), 1e-5, 1e-4) == 0,
+                         "%s: the plain path's output", what);
+                int hwc = strstr(da, marker) != NULL, cudnn = ga && !strstr(da, "no cuDNN");
+                printf("# %s: fc read %s\n", what, hwc ? "channels last" : "the plain value");
+                NC_CHECK(!strstr(db, marker), "%s: after two flattens the dense node reads the plain value", what);
+                if (cudnn && !im2col && (p == NC_GPU_TF32 || p == NC_GPU_BF16 || (p == NC_GPU_FP32 && mode)))
+                    NC_CHECK(hwc, "%s: the convs ran channels last, so the dense node read that:\n%s", what, da);
+                nc_tensor_free(ga);
+                nc_tensor_free(gb);
+            }
+        }
+        char label[64];
+        snprintf(label, sizeof label, "flatten channels last, precision %s", pn);
+        nc_run_options o = {.mode = NC_MODE_SNN, .T = 8};
+        double worst = compare_snn(label, a, x, &o, ifs, 2, (nc_gpu_precision)p, p == NC_GPU_FP32);
+        NC_CHECK(worst <= bound[p], "%s: mismatch rate %.2e", label, worst);
+    }
+    nc_engine_free(e);
+    nc_tensor_free(x);
+    nc_net_free(a);
+    nc_net_free(b);
+}
+
 /* ---- fixture models ---------------------------------------------------------------- */
 
 /* 64 images: the fixture's inputs and perturbed copies of them. */
@@ -1068,6 +1186,7 @@ int main(void)
     GPU_RUN(test_precisions_snn, skip);
     GPU_RUN(test_bf16_spike_conv, skip);
     GPU_RUN(test_fused_spike_convs, skip);
+    GPU_RUN(test_flatten_channels_last, skip);
     GPU_RUN(test_fixture_models, skip);
     GPU_RUN(test_cancel_and_reload, skip);
     GPU_RUN(test_unsupported, skip);
@@ -1076,7 +1195,8 @@ int main(void)
     GPU_RUN(test_graphs, skip);
 #else
     static const char *names[] = {"test_registry",       "test_ann_nets",          "test_snn_nets",
-                                  "test_recorded_sums", "test_sequence_input", "test_precisions_snn", "test_bf16_spike_conv", "test_fused_spike_convs", "test_fixture_models",
+                                  "test_recorded_sums", "test_sequence_input", "test_precisions_snn", "test_bf16_spike_conv",
+                                  "test_fused_spike_convs", "test_flatten_channels_last", "test_fixture_models",
                                   "test_cancel_and_reload", "test_unsupported", "test_out_of_memory", "test_timing", "test_graphs"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         nc_test_report(names[i], 0, skip);
