@@ -574,7 +574,12 @@ static if_fusion fusion_of(const grun *r, int i)
     int counts = reads_counts8(r, last);
     if (!counts && pool < 0 && counts_for_conv(r, j, 1)) /* a conv that reads bf16 counts */
         return f;
-    if (!nc_spike_conv_if_fits(&g.win, g.cout, pool >= 0))
+    // 32 input channels only: with 64, each step's 18 k steps between two
+    // barriers leave the SM's 14 warps waiting on one another, and the fused
+    // conv took longer than conv + IF apart (H100, 2026-12-07: VGG-style conv8
+    // + relu9 + pool10 0.98 against 0.46 + 0.18 ms; conv6 + relu7, 32
+    // channels: 0.52 against 0.58 + 0.18 ms)
+    if (g.win.c != 32 || !nc_spike_conv_if_fits(&g.win, g.cout, pool >= 0))
         return f;
     f.neuron = j;
     f.pool = pool;

@@ -31,9 +31,10 @@ using namespace ncfx16;
 constexpr size_t kMaxSmem = 227 << 10; // shared memory of one block, at most (sm_90)
 // Warps per block, at most: a 28×28 image (49 tiles) in two passes of 13
 // warps, the only block of its SM (its membranes take most of the shared
-// memory), with the registers it needs: 144 each, as many as 14 warps may
-// hold (65536 per SM); two blocks of 7 warps for a 14×14 image.
-constexpr int kMaxFusedWarps = 14;
+// memory), with the registers it needs: 144 each; two blocks of 7 warps for
+// a 14×14 image.  14 warps of 144 registers were refused at launch on an
+// H100 (cudaErrorLaunchOutOfResources, 2026-12-07), 13 ran.
+constexpr int kMaxFusedWarps = 13;
 constexpr int kFusedRegisters = 144;
 
 // What the epilogue needs besides the conv: the IF's parameters and where
@@ -226,12 +227,22 @@ template <int C, bool Pool, typename Out>
 cudaError_t launch_for(cudaStream_t s, const geom &g, const epilogue &ep, const uint8_t *x, const int8_t *a,
                        const uint8_t *b, const float *step)
 {
+    auto kernel = spike_conv3x3_fx16_if_kernel<C, Pool, Out>;
     size_t smem = layout_for(C, g.H, g.W, Pool).total;
+    geom fitted = g;
+    int per_sm = 0;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    // fewer warps where a block of these would not fit one SM (any number of warps computes every tile)
+    while (e == cudaSuccess && fitted.warps > kMinWarps &&
+           (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, fitted.warps * 32, smem)) == cudaSuccess &&
+           per_sm < 1)
+        fitted.warps--;
     int64_t grid = 0;
-    cudaError_t e = persistent_grid(spike_conv3x3_fx16_if_kernel<C, Pool, Out>, g, smem, &grid);
+    if (e == cudaSuccess)
+        e = persistent_grid(kernel, fitted, smem, &grid);
     if (e != cudaSuccess)
         return e;
-    spike_conv3x3_fx16_if_kernel<C, Pool, Out><<<(unsigned)grid, g.warps * 32, smem, s>>>(g, ep, x, a, b, step);
+    kernel<<<(unsigned)grid, fitted.warps * 32, smem, s>>>(fitted, ep, x, a, b, step);
     return cudaGetLastError();
 }
 

@@ -538,7 +538,8 @@ static void test_bf16_spike_conv(void)
 /* bf16 nets whose fixed-point spike convs run with the IF (and pool) after
  * them in their epilogue: every form of what that kernel writes (uint8
  * counts for the next conv, pooled or not; pooled fp32 values for a dense
- * layer), and an IF kernel writing uint8 counts after an analog conv.  The
+ * layer), and an IF kernel writing uint8 counts after an analog conv (the
+ * engine fuses only convs of 32 input channels: fusion_of).  The
  * unobserved pass (fused) must give the observed one's values bit for bit
  * (compare_snn), and both the CPU's spikes within the own kernels' bound. */
 /* Does the line of `text` that starts with `start` (after blanks) hold `what`? */
@@ -560,9 +561,9 @@ static void test_fused_spike_convs(void)
     int c2 = add_conv(net, "conv2", i1, 32, 32, 3, 1);
     int i2 = add_if(net, "if2", c2, 32, 0.2f, 0.6f, NC_RESET_SUBTRACT, NC_FIRE_GE);
     int a1 = add_pool(net, NC_NODE_AVGPOOL, "avg1", i2, 2, 2);
-    int c3 = add_conv(net, "conv3", a1, 64, 32, 3, 1);
+    int c3 = add_conv(net, "conv3", a1, 32, 32, 3, 1);
     int i3 = add_if(net, "if3", c3, 1, 0.2f, 0.5f, NC_RESET_ZERO, NC_FIRE_GT);
-    int c4 = add_conv(net, "conv4", i3, 64, 64, 3, 1);
+    int c4 = add_conv(net, "conv4", i3, 64, 32, 3, 1);
     int i4 = add_if(net, "if4", c4, 64, 0.2f, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
     int a2 = add_pool(net, NC_NODE_AVGPOOL, "avg2", i4, 2, 2);
     int fl = add1(net, NC_NODE_FLATTEN, "flat", a2);
