@@ -31,7 +31,8 @@
 # of the output).  NC_RUN_BUDGET (seconds, default 560) bounds the whole run.
 # Shorter calls: NC_TESTS (test names), NC_PRECISIONS, NC_BENCH_NETS,
 # NC_ACC_NEED (seconds needed to start the accuracy step), NC_ACC_PRECISIONS
-# (the accuracy step's precisions), NC_TRAIN_BENCH=1 (one BPTT step against
+# (the accuracy step's precisions), NC_SANITIZE_LIMIT (seconds per sanitizer entry),
+# NC_TRAIN_BENCH=1 (one BPTT step against
 # PyTorch's, for each conv:precision pair of NC_TRAIN_RUNS), NC_TORCH_FLOOR=0
 # (no PyTorch inference anchors), NC_PROFILE=0 (no inference profile),
 # NC_SANITIZE.
@@ -286,6 +287,9 @@ if command -v compute-sanitizer > /dev/null; then
     [ -x "$B/$t" ] || continue
     [ "$(left)" -gt 90 ] || { log "skip $tool $t: out of time"; continue; }
     lim=$(( $(left) - 40 ))
+    # NC_SANITIZE_LIMIT: at most this many seconds an entry (a slow entry then
+    # leaves time for the next ones)
+    [ -n "${NC_SANITIZE_LIMIT:-}" ] && [ "$lim" -gt "$NC_SANITIZE_LIMIT" ] && lim=$NC_SANITIZE_LIMIT
     opts=(--tool "$tool")
     # API errors stay out of memcheck's count: the program checks every CUDA call
     # itself (a failure is a test failure), and the fault tests make some fail on
