@@ -712,6 +712,7 @@ extern "C" void nc_engine_gpu_describe_convs(const nc_engine *e, char *buf, size
                                   : st->conv == CONV_IM2COL ? "im2col"
                                   : st->conv == CONV_BF16X2 ? "bf16x2"
                                   : st->conv == CONV_UNFUSED ? "unfused"
+                                  : st->conv == CONV_FUSED   ? "fused"
                                                             : "auto",
                                   have ? "" : "no cuDNN: ", why, st->plans.size());
     for (int i = 0; i < st->net->n_nodes && len < size; i++) {
@@ -762,11 +763,13 @@ extern "C" nc_status nc_engine_gpu_new(nc_engine **out, nc_error *err)
             st->conv = CONV_BF16X2;
         else if (strcmp(conv, "unfused") == 0)
             st->conv = CONV_UNFUSED;
+        else if (strcmp(conv, "fused") == 0)
+            st->conv = CONV_FUSED;
         else if (strcmp(conv, "auto") != 0) {
             delete st;
             free(e);
             return nc_fail(err, NC_ERR_ARGUMENT,
-                           "the gpu engine's conv='%s' (NC_GPU_CONV) is not a convolution path (auto, cudnn, im2col, bf16x2, unfused)",
+                           "the gpu engine's conv='%s' (NC_GPU_CONV) is not a convolution path (auto, cudnn, im2col, bf16x2, unfused, fused)",
                            conv);
         }
     }

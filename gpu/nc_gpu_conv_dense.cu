@@ -451,7 +451,7 @@ static own_conv own_spike_conv(const grun *r, int i)
     const gnode &g = r->st->nodes[i];
     const gnode &src = r->st->nodes[r->net->nodes[i].inputs[0]];
     conv_impl c = r->st->conv;
-    int fx16 = c == CONV_AUTO || c == CONV_UNFUSED;
+    int fx16 = c == CONV_AUTO || c == CONV_UNFUSED || c == CONV_FUSED;
     if (fx16 && src.spike_d <= 255.0f && nc_spike_conv_fx16_fits(&g.win, g.cout, g.groups))
         return OWN_FX16;
     if ((fx16 || c == CONV_BF16X2) && nc_spike_conv_fits(&g.win, g.cout, g.groups, nullptr, 0))
@@ -574,12 +574,12 @@ static if_fusion fusion_of(const grun *r, int i)
     int counts = reads_counts8(r, last);
     if (!counts && pool < 0 && counts_for_conv(r, j, 1)) /* a conv that reads bf16 counts */
         return f;
-    // 32 input channels only: with 64, each step's 18 k steps between two
-    // barriers leave the SM's 14 warps waiting on one another, and the fused
+    // auto: 32 input channels only: with 64, each step's 18 k steps between
+    // two barriers leave the SM's warps waiting on one another, and the fused
     // conv took longer than conv + IF apart (H100, 2026-12-07: VGG-style conv8
     // + relu9 + pool10 0.98 against 0.46 + 0.18 ms; conv6 + relu7, 32
-    // channels: 0.52 against 0.58 + 0.18 ms)
-    if (g.win.c != 32 || !nc_spike_conv_if_fits(&g.win, g.cout, pool >= 0))
+    // channels: 0.52 against 0.58 + 0.18 ms); conv=fused: every one that fits
+    if ((g.win.c != 32 && r->st->conv != CONV_FUSED) || !nc_spike_conv_if_fits(&g.win, g.cout, pool >= 0))
         return f;
     f.neuron = j;
     f.pool = pool;

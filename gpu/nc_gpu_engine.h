@@ -138,8 +138,10 @@ struct pass_graph {
 // (16-bit fixed point on int8 tensor cores where it fits, else two bf16
 // parts, the IF after a fixed-point one in its epilogue); bf16x2 = auto with
 // two bf16 parts for all of those; unfused = auto with the IF in a kernel of
-// its own; cudnn = cuDNN in every precision it has; im2col = never cuDNN.
-enum conv_impl { CONV_AUTO, CONV_CUDNN, CONV_IM2COL, CONV_BF16X2, CONV_UNFUSED };
+// its own; fused = auto with the IF in the epilogue of every fixed-point conv
+// that fits (auto fuses only those of 32 input channels); cudnn = cuDNN in
+// every precision it has; im2col = never cuDNN.
+enum conv_impl { CONV_AUTO, CONV_CUDNN, CONV_IM2COL, CONV_BF16X2, CONV_UNFUSED, CONV_FUSED };
 
 struct gpu_state {
     int device = 0;                     // the GPU of the thread that created the engine (nc_gpu_thread_device)

@@ -558,7 +558,12 @@ __global__ void fill_random_kernel(int64_t n, uint64_t seed, float lo, float hi,
 // memory, so that reads and writes are both coalesced; blockIdx.z walks rows.
 // The trainer's bf16 convolutions use two variants: fp32 in, bf16 out (rounded
 // to nearest), and bf16 in, fp32 out, added to what out holds (Add).
+// Each thread loads its kTile / kTileRows values of a tile before it stores
+// any: with one load at a time in flight the kernel ran at about half the
+// memory bandwidth (H100, 2026-12-08: 1.5 ms of a 6.9 ms bf16 training step).
 constexpr int kTile = 32;
+constexpr int kTileRows = 8; // blockDim.y
+constexpr int kPerThread = kTile / kTileRows;
 
 __device__ __forceinline__ float widen(float x) { return x; }
 __device__ __forceinline__ float widen(nc_bf16 x) { return __bfloat162float(x); }
@@ -567,23 +572,38 @@ template <> __device__ __forceinline__ float narrow<float>(float x) { return x; 
 template <> __device__ __forceinline__ nc_bf16 narrow<nc_bf16>(float x) { return __float2bfloat16_rn(x); }
 
 template <typename In, typename Out, bool Add>
-__global__ void transpose_rows_kernel(int64_t rows, int64_t A, int64_t B, const In *in, Out *out)
+__global__ void __launch_bounds__(kTile *kTileRows) transpose_rows_kernel(int64_t rows, int64_t A, int64_t B,
+                                                                          const In *in, Out *out)
 {
     __shared__ float tile[kTile][kTile + 1];
+    const int tx = threadIdx.x, ty = threadIdx.y;
     int64_t a0 = (int64_t)blockIdx.y * kTile, b0 = (int64_t)blockIdx.x * kTile;
     for (int64_t r = blockIdx.z; r < rows; r += gridDim.z) {
         const In *x = in + r * A * B;
         Out *y = out + r * A * B;
-        for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
-            int64_t a = a0 + i, b = b0 + threadIdx.x;
-            if (a < A && b < B)
-                tile[i][threadIdx.x] = widen(x[a * B + b]);
+        float v[kPerThread];
+#pragma unroll
+        for (int j = 0; j < kPerThread; j++) {
+            int64_t a = a0 + ty + j * kTileRows, b = b0 + tx;
+            v[j] = a < A && b < B ? widen(x[a * B + b]) : 0.0f;
         }
+#pragma unroll
+        for (int j = 0; j < kPerThread; j++)
+            tile[ty + j * kTileRows][tx] = v[j];
         __syncthreads();
-        for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
-            int64_t b = b0 + i, a = a0 + threadIdx.x;
+        if (Add) { // what out holds, all loaded before any store
+#pragma unroll
+            for (int j = 0; j < kPerThread; j++) {
+                int64_t b = b0 + ty + j * kTileRows, a = a0 + tx;
+                v[j] = a < A && b < B ? widen(y[b * A + a]) : 0.0f;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < kPerThread; j++) {
+            int i = ty + j * kTileRows;
+            int64_t b = b0 + i, a = a0 + tx;
             if (a < A && b < B)
-                y[b * A + a] = narrow<Out>(Add ? widen(y[b * A + a]) + tile[threadIdx.x][i] : tile[threadIdx.x][i]);
+                y[b * A + a] = narrow<Out>(Add ? v[j] + tile[tx][i] : tile[tx][i]);
         }
         __syncthreads();
     }
@@ -1216,7 +1236,7 @@ cudaError_t launch_transpose_rows(cudaStream_t s, int64_t rows, int64_t a, int64
         return cudaSuccess;
     if ((const void *)in == (const void *)out || (a + kTile - 1) / kTile > 65535)
         return cudaErrorInvalidValue;
-    dim3 block(kTile, 8);
+    dim3 block(kTile, kTileRows);
     dim3 grid((unsigned)((b + kTile - 1) / kTile), (unsigned)((a + kTile - 1) / kTile),
               (unsigned)(rows < 65535 ? rows : 65535));
     transpose_rows_kernel<In, Out, Add><<<grid, block, 0, s>>>(rows, a, b, in, out);

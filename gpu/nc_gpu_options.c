@@ -25,13 +25,14 @@ const nc_engine_option nc_gpu_option_table[N_OPTIONS] = {
                                "weights (mixed precision), the others fp32",
                        .env = "NC_GPU_PRECISION"},
     [OPT_CONV] = {.key = "conv", .type = NC_ENGINE_OPTION_CHOICE, .default_value = "auto",
-                  .choices = "auto|cudnn|im2col|bf16x2|unfused",
+                  .choices = "auto|cudnn|im2col|bf16x2|unfused|fused",
                   .help = "how convolutions run: cuDNN (loaded at run time) or im2col + cuBLAS; auto: cuDNN where it "
                           "is faster (fp32: the exact mode on bf16 tensor cores; an analog input of T·N rows "
                           "keeps im2col) and, in bf16, 3×3 spike convs with 16 to 64 input channels on own "
                           "kernels with 16-bit currents: the weight in 16-bit fixed point on int8 tensor cores "
-                          "(32 or 64 channels), with the IF after it in its epilogue, else in two bf16 parts "
-                          "(bf16x2: two bf16 parts for all; unfused: the IF in a kernel of its own; cudnn: "
+                          "(32 or 64 channels; with 32, the IF after it in its epilogue), else in two bf16 parts "
+                          "(bf16x2: two bf16 parts for all; unfused: the IF in a kernel of its own; fused: in "
+                          "the epilogue with 64 channels too; cudnn: "
                           "cuDNN's bf16, 8-bit currents); the GPU trainer: cuDNN unless im2col (fp32 sgemm in "
                           "every precision)",
                   .env = "NC_GPU_CONV"},

@@ -31,11 +31,15 @@ using namespace ncfx16;
 constexpr size_t kMaxSmem = 227 << 10; // shared memory of one block, at most (sm_90)
 // Warps per block, at most: a 28×28 image (49 tiles) in two passes of 13
 // warps, the only block of its SM (its membranes take most of the shared
-// memory), with the registers it needs: 144 each; two blocks of 7 warps for
-// a 14×14 image.  14 warps of 144 registers were refused at launch on an
-// H100 (cudaErrorLaunchOutOfResources, 2026-12-07), 13 ran.
+// memory); 7 warps for a 14×14 image.  14 warps of 144 registers were refused
+// at launch on an H100 (cudaErrorLaunchOutOfResources, 2026-12-07), 13 ran.
+// 128 registers a thread: each of an SM's four schedulers holds 16 384, so
+// with 138 (a block of 7 warps: 4 608 a warp) it took only 3 warps, and a
+// 14×14 conv ran one block of 7 warps per SM (ncu, H100, 2026-12-08:
+// theoretical occupancy 10.9 %); with 128 two such blocks fit.  The pooled
+// variants need no more; the others spill 16-40 bytes.
 constexpr int kMaxFusedWarps = 13;
-constexpr int kFusedRegisters = 144;
+constexpr int kFusedRegisters = 128;
 
 // What the epilogue needs besides the conv: the IF's parameters and where
 // its spikes (or their pool) go.

@@ -552,6 +552,39 @@ static int line_has(const char *text, const char *start, const char *what)
     return hit && (!end || hit < end);
 }
 
+/* One pass of test_fused_spike_convs' net with conv path `conv` (NC_GPU_CONV): fused (unobserved) = unfused
+ * (observed) bit for bit and CPU spikes within 2e-3 (compare_snn); with the own kernels, which convs ran
+ * with their IF in the epilogue: every one with `fused`, under auto all but conv5 (64 input channels). */
+static void fused_spike_convs_with(const nc_net *net, const nc_tensor *in, const nc_run_options *o, const int *ifs,
+                                   const char *conv)
+{
+    const char *env = getenv("NC_GPU_CONV");
+    int own = !env || !*env || strcmp(env, "auto") == 0;
+    if (own && conv)
+        setenv("NC_GPU_CONV", conv, 1);
+    const char *path = own ? (conv ? conv : "auto") : env;
+    char label[64];
+    snprintf(label, sizeof label, "fused spike convs, conv=%s", path);
+    double worst = compare_snn(label, net, in, o, ifs, 5, NC_GPU_BF16, 0);
+    printf("# %s: worst layer mismatch rate %.2e\n", label, worst);
+    NC_CHECK(worst <= (own ? 2e-3 : 0.2), "%s: mismatch rate %.2e", label, worst);
+    char convs[4096];
+    if (bf16_convs(net, in, o, convs, sizeof convs) && own && !strstr(convs, "no cuDNN")) {
+        const char *with_pool = "with the IF and the 2×2 average pool in its epilogue";
+        NC_CHECK(line_has(convs, "conv2: own kernel: 3×3 spike conv", with_pool), "%s: conv2 with its IF and pool:\n%s",
+                 label, convs);
+        NC_CHECK(line_has(convs, "conv3: own kernel: 3×3 spike conv", "with the IF in its epilogue"),
+                 "%s: conv3 with its IF:\n%s", label, convs);
+        NC_CHECK(line_has(convs, "conv4: own kernel: 3×3 spike conv", "with the IF in its epilogue"),
+                 "%s: conv4 with its IF:\n%s", label, convs);
+        int c5_fused = line_has(convs, "conv5: own kernel: 3×3 spike conv", with_pool);
+        NC_CHECK(line_has(convs, "conv5: own kernel: 3×3 spike conv", "") && c5_fused == (conv != NULL),
+                 "%s: conv5 (64 input channels) %s its IF and pool:\n%s", label, conv ? "with" : "without", convs);
+    }
+    if (own && conv)
+        unsetenv("NC_GPU_CONV");
+}
+
 static void test_fused_spike_convs(void)
 {
     nc_net *net = nc_net_new();
@@ -565,10 +598,12 @@ static void test_fused_spike_convs(void)
     int i3 = add_if(net, "if3", c3, 1, 0.2f, 0.5f, NC_RESET_ZERO, NC_FIRE_GT);
     int c4 = add_conv(net, "conv4", i3, 64, 32, 3, 1);
     int i4 = add_if(net, "if4", c4, 64, 0.2f, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
-    int a2 = add_pool(net, NC_NODE_AVGPOOL, "avg2", i4, 2, 2);
+    int c5 = add_conv(net, "conv5", i4, 64, 64, 3, 1);
+    int i5 = add_if(net, "if5", c5, 64, 0.2f, 0.5f, NC_RESET_SUBTRACT, NC_FIRE_GE);
+    int a2 = add_pool(net, NC_NODE_AVGPOOL, "avg2", i5, 2, 2);
     int fl = add1(net, NC_NODE_FLATTEN, "flat", a2);
     int d1 = add_dense(net, "fc1", fl, 10, 64 * 3 * 3);
-    int ifs[4] = {i1, i2, i3, i4};
+    int ifs[5] = {i1, i2, i3, i4, i5};
     if (!(net = with_output(net, "y", d1))) {
         NC_CHECK(0, "shapes");
         return;
@@ -576,22 +611,8 @@ static void test_fused_spike_convs(void)
     int64_t bs[4] = {40, 2, 12, 12};
     nc_tensor *in = rnd_tensor(4, bs, 0, 1);
     nc_run_options o = {.mode = NC_MODE_SNN, .T = 6};
-    const char *conv = getenv("NC_GPU_CONV");
-    int own = !conv || !*conv || strcmp(conv, "auto") == 0;
-    double worst = compare_snn("fused spike convs", net, in, &o, ifs, 4, NC_GPU_BF16, 0);
-    printf("# fused spike convs (%s): worst layer mismatch rate %.2e\n", own ? "own kernels" : conv, worst);
-    NC_CHECK(worst <= (own ? 2e-3 : 0.2), "fused spike convs: mismatch rate %.2e", worst);
-    char convs[4096];
-    if (bf16_convs(net, in, &o, convs, sizeof convs)) {
-        if (own && !strstr(convs, "no cuDNN")) {
-            NC_CHECK(line_has(convs, "conv2: own kernel: 3×3 spike conv", "with the IF and the 2×2 average pool in its epilogue"),
-                     "conv2 ran with its IF and pool:\n%s", convs);
-            NC_CHECK(line_has(convs, "conv3: own kernel: 3×3 spike conv", "with the IF in its epilogue"),
-                     "conv3 ran with its IF:\n%s", convs);
-            NC_CHECK(line_has(convs, "conv4: own kernel: 3×3 spike conv", "with the IF and the 2×2 average pool in its epilogue"),
-                     "conv4 ran with its IF and pool:\n%s", convs);
-        }
-    }
+    fused_spike_convs_with(net, in, &o, ifs, NULL);
+    fused_spike_convs_with(net, in, &o, ifs, "fused");
     nc_tensor_free(in);
     nc_net_free(net);
 }

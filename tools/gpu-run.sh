@@ -107,14 +107,16 @@ for net in ${NC_BENCH_NETS:-vgg-fmnist cnn-fmnist vgg16-cifar}; do
 done
 [ -z "${NC_PRECISIONS:-}" ] && bench vgg-fmnist fp32 1024 _cudnn NC_GPU_CONV=cudnn
 # bf16's spike convs on cuDNN (8-bit currents), on the two-bf16-part kernel, and on the fixed-point
-# kernel with the IF in a kernel of its own, beside those of conv=auto (16-bit fixed point on int8
-# tensor cores where it fits, the IF in its epilogue)
+# kernel with the IF in a kernel of its own and with the IF in the epilogue of every such conv (64
+# input channels too), beside those of conv=auto (16-bit fixed point on int8 tensor cores where it
+# fits, the IF in its epilogue where the conv has 32 input channels)
 if [[ " ${NC_PRECISIONS:-bf16} " == *" bf16 "* ]]; then
   for net in ${NC_BENCH_NETS:-vgg-fmnist cnn-fmnist}; do
     [ $net = vgg16-cifar ] && continue
     bench $net bf16 1024 _cudnn NC_GPU_CONV=cudnn
     bench $net bf16 1024 _bf16x2 NC_GPU_CONV=bf16x2
     bench $net bf16 1024 _unfused NC_GPU_CONV=unfused
+    bench $net bf16 1024 _fused NC_GPU_CONV=fused
   done
 fi
 # node by node (no CUDA graphs), side by side with the replayed passes above
@@ -234,12 +236,12 @@ fi
 # ---- 5b. where a training step's time goes (NC_PROFILE_TRAIN=1): every kernel of one
 # `bench --train` timed by ncu, summed by name (the image has no nsys) ----
 # Only the steady BPTT steps: the trainer brackets its syncs 30 to 46 in a
-# profiler range (NC_GPU_PROFILE_SYNCS; two syncs a step, so 8 steps; the
-# QCFS steps and the first BPTT steps, whose planning runs hundreds of cuDNN
+# profiler range (NC_GPU_PROFILE_SYNCS; since the step runs as a graph, one
+# sync a step, so 16 steps, counted by their optimiser launches; the QCFS steps and the first BPTT steps, whose planning runs hundreds of cuDNN
 # trial kernels, come before), and ncu profiles only inside it.
 if [ "${NC_PROFILE_TRAIN:-0}" = 1 ] && [ -n "$ncu_train" ] && [ "$(left)" -gt 150 ]; then
   ncu=$ncu_train
-  log "ncu: kernel times of 8 BPTT steps of bench --train (vgg-fmnist, batch 256, T 8, ${NC_PROFILE_TRAIN_PREC:-fp32})"
+  log "ncu: kernel times of the steady BPTT steps of bench --train (vgg-fmnist, batch 256, T 8, ${NC_PROFILE_TRAIN_PREC:-fp32})"
   NC_GPU_PROFILE_SYNCS=30:46 timeout 150 "$ncu" --profile-from-start off --metrics gpu__time_duration.sum --csv \
     --target-processes all \
     "$B/neurocuda" bench builtin:vgg-fmnist --engine gpu --precision "${NC_PROFILE_TRAIN_PREC:-fp32}" --batch 256 -T 8 \
@@ -257,7 +259,9 @@ for r in csv.DictReader(rows):
     name = r["Kernel Name"].split("(")[0][:70]
     total[name] += float(r["Metric Value"].replace(",", "")) * scale.get(r["Metric Unit"], 1e-6)
     count[name] += 1
-steps = 8
+# one optimiser launch per step (the multi-tensor Adam kernel): the range's
+# step count, whatever the syncs per step
+steps = next((n for name, n in count.items() if "multi_step_kernel" in name), 0) or 8
 print(f"{sum(total.values()) / steps:.3f} ms of kernels per BPTT step ({sum(count.values())} kernels in {steps} steps; "
       "per step below)")
 for name, ms in total.most_common(40):
@@ -297,7 +301,7 @@ if command -v compute-sanitizer > /dev/null; then
     [ "$tool" = memcheck ] && opts+=(--leak-check no --report-api-errors no)
     [ -n "$kernel" ] && opts+=(--kernel-name "kns=$kernel")
     log "compute-sanitizer ${opts[*]} $t ${only:+(tests $only) }(limit ${lim}s)"
-    f="$OUT/sanitizer_${tool}_$t${kernel:+_$kernel}.log"
+    f="$OUT/sanitizer_${tool}_$t${kernel:+_$kernel}${only:+_${only//,/_}}.log"
     NC_GPU_TESTS="${only//,/ }" timeout "$lim" compute-sanitizer "${opts[@]}" "$B/$t" > "$f" 2>&1
     log "sanitizer $tool $t $kernel rc=$?: $(grep -c '^ok' "$f") ok, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | tail -1)"
   done
