@@ -177,10 +177,14 @@ nc_gpu_options nc_gpu_options_get(void);
  * device): the recurrence of nc_if_run in sim/nc_cpu_ops.h over T steps of
  * n samples of [c, inner] values, in_step = 0 for a constant current.  bias
  * (may be NULL) holds c values added to every input before it is integrated,
- * as a fused conv bias is.  With bf16, the kernel's bf16 form: in is rounded
- * to bf16 on the device and read as such, and the spikes come back as counts
- * (1 or 0, not θ), as a bf16 conv after the IF reads them. */
-nc_status nc_gpu_test_if(int bf16, int T, long long n, int c, long long inner, const float *threshold,
+ * as a fused conv bias is.  form: NC_GPU_TEST_IF_VALUES, the spikes as θ or
+ * 0 in fp32; NC_GPU_TEST_IF_BF16, the kernel's bf16 form: in is rounded to
+ * bf16 on the device and read as such, and the spikes come back as counts
+ * (1 or 0, not θ), as a bf16 conv after the IF reads them;
+ * NC_GPU_TEST_IF_COUNTS8, fp32 currents and the counts as bytes, as the
+ * fixed-point spike conv reads them (given back as 1 or 0). */
+enum { NC_GPU_TEST_IF_VALUES, NC_GPU_TEST_IF_BF16, NC_GPU_TEST_IF_COUNTS8 };
+nc_status nc_gpu_test_if(int form, int T, long long n, int c, long long inner, const float *threshold,
                          int n_threshold, float v0_fraction, int reset_zero, int fire_gt, const float *bias,
                          const float *in, long long in_step, float *out, long long out_step, nc_error *err);
 

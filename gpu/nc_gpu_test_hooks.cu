@@ -2,6 +2,7 @@
 // (nc_gpu.h, "test hooks"): the tests compare them with the CPU references.
 #include "gpu/nc_gpu_engine.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +41,14 @@ struct dev_buffers {
 };
 
 
-extern "C" nc_status nc_gpu_test_if(int bf16, int T, long long n, int c, long long inner, const float *threshold,
+extern "C" nc_status nc_gpu_test_if(int form, int T, long long n, int c, long long inner, const float *threshold,
                                     int n_threshold, float v0_fraction, int reset_zero, int fire_gt,
                                     const float *bias, const float *in, long long in_step, float *out,
                                     long long out_step, nc_error *err)
 {
-    const char *where = bf16 ? "gpu bf16 IF test" : "gpu IF test";
+    const char *where = form == NC_GPU_TEST_IF_BF16      ? "gpu bf16 IF test"
+                        : form == NC_GPU_TEST_IF_COUNTS8 ? "gpu uint8-count IF test"
+                                                         : "gpu IF test";
     long long total = n * c * inner;
     size_t in_n = (size_t)((T - 1) * in_step + total), out_n = (size_t)((T - 1) * out_step + total);
     dev_buffers d;
@@ -57,7 +60,20 @@ extern "C" nc_status nc_gpu_test_if(int bf16, int T, long long n, int c, long lo
     if (bias) {
         NC_CUDA_TRY(err, where, d.put(bias, (size_t)c * 4, (void **)&db));
     }
-    if (!bf16) {
+    if (form == NC_GPU_TEST_IF_COUNTS8) {
+        uint8_t *dcounts8;
+        std::vector<uint8_t> counts(out_n);
+        NC_CUDA_TRY(err, where, d.get(out_n, (void **)&dcounts8));
+        NC_CUDA_TRY(err, where, cudaMemset(dcounts8, 0xff, out_n)); /* poison: every output must be written */
+        nc_if_io io = {din, nullptr, nullptr, nullptr, nullptr, nullptr, dcounts8};
+        NC_CUDA_TRY(err, where, nc_launch_if_io(0, T, total, c, inner, dth, n_threshold, v0_fraction, reset_zero,
+                                                fire_gt, db, &io, in_step, out_step));
+        NC_CUDA_TRY(err, where, cudaMemcpy(counts.data(), dcounts8, out_n, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < out_n; i++)
+            out[i] = counts[i] == 0xff ? NAN : (float)counts[i];
+        return NC_OK;
+    }
+    if (form == NC_GPU_TEST_IF_VALUES) {
         NC_CUDA_TRY(err, where, cudaMemset(dout, 0xff, out_n * 4)); /* poison: every output must be written */
         NC_CUDA_TRY(err, where, nc_launch_if(0, T, total, c, inner, dth, n_threshold, v0_fraction, reset_zero, fire_gt,
                                              db, din, in_step, dout, out_step));

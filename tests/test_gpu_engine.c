@@ -553,7 +553,7 @@ static int line_has(const char *text, const char *start, const char *what)
 }
 
 /* One pass of test_fused_spike_convs' net with conv path `conv` (NC_GPU_CONV): fused (unobserved) = unfused
- * (observed) bit for bit and CPU spikes within 2e-3 (compare_snn); with the own kernels, which convs ran
+ * (observed) bit for bit and CPU spikes within 6e-3 (compare_snn); with the own kernels, which convs ran
  * with their IF in the epilogue: every one with `fused`, under auto all but conv5 (64 input channels). */
 static void fused_spike_convs_with(const nc_net *net, const nc_tensor *in, const nc_run_options *o, const int *ifs,
                                    const char *conv)
@@ -565,9 +565,12 @@ static void fused_spike_convs_with(const nc_net *net, const nc_tensor *in, const
     const char *path = own ? (conv ? conv : "auto") : env;
     char label[64];
     snprintf(label, sizeof label, "fused spike convs, conv=%s", path);
+    /* Against the CPU the 16-bit weights flip spikes near θ, and each flip moves the next layer's
+     * currents, so the rate grows with depth: 2.0e-5, 3.4e-4, 1.7e-3 and 3.8e-3 for if2..if5 (H100,
+     * 2026-12-08); a wrong kernel gives 1e-1 or more. */
     double worst = compare_snn(label, net, in, o, ifs, 5, NC_GPU_BF16, 0);
     printf("# %s: worst layer mismatch rate %.2e\n", label, worst);
-    NC_CHECK(worst <= (own ? 2e-3 : 0.2), "%s: mismatch rate %.2e", label, worst);
+    NC_CHECK(worst <= (own ? 6e-3 : 0.2), "%s: mismatch rate %.2e", label, worst);
     char convs[4096];
     if (bf16_convs(net, in, o, convs, sizeof convs) && own && !strstr(convs, "no cuDNN")) {
         const char *with_pool = "with the IF and the 2×2 average pool in its epilogue";

@@ -55,8 +55,8 @@ static void if_case(int T, int64_t n, int c, int64_t inner, int per_channel, int
     nc_if_params p = {th, n_th, 0.5f, reset, cmp};
     nc_ref_if_run(&p, T, n, c, inner, x, in_step, ref, total, v);
     nc_error err = {0};
-    nc_status s = nc_gpu_test_if(0, T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO, cmp == NC_FIRE_GT,
-                                 with_bias ? bias : NULL, in, in_step, out, total, &err);
+    nc_status s = nc_gpu_test_if(NC_GPU_TEST_IF_VALUES, T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO,
+                                 cmp == NC_FIRE_GT, with_bias ? bias : NULL, in, in_step, out, total, &err);
     NC_CHECK(s == NC_OK, "nc_gpu_test_if: %s", err.message);
     if (s == NC_OK) {
         char what[160];
@@ -67,12 +67,23 @@ static void if_case(int T, int64_t n, int c, int64_t inner, int per_channel, int
         NC_CHECK(bad == 0, "%s: %lld values differ from nc_ref_if_run", what, (long long)bad);
         *bad_total += bad;
     }
+    /* uint8 counts (the fixed-point spike conv's operand): ×θ = the reference's */
+    s = nc_gpu_test_if(NC_GPU_TEST_IF_COUNTS8, T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO,
+                       cmp == NC_FIRE_GT, with_bias ? bias : NULL, in, in_step, out, total, &err);
+    NC_CHECK(s == NC_OK, "nc_gpu_test_if (uint8 counts): %s", err.message);
+    if (s == NC_OK) {
+        for (int64_t i = 0; i < T * total; i++)
+            out[i] *= th[per_channel ? (i % total / inner) % c : 0];
+        int64_t bad = compare_report("IF to uint8 counts", out, ref, T * total, 0.0, 0.0);
+        NC_CHECK(bad == 0, "uint8-count IF: %lld values differ from nc_ref_if_run", (long long)bad);
+        *bad_total += bad;
+    }
     /* the bf16 form: currents read as bf16, spikes written as counts (×θ = the reference's) */
     for (int64_t i = 0; i < in_n; i++)
         x[i] = with_bias ? round_bf16(in[i]) + bias[(i % total / inner) % c] : round_bf16(in[i]);
     nc_ref_if_run(&p, T, n, c, inner, x, in_step, ref, total, v);
-    s = nc_gpu_test_if(1, T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO, cmp == NC_FIRE_GT,
-                       with_bias ? bias : NULL, in, in_step, out, total, &err);
+    s = nc_gpu_test_if(NC_GPU_TEST_IF_BF16, T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO,
+                       cmp == NC_FIRE_GT, with_bias ? bias : NULL, in, in_step, out, total, &err);
     NC_CHECK(s == NC_OK, "nc_gpu_test_if (bf16): %s", err.message);
     if (s == NC_OK) {
         for (int64_t i = 0; i < T * total; i++)
@@ -96,8 +107,15 @@ static void test_if_kernel(void)
         if_case(T, 3, 5, 13, variant & 1, variant & 2, variant & 4, variant & 8 ? NC_RESET_ZERO : NC_RESET_SUBTRACT,
                 variant & 16 ? NC_FIRE_GT : NC_FIRE_GE, &bad);
     }
-    /* a big layer: many blocks, grid-stride loop */
+    /* channels last (inner 1): four channels a thread where C is a multiple of 4 (T = 6: a partial
+     * group of steps), one where it is not */
+    for (int variant = 0; variant < 16; variant++)
+        if_case(variant & 1 ? 6 : 8, 7, variant & 8 ? 6 : 32, 1, variant & 2, variant & 4, 1,
+                variant & 1 ? NC_RESET_ZERO : NC_RESET_SUBTRACT, variant & 2 ? NC_FIRE_GT : NC_FIRE_GE, &bad);
+    /* a big layer: many blocks, grid-stride loop; and the VGG-style first layer, channels last, its
+     * constant current */
     if_case(8, 64, 32, 28 * 28, 1, 0, 1, NC_RESET_SUBTRACT, NC_FIRE_GE, &bad);
+    if_case(8, 64 * 28 * 28, 32, 1, 1, 1, 1, NC_RESET_SUBTRACT, NC_FIRE_GE, &bad);
     printf("# IF kernel: %lld mismatches over all cases\n", (long long)bad);
 }
 
