@@ -32,6 +32,18 @@ static float round_bf16(float x)
     return x;
 }
 
+/* The IF's counts (1 or 0) times θ against the reference's spikes (θ or 0), n values of steps of `total`
+ * neurons [.., c, inner]; returns how many differ. */
+static int64_t counts_against(const char *what, float *counts, const float *ref, int64_t n, int64_t total, int c,
+                              int64_t inner, const float *th, int n_th)
+{
+    for (int64_t i = 0; i < n; i++)
+        counts[i] *= th[n_th == c ? (i % total / inner) % c : 0];
+    int64_t bad = compare_report(what, counts, ref, n, 0.0, 0.0);
+    NC_CHECK(bad == 0, "%s: %lld values differ from nc_ref_if_run", what, (long long)bad);
+    return bad;
+}
+
 static void if_case(int T, int64_t n, int c, int64_t inner, int per_channel, int constant, int with_bias,
                     nc_reset reset, nc_compare cmp, int64_t *bad_total)
 {
@@ -71,13 +83,8 @@ static void if_case(int T, int64_t n, int c, int64_t inner, int per_channel, int
     s = nc_gpu_test_if(NC_GPU_TEST_IF_COUNTS8, T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO,
                        cmp == NC_FIRE_GT, with_bias ? bias : NULL, in, in_step, out, total, &err);
     NC_CHECK(s == NC_OK, "nc_gpu_test_if (uint8 counts): %s", err.message);
-    if (s == NC_OK) {
-        for (int64_t i = 0; i < T * total; i++)
-            out[i] *= th[per_channel ? (i % total / inner) % c : 0];
-        int64_t bad = compare_report("IF to uint8 counts", out, ref, T * total, 0.0, 0.0);
-        NC_CHECK(bad == 0, "uint8-count IF: %lld values differ from nc_ref_if_run", (long long)bad);
-        *bad_total += bad;
-    }
+    if (s == NC_OK)
+        *bad_total += counts_against("IF to uint8 counts", out, ref, T * total, total, c, inner, th, n_th);
     /* the bf16 form: currents read as bf16, spikes written as counts (×θ = the reference's) */
     for (int64_t i = 0; i < in_n; i++)
         x[i] = with_bias ? round_bf16(in[i]) + bias[(i % total / inner) % c] : round_bf16(in[i]);
@@ -85,13 +92,8 @@ static void if_case(int T, int64_t n, int c, int64_t inner, int per_channel, int
     s = nc_gpu_test_if(NC_GPU_TEST_IF_BF16, T, n, c, inner, th, n_th, 0.5f, reset == NC_RESET_ZERO,
                        cmp == NC_FIRE_GT, with_bias ? bias : NULL, in, in_step, out, total, &err);
     NC_CHECK(s == NC_OK, "nc_gpu_test_if (bf16): %s", err.message);
-    if (s == NC_OK) {
-        for (int64_t i = 0; i < T * total; i++)
-            out[i] *= th[per_channel ? (i % total / inner) % c : 0];
-        int64_t bad = compare_report("IF bf16 currents to counts", out, ref, T * total, 0.0, 0.0);
-        NC_CHECK(bad == 0, "bf16 IF: %lld values differ from nc_ref_if_run on the bf16 currents", (long long)bad);
-        *bad_total += bad;
-    }
+    if (s == NC_OK)
+        *bad_total += counts_against("IF bf16 currents to counts", out, ref, T * total, total, c, inner, th, n_th);
     free(in);
     free(x);
     free(out);
