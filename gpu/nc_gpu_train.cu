@@ -448,6 +448,15 @@ __device__ __forceinline__ float surrogate_grad(int kind, float alpha, float x)
 // neuron looping t = T..1.  din (may be NULL, may alias dout) gets dm_t;
 // with partial != NULL each neuron's dθ (in double, the CPU's formula) is
 // summed over the block into partial[ch·S + s].
+// A thread loads m_t and dout_t of kBackSteps steps before it computes any of
+// them: since din may alias dout, the compiler cannot move a step's loads
+// above the previous step's store, and with two loads in flight at a time
+// the kernel ran at 40 % of the memory bandwidth (H100, 2026-12-08: 1.38 ms
+// of a 6.4 ms bf16 training step).  All of a chunk's reads come before its
+// writes, and each thread touches only its own neuron, so aliasing is still
+// fine; the arithmetic and its order are unchanged.
+constexpr int kBackSteps = 8;
+
 __global__ void if_backward_kernel(if_args a, int64_t R, int C, int64_t I, int S, const float *m_saved,
                                    const float *dout, float *din, double *partial)
 {
@@ -459,22 +468,33 @@ __global__ void if_backward_kernel(if_args a, int64_t R, int C, int64_t I, int S
         float th = if_theta(a, e);
         float dv = 0.0f; // dL/dv_t, from step t + 1
         double acc = 0.0;
-        for (int t = a.T - 1; t >= 0; t--) {
-            int64_t at = (int64_t)t * a.step + e;
-            float m = m_saved[at], d = __fsub_rn(m, th);
-            float sp = (a.ge ? d >= 0.0f : d > 0.0f) ? 1.0f : 0.0f; // the forward's test
-            float sg = surrogate_grad(a.surrogate, a.alpha, d);
-            float g = dout[at]; // read before din[at] is written: din may alias dout
-            float ds = __fsub_rn(__fmul_rn(g, th), __fmul_rn(dv, a.sub ? th : m));
-            float dm = __fadd_rn(__fmul_rn(dv, a.sub ? 1.0f : __fsub_rn(1.0f, sp)), __fmul_rn(ds, sg));
-            if (partial) {
-                double term = __dsub_rn(__dmul_rn((double)g, (double)sp), __dmul_rn((double)ds, (double)sg));
-                term = __dsub_rn(term, a.sub ? __dmul_rn((double)dv, (double)sp) : 0.0);
-                acc = __dadd_rn(acc, term);
+        for (int t1 = a.T; t1 > 0; t1 -= kBackSteps) { // steps t1 - 1 down to t1 - kBackSteps
+            float ms[kBackSteps], gs[kBackSteps];
+#pragma unroll
+            for (int k = 0; k < kBackSteps; k++)
+                if (k < t1) {
+                    int64_t at = (int64_t)(t1 - 1 - k) * a.step + e;
+                    ms[k] = m_saved[at];
+                    gs[k] = dout[at]; // read before din[at] is written: din may alias dout
+                }
+#pragma unroll
+            for (int k = 0; k < kBackSteps; k++) {
+                if (k >= t1)
+                    break;
+                float m = ms[k], g = gs[k], d = __fsub_rn(m, th);
+                float sp = (a.ge ? d >= 0.0f : d > 0.0f) ? 1.0f : 0.0f; // the forward's test
+                float sg = surrogate_grad(a.surrogate, a.alpha, d);
+                float ds = __fsub_rn(__fmul_rn(g, th), __fmul_rn(dv, a.sub ? th : m));
+                float dm = __fadd_rn(__fmul_rn(dv, a.sub ? 1.0f : __fsub_rn(1.0f, sp)), __fmul_rn(ds, sg));
+                if (partial) {
+                    double term = __dsub_rn(__dmul_rn((double)g, (double)sp), __dmul_rn((double)ds, (double)sg));
+                    term = __dsub_rn(term, a.sub ? __dmul_rn((double)dv, (double)sp) : 0.0);
+                    acc = __dadd_rn(acc, term);
+                }
+                if (din)
+                    din[(int64_t)(t1 - 1 - k) * a.step + e] = dm;
+                dv = dm;
             }
-            if (din)
-                din[at] = dm;
-            dv = dm;
         }
         if (partial)
             block_acc = __dadd_rn(block_acc, __dadd_rn(acc, __dmul_rn((double)dv, (double)a.v0f)));
