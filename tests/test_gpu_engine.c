@@ -560,7 +560,9 @@ static void fused_spike_convs_with(const nc_net *net, const nc_tensor *in, const
 {
     const char *env = getenv("NC_GPU_CONV");
     int own = !env || !*env || strcmp(env, "auto") == 0;
-    if (own && conv)
+    if (conv && !own) /* another path was chosen for the whole program: the first pass ran it */
+        return;
+    if (conv)
         setenv("NC_GPU_CONV", conv, 1);
     const char *path = own ? (conv ? conv : "auto") : env;
     char label[64];
@@ -584,7 +586,7 @@ static void fused_spike_convs_with(const nc_net *net, const nc_tensor *in, const
         NC_CHECK(line_has(convs, "conv5: own kernel: 3×3 spike conv", "") && c5_fused == (conv != NULL),
                  "%s: conv5 (64 input channels) %s its IF and pool:\n%s", label, conv ? "with" : "without", convs);
     }
-    if (own && conv)
+    if (conv)
         unsetenv("NC_GPU_CONV");
 }
 
