@@ -31,11 +31,10 @@
 # of the output).  NC_RUN_BUDGET (seconds, default 560) bounds the whole run.
 # Shorter calls: NC_TESTS (test names), NC_PRECISIONS, NC_BENCH_NETS,
 # NC_ACC_NEED (seconds needed to start the accuracy step), NC_ACC_PRECISIONS
-# (the accuracy step's precisions), NC_SANITIZE_LIMIT (seconds per sanitizer entry),
-# NC_TRAIN_BENCH=1 (one BPTT step against
+# (the accuracy step's precisions), NC_TRAIN_BENCH=1 (one BPTT step against
 # PyTorch's, for each conv:precision pair of NC_TRAIN_RUNS), NC_TORCH_FLOOR=0
 # (no PyTorch inference anchors), NC_PROFILE=0 (no inference profile),
-# NC_SANITIZE.
+# NC_SANITIZE, NC_SANITIZE_LIMIT (seconds per sanitizer entry, at most).
 set -uo pipefail
 OUT=${OUT:-/tmp/nc-out}
 mkdir -p "$OUT"
@@ -237,8 +236,9 @@ fi
 # `bench --train` timed by ncu, summed by name (the image has no nsys) ----
 # Only the steady BPTT steps: the trainer brackets its syncs 30 to 46 in a
 # profiler range (NC_GPU_PROFILE_SYNCS; since the step runs as a graph, one
-# sync a step, so 16 steps, counted by their optimiser launches; the QCFS steps and the first BPTT steps, whose planning runs hundreds of cuDNN
-# trial kernels, come before), and ncu profiles only inside it.
+# sync a step, so 16 steps, counted by their optimiser launches; the QCFS
+# steps and the first BPTT steps, whose planning runs hundreds of cuDNN trial
+# kernels, come before), and ncu profiles only inside it.
 if [ "${NC_PROFILE_TRAIN:-0}" = 1 ] && [ -n "$ncu_train" ] && [ "$(left)" -gt 150 ]; then
   ncu=$ncu_train
   log "ncu: kernel times of the steady BPTT steps of bench --train (vgg-fmnist, batch 256, T 8, ${NC_PROFILE_TRAIN_PREC:-fp32})"
