@@ -445,16 +445,11 @@ __device__ __forceinline__ float surrogate_grad(int kind, float alpha, float x)
 
 // nc_if_backward: neurons as [R, C, I] (C = the channels θ is summed over, or
 // 1); block (ch, s) runs slice s of S of channel ch's neurons, one thread per
-// neuron looping t = T..1.  din (may be NULL, may alias dout) gets dm_t;
-// with partial != NULL each neuron's dθ (in double, the CPU's formula) is
-// summed over the block into partial[ch·S + s].
-// A thread loads m_t and dout_t of kBackSteps steps before it computes any of
-// them: since din may alias dout, the compiler cannot move a step's loads
-// above the previous step's store, and with two loads in flight at a time
-// the kernel ran at 40 % of the memory bandwidth (H100, 2026-12-08: 1.38 ms
-// of a 6.4 ms bf16 training step).  All of a chunk's reads come before its
-// writes, and each thread touches only its own neuron, so aliasing is still
-// fine; the arithmetic and its order are unchanged.
+// neuron looping t = T..1.  din (may be NULL, may alias dout) gets dm_t; with
+// partial != NULL each neuron's dθ (in double, the CPU's formula) is summed
+// over the block into partial[ch·S + s].  A thread loads kBackSteps steps
+// before it computes them: as din may alias dout, no load could pass the last
+// step's store, and it ran at 40 % of the bandwidth (H100, 2026-12-08).
 constexpr int kBackSteps = 8;
 
 __global__ void if_backward_kernel(if_args a, int64_t R, int C, int64_t I, int S, const float *m_saved,
@@ -471,16 +466,12 @@ __global__ void if_backward_kernel(if_args a, int64_t R, int C, int64_t I, int S
         for (int t1 = a.T; t1 > 0; t1 -= kBackSteps) { // steps t1 - 1 down to t1 - kBackSteps
             float ms[kBackSteps], gs[kBackSteps];
 #pragma unroll
-            for (int k = 0; k < kBackSteps; k++)
-                if (k < t1) {
-                    int64_t at = (int64_t)(t1 - 1 - k) * a.step + e;
-                    ms[k] = m_saved[at];
-                    gs[k] = dout[at]; // read before din[at] is written: din may alias dout
-                }
+            for (int k = 0; k < kBackSteps && k < t1; k++) { // read before din is written: din may alias dout
+                ms[k] = m_saved[(int64_t)(t1 - 1 - k) * a.step + e];
+                gs[k] = dout[(int64_t)(t1 - 1 - k) * a.step + e];
+            }
 #pragma unroll
-            for (int k = 0; k < kBackSteps; k++) {
-                if (k >= t1)
-                    break;
+            for (int k = 0; k < kBackSteps && k < t1; k++) {
                 float m = ms[k], g = gs[k], d = __fsub_rn(m, th);
                 float sp = (a.ge ? d >= 0.0f : d > 0.0f) ? 1.0f : 0.0f; // the forward's test
                 float sg = surrogate_grad(a.surrogate, a.alpha, d);
